@@ -1,0 +1,1 @@
+"""Models: the protocol, the test doubles, the embedded default and real adapters."""

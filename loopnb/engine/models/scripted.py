@@ -1,0 +1,98 @@
+"""Test doubles that ship with the library: ``ScriptedModel`` and ``FunctionModel``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeAlias
+
+from loopnb.engine.errors import ModelUnavailable
+from loopnb.engine.messages import ModelReply, ToolCall, ToolSpec, Transcript
+
+__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply"]
+
+Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
+"""One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
+
+
+def as_reply(step: object, *, model: str, where: str = "reply") -> ModelReply:
+    """Turn a step into a ``ModelReply``; a clear ``TypeError`` names what was wrong and where."""
+    if isinstance(step, ModelReply):
+        return step if step.model else step.model_copy(update={"model": model})
+    if isinstance(step, str):
+        return ModelReply(text=step, model=model)
+    if isinstance(step, ToolCall):
+        return ModelReply(tool_calls=(step,), model=model)
+    if isinstance(step, list | tuple) and step and all(isinstance(c, ToolCall) for c in step):
+        return ModelReply(tool_calls=tuple(step), model=model)
+    raise TypeError(
+        f"{where}: expected a ToolCall, a non-empty list of ToolCalls, a str (the final reply), "
+        f"a ModelReply or an exception to raise; got {type(step).__name__}: {step!r:.80}"
+    )
+
+
+class ScriptedModel:
+    """Replies with a fixed script, one step per turn, whatever the model is told.
+
+    Deterministic, for tests and exact demonstrations. Past the last step it raises
+    ``ModelUnavailable("script exhausted after N steps")``.
+    """
+
+    def __init__(self, steps: Iterable[Step], *, name: str = "scripted") -> None:
+        self.name = name
+        self._steps: list[ModelReply | BaseException] = []
+        for i, step in enumerate(steps):
+            if isinstance(step, BaseException):
+                self._steps.append(step)
+            else:
+                self._steps.append(as_reply(step, model=name, where=f"ScriptedModel step {i}"))
+        self._next = 0
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet played."""
+        return len(self._steps) - self._next
+
+    def reset(self) -> None:
+        """Start the script over (for running the same engine again)."""
+        self._next = 0
+
+    async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
+        if self._next >= len(self._steps):
+            raise ModelUnavailable(f"script exhausted after {len(self._steps)} steps")
+        step = self._steps[self._next]
+        self._next += 1
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel({len(self._steps)} steps, next={self._next}, name={self.name!r})"
+
+
+ReplyFunction: TypeAlias = Callable[
+    [Transcript, Sequence[ToolSpec]], "Step | Awaitable[Step]"
+]
+
+
+class FunctionModel:
+    """A model whose replies come from your function ``fn(messages, tools)``.
+
+    ``fn`` may be sync or async and returns a step in any ScriptedModel form (a ``ToolCall``, a list
+    of them, a final ``str`` or a ``ModelReply``); raising ``ModelUnavailable`` is a model failure.
+    """
+
+    def __init__(self, fn: ReplyFunction, *, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionModel needs a callable fn(messages, tools); got {fn!r:.80}")
+        self._fn = fn
+        self.name = name or getattr(fn, "__name__", "function")
+
+    async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
+        step = self._fn(messages, tools)
+        if inspect.isawaitable(step):
+            step = await step
+        return as_reply(step, model=self.name, where=f"FunctionModel {self.name!r}")
+
+    def __repr__(self) -> str:
+        return f"FunctionModel({self.name!r})"
