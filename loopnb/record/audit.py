@@ -1,0 +1,2 @@
+def audit(*a, **k): raise NotImplementedError
+class Audit: pass
