@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 from pydantic import TypeAdapter, ValidationError
 
 from loopnb.engine.events import EVENT_ADAPTER, Event
+from loopnb.engine.messages import ToolCall
 from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.redact import Redact
 
@@ -33,6 +34,8 @@ __all__ = [
     "JsonlWriter",
     "dump_event",
     "make_header",
+    "parse_event",
+    "parse_events",
     "read_jsonl",
     "redacted_lines",
 ]
@@ -122,15 +125,65 @@ def _describe(exc: ValidationError) -> str:
     return f"{first['msg']} at {where or 'top level'}{more}"
 
 
+def _toolcall_validates() -> bool:
+    try:
+        ToolCall.model_validate({"name": "probe"})
+    except TypeError:
+        return False
+    return True
+
+
+# ToolCall's positional-only __init__ makes pydantic fail to build one from a dict; until it
+# accepts ``name=`` as a keyword, calls are built by hand before the event is validated.
+_DIRECT = _toolcall_validates()
+
+
+def _call(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    rest = {k: v for k, v in data.items() if k not in ("name", "arguments")}
+    return ToolCall(data.get("name"), data.get("arguments"), **rest)
+
+
+def _prebuild(data: Any) -> Any:
+    if isinstance(data, dict):
+        if "call" in data:
+            data["call"] = _call(data["call"])
+        reply = data.get("reply")
+        if isinstance(reply, dict) and isinstance(reply.get("tool_calls"), list):
+            reply["tool_calls"] = [_call(c) for c in reply["tool_calls"]]
+    return data
+
+
+def parse_event(raw: bytes | str) -> Event:
+    """One event from its JSON text (validated; a ``ValidationError`` or ``ValueError`` if not)."""
+    if _DIRECT:
+        return EVENT_ADAPTER.validate_json(raw)
+    return EVENT_ADAPTER.validate_python(_prebuild(json.loads(raw)))
+
+
+def parse_events(body: bytes | str) -> list[Event]:
+    """Events from the JSON text of an array of them."""
+    if _DIRECT:
+        return _EVENTS_ADAPTER.validate_json(body)
+    return _EVENTS_ADAPTER.validate_python([_prebuild(d) for d in json.loads(body)])
+
+
 def _parse_line(raw: bytes, path: Path, line: int) -> Event:
     try:
-        return EVENT_ADAPTER.validate_json(raw)
-    except ValidationError as exc:
-        if exc.errors()[0]["type"] == "json_invalid":
-            raise RecordingError(f"not valid JSON: {_describe(exc)}", path=path, line=line) from exc
-        raise RecordingError(f"not a valid event: {_describe(exc)}", path=path, line=line) from exc
-    except Exception as exc:  # a model's own validator raised something else
+        return parse_event(raw)
+    except ValueError as exc:
+        if not isinstance(exc, ValidationError):
+            raise RecordingError(f"not valid JSON: {exc}", path=path, line=line) from exc
+        raise _invalid(exc, path, line) from exc
+    except TypeError as exc:
         raise RecordingError(f"not a valid event: {exc}", path=path, line=line) from exc
+
+
+def _invalid(exc: ValidationError, path: Path, line: int) -> RecordingError:
+    if exc.errors()[0]["type"] == "json_invalid":
+        return RecordingError(f"not valid JSON: {_describe(exc)}", path=path, line=line)
+    return RecordingError(f"not a valid event: {_describe(exc)}", path=path, line=line)
 
 
 def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
@@ -156,8 +209,8 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
     if torn and lines:
         last = len(lines) + 1
         try:
-            events.append(EVENT_ADAPTER.validate_json(torn))
-        except ValidationError:
+            events.append(parse_event(torn))
+        except (ValueError, TypeError):
             warnings.warn(
                 f"{path}, line {last}: torn last line left out (the writer stopped mid-line; "
                 f"{len(torn)} bytes)",
@@ -171,7 +224,7 @@ def _parse_body(body: list[bytes], path: Path) -> list[Event]:
     if not body:
         return []
     try:  # fast path: the whole body in one call into pydantic-core
-        events = _EVENTS_ADAPTER.validate_json(b"[" + b",".join(body) + b"]")
+        events = parse_events(b"[" + b",".join(body) + b"]")
         if len(events) == len(body):
             return events
     except Exception:

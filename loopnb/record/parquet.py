@@ -193,14 +193,14 @@ def read_parquet(path: str | Path) -> Recording:
         return _read(pf, event_groups, list(EVENT_COLUMNS), EventRow, _PREFIX)
 
     def event_objects() -> list[Event]:
-        from loopnb.record.jsonl import _EVENTS_ADAPTER
+        from loopnb.record.jsonl import parse_events
 
         if not event_groups:
             return []
         lines = pf.read_row_groups(event_groups, columns=[_PREFIX + "json"]).column(0)
         body = ",".join(lines.to_pylist())
         try:
-            return _EVENTS_ADAPTER.validate_json("[" + body + "]")
+            return parse_events("[" + body + "]")
         except Exception as exc:
             raise RecordingError(f"an event in the file is not valid: {exc}", path=path) from exc
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import LoopnbWarning
-from loopnb.engine.events import EVENT_ADAPTER, Event, RunFinished, TurnFinished
+from loopnb.engine.events import Event, RunFinished, TurnFinished
 from loopnb.record.jsonl import (
     JsonlWriter,
     dump_event,
     make_header,
+    parse_event,
     redact_line,
     write_jsonl,
 )
@@ -194,7 +195,7 @@ class Recorder:
             raw = dump_event(event)
             line = redact_line(raw, self.redact)
             lines.append(line)
-            objects.append(event if line == raw else EVENT_ADAPTER.validate_json(line))
+            objects.append(event if line == raw else parse_event(line))
         return objects, lines
 
     def recording(self) -> Recording:

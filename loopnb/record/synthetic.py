@@ -51,8 +51,10 @@ class Call:
     """One tool call of a turn and how it ends.
 
     ``error`` is the producer when the result the model reads is an error. ``retries`` recovery
-    retries are granted first (each a failed attempt followed by a ``retry`` decision); with
-    ``gave_up`` set, the strategy then answered that decision and the result is the original one.
+    retries are granted first (each a failed attempt followed by a ``retry`` decision, numbered
+    like the engine's: the decision after attempt k carries ``attempt=k``); with ``gave_up``
+    set, the strategy then answered that decision and the model reads attempt 0's result as
+    ``recovery_gave_up``.
     """
 
     name: str
@@ -158,10 +160,9 @@ class RunBuilder:
                 count=count,
             )
         results: list[ToolResult] = []
-        retries = 0
         for call, tc in zip(calls, tool_calls, strict=True):
             results.append(self._dispatch(call, tc))
-            retries += call.retries
+        retries = max((r.attempts - 1 for r in results), default=0)
         producer: SoftProducer | None = next((r.producer for r in results if r.is_error), None)
         if producer is None:
             producer = next((m.producer for m in feedback if m.producer), None)
@@ -180,7 +181,7 @@ class RunBuilder:
             breakers=dict(self.breakers),
         )
 
-    def _dispatch(self, call: Call, tc: ToolCall) -> ToolResult:
+    def _dispatch(self, call: Call, tc: ToolCall, *, exhaust: bool = False) -> ToolResult:
         def result(content: str, producer: SoftProducer | None, attempts: int) -> ToolResult:
             return ToolResult(
                 content,
@@ -208,18 +209,7 @@ class RunBuilder:
             latency_ms=0.5,
         )
         for attempt in range(1, call.retries + 1):
-            self._emit(
-                RecoveryDecided,
-                turn=self._turn,
-                call_id=tc.id,
-                tool=call.name,
-                attempt=attempt,
-                max_attempts=5,
-                decision="retry",
-                corrected_input=None,
-                delay=0.0,
-                note=None,
-            )
+            self._decide(call, tc, attempt - 1, "retry")
             last = attempt == call.retries and not call.gave_up
             res = result(
                 call.content if last else f"{call.name} failed",
@@ -237,20 +227,14 @@ class RunBuilder:
                 latency_ms=0.5,
             )
         final = dispatched[-1]
+        if exhaust:
+            self._decide(call, tc, call.retries, "retry")
+            return final
         if call.gave_up:
-            self._emit(
-                RecoveryDecided,
-                turn=self._turn,
-                call_id=tc.id,
-                tool=call.name,
-                attempt=call.retries + 1,
-                max_attempts=5,
-                decision=call.gave_up,
-                corrected_input=None,
-                delay=0.0,
-                note=call.note,
+            self._decide(call, tc, call.retries, call.gave_up)
+            final = first.model_copy(
+                update={"producer": "recovery_gave_up", "attempts": call.retries + 1}
             )
-            final = first
         if final.is_error and final.producer is not None:
             self._emit(
                 SoftErrorReturned,
@@ -261,6 +245,20 @@ class RunBuilder:
                 call_id=tc.id,
             )
         return final
+
+    def _decide(self, call: Call, tc: ToolCall, attempt: int, decision: str) -> None:
+        self._emit(
+            RecoveryDecided,
+            turn=self._turn,
+            call_id=tc.id,
+            tool=call.name,
+            attempt=attempt,
+            max_attempts=5,
+            decision=decision,
+            corrected_input=None,
+            delay=0.0,
+            note=call.note,
+        )
 
     def final(self, text: str, *, model: str | None = None) -> None:
         """The model's final reply; the run ends ok."""
@@ -299,7 +297,11 @@ class RunBuilder:
             self._emit(
                 ModelReplied, turn=self._turn, model=self.model, reply=reply, latency_ms=1.0
             )
-            results = [self._dispatch(c, tc) for c, tc in zip(calls, tool_calls, strict=True)]
+            exhaust = producer == "tool_recovery_exhausted"
+            results = [
+                self._dispatch(c, tc, exhaust=exhaust)
+                for c, tc in zip(calls, tool_calls, strict=True)
+            ]
         if producer == "loop_detected":
             self._emit(
                 DetectorFired,
@@ -322,7 +324,7 @@ class RunBuilder:
             reply=reply,
             results=tuple(results),
             feedback=(),
-            recovery_attempts=sum(c.retries for c in calls),
+            recovery_attempts=max((c.retries for c in calls), default=0),
             breakers=dict(self.breakers),
             dropped=True,
             error_text=message,
