@@ -69,9 +69,7 @@ def conform(df: pd.DataFrame, row_model: type[BaseModel]) -> pd.DataFrame:
     for name, dtype in types.items():
         col = df[name]
         if col.dtype != dtype:
-            if isinstance(dtype, pd.CategoricalDtype) and isinstance(
-                col.dtype, pd.CategoricalDtype
-            ):
+            if isinstance(dtype, pd.CategoricalDtype) and isinstance(col.dtype, pd.CategoricalDtype):
                 col = col.cat.set_categories(dtype.categories)
             else:
                 col = col.astype(dtype)

@@ -245,9 +245,7 @@ class JsonlWriter:
     appending, so the file stays readable.
     """
 
-    def __init__(
-        self, path: str | Path, *, redact: Redact | None, fsync: bool = False
-    ) -> None:
+    def __init__(self, path: str | Path, *, redact: Redact | None, fsync: bool = False) -> None:
         self.path = Path(path)
         self.redact = redact
         self.fsync = fsync

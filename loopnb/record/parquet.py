@@ -41,9 +41,7 @@ def _pyarrow() -> Any:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "Parquet recordings need pyarrow: pip install 'loopnb[parquet]'"
-        ) from exc
+        raise ImportError("Parquet recordings need pyarrow: pip install 'loopnb[parquet]'") from exc
     return pa, pq
 
 
@@ -57,15 +55,12 @@ def _arrow_type(dtype: Any, pa: Any) -> Any:
     if isinstance(dtype, pd.StringDtype):
         return pa.large_string()
     name = str(dtype)
-    return {"Int64": pa.int64(), "Float64": pa.float64(), "bool": pa.bool_(), "boolean": pa.bool_()}[
-        name
-    ]
+    return {"Int64": pa.int64(), "Float64": pa.float64(), "bool": pa.bool_(), "boolean": pa.bool_()}[name]
 
 
 def _fields(row_model: Any, prefix: str, pa: Any) -> list[Any]:
     return [
-        pa.field(prefix + name, _arrow_type(dtype, pa))
-        for name, dtype in pandas_dtypes(row_model).items()
+        pa.field(prefix + name, _arrow_type(dtype, pa)) for name, dtype in pandas_dtypes(row_model).items()
     ]
 
 
@@ -99,9 +94,7 @@ def _columns(df: Any, prefix: str, schema: Any, pa: Any) -> dict[str, Any]:
     return out
 
 
-def write_parquet(
-    path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]
-) -> None:
+def write_parquet(path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]) -> None:
     """Write ``events`` (already redacted, with their JSON ``lines``) as a Parquet recording."""
     pa, pq = _pyarrow()
     path = Path(path)
@@ -121,13 +114,9 @@ def write_parquet(
     tmp = path.with_name(path.name + ".tmp")
     with pq.ParquetWriter(tmp, schema) as writer:
         if len(turns):
-            writer.write_table(
-                _table(pa, schema, "turn", turn_cols, len(turns)), row_group_size=_ROW_GROUP
-            )
+            writer.write_table(_table(pa, schema, "turn", turn_cols, len(turns)), row_group_size=_ROW_GROUP)
         if len(evs):
-            writer.write_table(
-                _table(pa, schema, "event", event_cols, len(evs)), row_group_size=_ROW_GROUP
-            )
+            writer.write_table(_table(pa, schema, "event", event_cols, len(evs)), row_group_size=_ROW_GROUP)
     tmp.replace(path)
 
 

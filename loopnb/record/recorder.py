@@ -72,9 +72,7 @@ class Recorder:
         self._event_rows: list[dict[str, Any]] = []
         self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
-        self._writer = (
-            None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
-        )
+        self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
 
     # -- the hot path -------------------------------------------------------------------------
 
@@ -114,8 +112,7 @@ class Recorder:
                 if listener in self._listeners:
                     self._listeners.remove(listener)
                 warnings.warn(
-                    f"recorder listener {listener!r} raised {type(exc).__name__}: {exc}; "
-                    "it was detached",
+                    f"recorder listener {listener!r} raised {type(exc).__name__}: {exc}; it was detached",
                     LoopnbWarning,
                     stacklevel=2,
                 )
@@ -223,9 +220,7 @@ class Recorder:
             objects, lines = self.exported_events()
             write_parquet(path, header, objects, lines)
         else:
-            raise ValueError(
-                f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix"
-            )
+            raise ValueError(f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix")
         return path
 
     def close(self) -> None:

@@ -102,9 +102,7 @@ class Recording:
         try:
             from loopnb.notebook.report import write_html  # type: ignore[import-not-found]
         except ImportError as exc:
-            raise NotImplementedError(
-                "Recording.to_html needs loopnb.notebook.report.write_html"
-            ) from exc
+            raise NotImplementedError("Recording.to_html needs loopnb.notebook.report.write_html") from exc
         return write_html(self, Path(path))  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:

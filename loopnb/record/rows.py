@@ -108,9 +108,7 @@ def turn_row(event: TurnFinished) -> dict[str, Any]:
 
 def discarded_runs(events: Iterable[Event]) -> set[str]:
     """Run ids whose scratchpad was discarded whole (``ContextExceeded``)."""
-    return {
-        e.run_id for e in events if isinstance(e, RunFinished) and e.scratchpad_discarded
-    }
+    return {e.run_id for e in events if isinstance(e, RunFinished) and e.scratchpad_discarded}
 
 
 def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
@@ -196,8 +194,7 @@ def event_row(event: Event) -> dict[str, Any]:
             row["turn"] = event.turn
             row["count"] = event.dropped_items
             row["text"] = (
-                f"compacted {event.tokens_before} -> {event.tokens_after} tokens "
-                f"(budget {event.max_tokens})"
+                f"compacted {event.tokens_before} -> {event.tokens_after} tokens (budget {event.max_tokens})"
             )
         case SoftErrorReturned():
             row["turn"] = event.turn

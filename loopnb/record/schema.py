@@ -97,11 +97,9 @@ class TurnRow(BaseModel):
         description="Recovery notes that rode beside the results (never merged into them)."
     )
     reply_text: str | None = Field(description="The text of the model's reply, if any.")
-    recovery_attempts: int = Field(
-        description="Recovery retries granted during this turn (0 when none)."
-    )
+    recovery_attempts: int = Field(description="Recovery retries granted during this turn (0 when none).")
     breaker_states: str | None = Field(
-        description='Every breaker\'s state as the turn ended, as a JSON object '
+        description="Every breaker's state as the turn ended, as a JSON object "
         '{"name": "closed" | "open" | "half_open"}; missing when there are no breakers.'
     )
     breakers_open: int = Field(description="How many of those breakers were not closed.")
@@ -156,9 +154,7 @@ class EventRow(BaseModel):
     detector: Literal["loop", "convergence", "max_turns"] | None = Field(
         description="The safety detector that fired."
     )
-    action: Literal["refuse", "stop", "warn", "ask_user"] | None = Field(
-        description="What the detector did."
-    )
+    action: Literal["refuse", "stop", "warn", "ask_user"] | None = Field(description="What the detector did.")
     count: int | None = Field(
         description="Detector's repeat count; compaction's dropped items; a run's turns."
     )

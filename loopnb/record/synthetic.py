@@ -232,9 +232,7 @@ class RunBuilder:
             return final
         if call.gave_up:
             self._decide(call, tc, call.retries, call.gave_up)
-            final = first.model_copy(
-                update={"producer": "recovery_gave_up", "attempts": call.retries + 1}
-            )
+            final = first.model_copy(update={"producer": "recovery_gave_up", "attempts": call.retries + 1})
         if final.is_error and final.producer is not None:
             self._emit(
                 SoftErrorReturned,
@@ -280,28 +278,21 @@ class RunBuilder:
             recovery_attempts=0,
             breakers=dict(self.breakers),
         )
-        self._emit(
-            RunFinished, outcome="ok", turns=self._turn, output=text, error=None, message=None
-        )
+        self._emit(RunFinished, outcome="ok", turns=self._turn, output=text, error=None, message=None)
 
     def hard(self, producer: HardProducer, message: str, *calls: Call) -> None:
         """The turn the run ends on, with ``producer``'s LoopError; the run ends hard."""
         started = self._begin()
         reply = None
-        results: list[ToolResult] = []
         if calls:
             tool_calls = tuple(
                 ToolCall(c.name, c.arguments, id=f"c{self._turn}_{i}") for i, c in enumerate(calls)
             )
             reply = ModelReply(tool_calls=tool_calls, model=self.model)
-            self._emit(
-                ModelReplied, turn=self._turn, model=self.model, reply=reply, latency_ms=1.0
-            )
+            self._emit(ModelReplied, turn=self._turn, model=self.model, reply=reply, latency_ms=1.0)
             exhaust = producer == "tool_recovery_exhausted"
-            results = [
+            for c, tc in zip(calls, tool_calls, strict=True):
                 self._dispatch(c, tc, exhaust=exhaust)
-                for c, tc in zip(calls, tool_calls, strict=True)
-            ]
         if producer == "loop_detected":
             self._emit(
                 DetectorFired,
@@ -322,7 +313,7 @@ class RunBuilder:
             producer=producer,
             model=self.model if reply is not None else None,
             reply=reply,
-            results=tuple(results),
+            results=(),
             feedback=(),
             recovery_attempts=max((c.retries for c in calls), default=0),
             breakers=dict(self.breakers),
