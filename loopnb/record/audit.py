@@ -20,13 +20,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
-from loopnb.record.frames import conform
 from loopnb.record.schema import EventRow, TurnRow
 
 if TYPE_CHECKING:
+    import pandas as pd
     import plotly.graph_objects as go
 
 __all__ = ["CEILING", "Audit", "audit"]
@@ -34,11 +32,11 @@ __all__ = ["CEILING", "Audit", "audit"]
 CEILING = 5
 """``MAX_RECOVERY_ATTEMPTS``: retries a call may get (attempt 0 plus 5)."""
 
-_PRODUCERS = pd.CategoricalDtype([*SOFT_PRODUCERS, *HARD_PRODUCERS])
-_CHANNELS = pd.CategoricalDtype(["ok", "soft", "hard"])
-_OUTCOMES = pd.CategoricalDtype(["recovered", "ended_hard", "unfinished"])
-_DECISIONS = pd.CategoricalDtype(["retry", "skip", "ask_user", "fail"])
-_RETRY_OUTCOMES = pd.CategoricalDtype(["recovered", "still_failing", "gave_up", "exhausted"])
+_PRODUCERS = (*SOFT_PRODUCERS, *HARD_PRODUCERS)
+_CHANNELS = tuple(["ok", "soft", "hard"])
+_OUTCOMES = tuple(["recovered", "ended_hard", "unfinished"])
+_DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])
+_RETRY_OUTCOMES = tuple(["recovered", "still_failing", "gave_up", "exhausted"])
 # Turn producers that show a safety detector acting, when no events are at hand.
 _DETECTOR_OF = {
     "loop_refusal": ("loop", "refuse"),
@@ -50,6 +48,8 @@ _DETECTOR_OF = {
 
 def audit(source: Any, events: pd.DataFrame | None = None) -> Audit:
     """An ``Audit`` of a Recording, a Recorder, a turns frame, or a ``(turns, events)`` pair."""
+    import pandas as pd
+
     if isinstance(source, tuple):
         source, events = source
     if isinstance(source, pd.DataFrame):
@@ -70,6 +70,8 @@ class Audit:
     """Summaries of recorded turns (and events, when given). Every method returns a new frame."""
 
     def __init__(self, turns: pd.DataFrame, events: pd.DataFrame | None = None) -> None:
+        from loopnb.record.frames import conform
+
         extra = [c for c in ("source",) if c in turns.columns]
         self.turns = _with(conform(turns, TurnRow), turns, extra)
         self.events = None
@@ -84,6 +86,8 @@ class Audit:
         """Per producer: its channel, the turns it tagged, the runs it appeared in, its share of
         all turns, and (with events) ``errors``: how many errors of it the model read or the
         run ended with (a turn with several failing calls counts once in ``turns``)."""
+        import pandas as pd
+
         t = self.turns[self.turns["producer"].notna()]
         run = t[self._keys].astype(str).agg("/".join, axis=1) if len(t) else pd.Series(dtype=str)
         out = (
@@ -91,7 +95,7 @@ class Audit:
             .groupby("producer", sort=False)
             .agg(turns=("run", "size"), runs=("run", "nunique"))
         )
-        out = out.reindex([p for p in _PRODUCERS.categories if p in out.index])
+        out = out.reindex([p for p in _PRODUCERS if p in out.index])
         errors = None
         if self.events is not None:
             e = self.events
@@ -99,9 +103,9 @@ class Audit:
             errors = e.loc[kinds, "producer"].astype(str).value_counts()
         frame = pd.DataFrame(
             {
-                "producer": pd.Categorical(out.index, dtype=_PRODUCERS),
+                "producer": pd.Categorical(out.index, categories=_PRODUCERS),
                 "channel": pd.Categorical(
-                    ["soft" if p in SOFT_PRODUCERS else "hard" for p in out.index], dtype=_CHANNELS
+                    ["soft" if p in SOFT_PRODUCERS else "hard" for p in out.index], categories=_CHANNELS
                 ),
                 "turns": pd.array(out["turns"].to_numpy(), dtype="Int64"),
                 "runs": pd.array(out["runs"].to_numpy(), dtype="Int64"),
@@ -121,6 +125,8 @@ class Audit:
         ``ended_hard`` (the run ended on the next turn) or ``unfinished`` (no next turn).
         ``turns_to_recover``: turns from the first error to the ok turn (1 = the very next one).
         """
+        import pandas as pd
+
         t = self.turns.sort_values([*self._keys, "turn"], kind="stable")
         rows: list[dict[str, Any]] = []
         for key, run in t.groupby(self._keys, sort=False, observed=True):
@@ -154,9 +160,9 @@ class Audit:
             {
                 **columns,
                 "first_turn": pd.array([r["first_turn"] for r in rows], dtype="Int64"),
-                "producer": pd.Categorical([r["producer"] for r in rows], dtype=_PRODUCERS),
+                "producer": pd.Categorical([r["producer"] for r in rows], categories=_PRODUCERS),
                 "soft_turns": pd.array([r["soft_turns"] for r in rows], dtype="Int64"),
-                "outcome": pd.Categorical([r["outcome"] for r in rows], dtype=_OUTCOMES),
+                "outcome": pd.Categorical([r["outcome"] for r in rows], categories=_OUTCOMES),
                 "turns_to_recover": pd.array([r["turns_to_recover"] for r in rows], dtype="Int64"),
             }
         )
@@ -164,9 +170,11 @@ class Audit:
     def recovery(self) -> pd.DataFrame:
         """Self-recovery per producer of the first error of each soft streak: ``episodes``,
         ``recovered``, ``rate``, median and max ``turns_to_recover``, ``ended_hard``."""
+        import pandas as pd
+
         ep = self.recovery_episodes()
         rows = []
-        for producer in _PRODUCERS.categories:
+        for producer in _PRODUCERS:
             sel = ep[ep["producer"] == producer]
             if not len(sel):
                 continue
@@ -184,7 +192,7 @@ class Audit:
             )
         return pd.DataFrame(
             {
-                "producer": pd.Categorical([r["producer"] for r in rows], dtype=_PRODUCERS),
+                "producer": pd.Categorical([r["producer"] for r in rows], categories=_PRODUCERS),
                 "episodes": pd.array([r["episodes"] for r in rows], dtype="Int64"),
                 "recovered": pd.array([r["recovered"] for r in rows], dtype="Int64"),
                 "rate": pd.array([r["rate"] for r in rows], dtype="Float64"),
@@ -202,6 +210,8 @@ class Audit:
         From turns alone: one row per turn with retries (``call_id`` and ``last_decision``
         missing, ``outcome`` from the turn's channel).
         """
+        import pandas as pd
+
         if self.events is None:
             return self._retries_from_turns()
         e = self.events
@@ -244,12 +254,14 @@ class Audit:
                 "calls": retries + 1,
                 "ceiling": pd.array([CEILING] * len(merged), dtype="Int64"),
                 "last_decision": merged["decision"],
-                "outcome": pd.Categorical(outcome, dtype=_RETRY_OUTCOMES),
+                "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
             }
         )
         return out.sort_values([*self._keys, "turn"], kind="stable").reset_index(drop=True)
 
     def _retries_from_turns(self) -> pd.DataFrame:
+        import pandas as pd
+
         t = self.turns[self.turns["recovery_attempts"] > 0]
         outcome = [
             "exhausted"
@@ -270,8 +282,8 @@ class Audit:
                 "retries": t["recovery_attempts"],
                 "calls": t["recovery_attempts"] + 1,
                 "ceiling": pd.array([CEILING] * len(t), dtype="Int64"),
-                "last_decision": pd.Categorical([None] * len(t), dtype=_DECISIONS),
-                "outcome": pd.Categorical(outcome, dtype=_RETRY_OUTCOMES),
+                "last_decision": pd.Categorical([None] * len(t), categories=_DECISIONS),
+                "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
             }
         ).reset_index(drop=True)
 
@@ -282,6 +294,8 @@ class Audit:
         From turns alone, transitions are seen between consecutive turns' ``breaker_states``
         (several within one turn count once) and ``refusals`` count turns.
         """
+        import pandas as pd
+
         if self.events is not None:
             e = self.events
             tr = e[e["kind"] == "breaker_transitioned"]
@@ -341,6 +355,8 @@ class Audit:
         ``refuse`` is a loop caught softly (the call refused before execution); ``stop`` and
         ``ask_user`` ended the run. From turns alone, counted from the producers that show them.
         """
+        import pandas as pd
+
         if self.events is not None:
             e = self.events[self.events["kind"] == "detector_fired"]
             pairs = list(zip(e["detector"].astype(str), e["action"].astype(str), strict=True))
@@ -369,6 +385,8 @@ class Audit:
     def models(self) -> pd.DataFrame:
         """Per model: turns it answered (ok / soft / hard), runs, median and mean latency,
         tokens reported, and (with events) ``failures``: requests it could not answer."""
+        import pandas as pd
+
         t = self.turns[self.turns["model"].notna()]
         failures = None
         if self.events is not None:
@@ -433,6 +451,8 @@ class Audit:
 
     def summary(self) -> pd.DataFrame:
         """The headline figures, one per row: ``metric``, ``value`` (and ``detail``)."""
+        import pandas as pd
+
         t = self.turns
         ch = t["channel"].astype(str)
         n = len(t)
