@@ -135,7 +135,7 @@ def test_a_garbled_last_line_with_its_newline_is_an_error_not_a_tear(tmp_path):
 
 def test_unknown_version_is_a_clear_error(tmp_path):
     path = _write(tmp_path / "v.jsonl", {**HEADER, "version": 99}, *_good_lines())
-    with pytest.raises(RecordingError, match="format version 99 is not supported.*reads version 1"):
+    with pytest.raises(RecordingError, match=r"format version 99 is not supported.*reads version 1"):
         load(path)
 
 
@@ -224,5 +224,5 @@ def test_recorder_recording_is_redacted_and_complete(recorder):
 
 
 def test_to_html_is_a_seam_for_the_notebook_layer(recorder, tmp_path):
-    with pytest.raises(NotImplementedError, match="loopnb.notebook.report"):
+    with pytest.raises(NotImplementedError, match=r"loopnb\.notebook\.report"):
         recorder.recording().to_html(tmp_path / "r.html")
