@@ -219,7 +219,8 @@ class Audit:
         dec = e[e["kind"] == "recovery_decided"]
         disp = e[(e["kind"] == "tool_dispatched") & e["call_id"].notna()]
         wanted = set(map(tuple, dec[keys].astype(str).itertuples(index=False, name=None)))
-        disp = disp[[k in wanted for k in disp[keys].astype(str).itertuples(index=False, name=None)]]
+        mine = [k in wanted for k in disp[keys].astype(str).itertuples(index=False, name=None)]
+        disp = disp[pd.Series(mine, index=disp.index, dtype=bool)]
         last_disp = disp.sort_values("seq", kind="stable").groupby(keys, sort=False).tail(1)
         last_dec = dec.sort_values("seq", kind="stable").groupby(keys, sort=False).tail(1)
         merged = last_dec[[*keys, "turn", "tool", "decision", "attempt", "max_attempts"]].merge(
@@ -342,7 +343,7 @@ class Audit:
         for _, run in t.groupby(self._keys, sort=False, observed=True):
             before: dict[str, str] = {}
             for raw in run["breaker_states"].tolist():
-                now = {} if raw is None or raw is pd.NA else json.loads(raw)
+                now = json.loads(raw) if isinstance(raw, str) else {}
                 for target, state in now.items():
                     if state != before.get(target, "closed"):
                         out.append((target, state))
