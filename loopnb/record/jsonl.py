@@ -73,18 +73,19 @@ def dump_event(event: Event) -> str:
     return EVENT_ADAPTER.dump_json(event).decode()
 
 
-def redact_line(line: str, redact: Redact | None, *, what: str = "event") -> str:
-    """``line`` after ``redact``; a changed line is checked to still be JSON."""
+def redact_line(line: str, redact: Redact | None) -> str:
+    """``line`` (one or more JSON lines) after ``redact``; changed lines must still be JSON."""
     if redact is None:
         return line
     out = redact(line)
     if out != line:
         try:
-            json.loads(out)
+            for part in out.split("\n"):
+                json.loads(part)
         except ValueError as exc:
             raise RecordingError(
-                f"the redaction hook turned an {what} into invalid JSON ({exc}); "
-                "a replacement must not contain quotes or backslashes"
+                f"the redaction hook turned an event into invalid JSON ({exc}); "
+                "a replacement must not contain quotes, backslashes or newlines"
             ) from exc
     return out
 
@@ -249,6 +250,7 @@ class JsonlWriter:
         self.path = Path(path)
         self.redact = redact
         self.fsync = fsync
+        self._pending: list[str] = []
         self._file: BinaryIO = self._open()
 
     def _open(self) -> BinaryIO:
@@ -284,17 +286,21 @@ class JsonlWriter:
             os.fsync(file.fileno())
 
     def write(self, event: Event) -> None:
-        """Buffer one event's line."""
-        line = redact_line(dump_event(event), self.redact)
-        self._file.write(line.encode() + b"\n")
+        """Buffer one event's line (written, redacted, at the next ``flush``)."""
+        self._pending.append(dump_event(event))
 
     def flush(self) -> None:
-        """Hand everything buffered to the OS (and to the disk, with ``fsync=True``)."""
+        """Redact and write everything buffered, and hand it to the OS (and to the disk, with
+        ``fsync=True``). One redaction pass covers the whole batch (a turn's events)."""
+        if self._pending:
+            chunk = "\n".join(self._pending)
+            self._pending.clear()
+            self._file.write(redact_line(chunk, self.redact).encode() + b"\n")
         self._sync(self._file)
 
     def close(self) -> None:
         if not self._file.closed:
-            self._sync(self._file)
+            self.flush()
             self._file.close()
 
     @property

@@ -17,7 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["DEFAULT_PATTERNS", "DEFAULT_REDACTOR", "REDACTED", "Redact", "Redactor"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "DEFAULT_REDACTOR",
+    "DEFAULT_RULES",
+    "REDACTED",
+    "Redact",
+    "Redactor",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -25,29 +32,44 @@ Redact = Callable[[str], str]
 """A redaction hook: the JSON text of one event in, the text to write out."""
 
 # Every pattern stops at quotes, backslashes and whitespace, so that a match never eats the JSON
-# around a secret, whether it sits in a JSON value or inside an escaped string.
+# around a secret, whether it sits in a JSON value or inside an escaped string (or crosses lines).
 _VALUE = r"[^\s\"'\\,;&}{\]\[]"
-DEFAULT_PATTERNS: tuple[str, ...] = (
+_SEPARATORS = ("=", ":", '"', "'", " ", "\\")
+DEFAULT_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) style API keys.
-    r"(?<![A-Za-z0-9])(?P<secret>sk-[A-Za-z0-9_\-]{16,})",
+    (r"(?<![A-Za-z0-9])(?P<secret>sk-[A-Za-z0-9_\-]{16,})", ("sk-",)),
     # Authorization: Bearer <token>
-    r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})",
+    (r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})", ("bearer",)),
     # api_key=..., "api_key": "...", password: ..., X_ACCESS_TOKEN=..., also inside escaped JSON.
-    r"(?i:[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd))"
-    r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?P<secret>" + _VALUE + r"{3,})",
+    (
+        r"(?i:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd)"
+        r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?P<secret>" + _VALUE + r"{3,})",
+        tuple(
+            word + sep
+            for word in ("key", "secret", "token", "password", "passwd")
+            for sep in _SEPARATORS
+        ),
+    ),
     # AWS access key ids.
-    r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])",
+    (r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", ("akia", "asia")),
     # GitHub tokens and Google API keys.
-    r"(?<![A-Za-z0-9])(?P<secret>gh[pousr]_[A-Za-z0-9]{30,})",
-    r"(?<![A-Za-z0-9])(?P<secret>AIza[0-9A-Za-z_\-]{35})",
+    (
+        r"(?<![A-Za-z0-9])(?P<secret>gh[pousr]_[A-Za-z0-9]{30,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    (r"(?<![A-Za-z0-9])(?P<secret>AIza[0-9A-Za-z_\-]{35})", ("aiza",)),
 )
+DEFAULT_PATTERNS: tuple[str, ...] = tuple(p for p, _ in DEFAULT_RULES)
+_TRIGGERS = dict(DEFAULT_RULES)
 
 
 class Redactor:
     """Replaces every match of its patterns with ``replacement`` (``[REDACTED]``).
 
     ``Redactor()`` has the default patterns; ``Redactor([...])`` only yours;
-    ``Redactor().extend(...)`` the defaults and yours.
+    ``Redactor().extend(...)`` the defaults and yours. Each default pattern runs only when one of
+    its trigger words occurs in the lower-cased text (a cheap test that keeps the common case, no
+    secret at all, fast); your own patterns always run.
     """
 
     def __init__(
@@ -60,6 +82,7 @@ class Redactor:
             p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns
         )
         self.replacement = replacement
+        self._rules = [(p, _TRIGGERS.get(p.pattern)) for p in self.patterns]
 
     def extend(self, *patterns: str | re.Pattern[str]) -> Redactor:
         """A new redactor with these patterns added to this one's."""
@@ -74,7 +97,10 @@ class Redactor:
         return text[: start - whole_start] + self.replacement + text[end - whole_start :]
 
     def __call__(self, text: str) -> str:
-        for pattern in self.patterns:
+        lowered = text.lower()
+        for pattern, triggers in self._rules:
+            if triggers is not None and not any(t in lowered for t in triggers):
+                continue
             if pattern.search(text) is not None:
                 text = pattern.sub(self._replace, text)
         return text
