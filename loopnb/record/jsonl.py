@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -68,9 +68,22 @@ def make_header(*, redacted: bool, **extra: Any) -> dict[str, Any]:
     }
 
 
+def _serializers() -> dict[type, Any]:
+    # One serializer per event class: the same JSON as EVENT_ADAPTER's, about twice as fast
+    # as going through the discriminated union (measured in benchmarks/bench_record.py).
+    union = get_args(get_args(Event)[0])
+    return {cls: TypeAdapter(cls).serializer for cls in union}
+
+
+_SERIALIZERS = _serializers()
+
+
 def dump_event(event: Event) -> str:
-    """One event as one line of JSON text (no newline)."""
-    return EVENT_ADAPTER.dump_json(event).decode()
+    """One event as one line of JSON text (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
+    serializer = _SERIALIZERS.get(type(event))
+    if serializer is None:
+        return EVENT_ADAPTER.dump_json(event).decode()
+    return serializer.to_json(event).decode()
 
 
 def redact_line(line: str, redact: Redact | None) -> str:

@@ -35,7 +35,11 @@ Redact = Callable[[str], str]
 # around a secret, whether it sits in a JSON value or inside an escaped string (or crosses lines).
 _VALUE = r"[^\s\"'\\,;&}{\]\[]"
 _SEPARATORS = ("=", ":", '"', "'", " ", "\\")
-DEFAULT_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+Trigger = str | re.Pattern[str]
+"""A cheap test before a pattern runs: a lower-case word looked for in the lower-cased text, a
+word with capitals looked for as is, or a regex with a literal prefix."""
+
+DEFAULT_RULES: tuple[tuple[str, tuple[Trigger, ...]], ...] = (
     # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) style API keys.
     (r"(?<![A-Za-z0-9])(?P<secret>sk-[A-Za-z0-9_\-]{16,})", ("sk-",)),
     # Authorization: Bearer <token>
@@ -44,23 +48,38 @@ DEFAULT_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         r"(?i:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd)"
         r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?P<secret>" + _VALUE + r"{3,})",
-        tuple(
-            word + sep
-            for word in ("key", "secret", "token", "password", "passwd")
-            for sep in _SEPARATORS
-        ),
+        ("key", "secret", "token", "passw"),
     ),
     # AWS access key ids.
-    (r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", ("akia", "asia")),
+    (r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", ("AKIA", "ASIA")),
     # GitHub tokens and Google API keys.
     (
         r"(?<![A-Za-z0-9])(?P<secret>gh[pousr]_[A-Za-z0-9]{30,})",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        (re.compile("gh[pousr]_"),),
     ),
-    (r"(?<![A-Za-z0-9])(?P<secret>AIza[0-9A-Za-z_\-]{35})", ("aiza",)),
+    (r"(?<![A-Za-z0-9])(?P<secret>AIza[0-9A-Za-z_\-]{35})", ("AIza",)),
 )
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(p for p, _ in DEFAULT_RULES)
 _TRIGGERS = dict(DEFAULT_RULES)
+# The assignment rule's words also name JSON fields of events ("input_tokens"); it runs only
+# when a word is followed by something that could start a value.
+_CONFIRM = {
+    DEFAULT_RULES[2][0]: tuple(
+        word + sep
+        for word in ("key", "secret", "token", "password", "passwd")
+        for sep in _SEPARATORS
+    )
+}
+
+
+def _found(triggers: tuple[Trigger, ...], text: str, lowered: str) -> bool:
+    for t in triggers:
+        if isinstance(t, str):
+            if t in (lowered if t.islower() else text):
+                return True
+        elif t.search(text) is not None:
+            return True
+    return False
 
 
 class Redactor:
@@ -82,7 +101,9 @@ class Redactor:
             p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns
         )
         self.replacement = replacement
-        self._rules = [(p, _TRIGGERS.get(p.pattern)) for p in self.patterns]
+        self._rules = [
+            (p, _TRIGGERS.get(p.pattern), _CONFIRM.get(p.pattern)) for p in self.patterns
+        ]
 
     def extend(self, *patterns: str | re.Pattern[str]) -> Redactor:
         """A new redactor with these patterns added to this one's."""
@@ -98,8 +119,10 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         lowered = text.lower()
-        for pattern, triggers in self._rules:
-            if triggers is not None and not any(t in lowered for t in triggers):
+        for pattern, triggers, confirm in self._rules:
+            if triggers is not None and not _found(triggers, text, lowered):
+                continue
+            if confirm is not None and not any(t in lowered for t in confirm):
                 continue
             if pattern.search(text) is not None:
                 text = pattern.sub(self._replace, text)
