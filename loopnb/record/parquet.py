@@ -14,10 +14,11 @@ columns, so a million turns load in well under two seconds. In SQL::
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine.events import Event, TurnFinished
+from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError
 from loopnb.record.frames import conform, event_frame, pandas_dtypes, turn_frame
 from loopnb.record.jsonl import check_header
@@ -25,11 +26,12 @@ from loopnb.record.rows import event_row, turn_rows
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     from loopnb.record.recording import Recording
 
-__all__ = ["read_parquet", "write_parquet"]
+__all__ = ["read_parquet", "write_frames", "write_parquet"]
 
 _META_KEY = b"loopnb"
 _PREFIX = "event_"
@@ -94,29 +96,51 @@ def _columns(df: Any, prefix: str, schema: Any, pa: Any) -> dict[str, Any]:
     return out
 
 
-def write_parquet(path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]) -> None:
+def write_parquet(
+    path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]
+) -> None:
     """Write ``events`` (already redacted, with their JSON ``lines``) as a Parquet recording."""
-    pa, pq = _pyarrow()
-    path = Path(path)
     turns = turn_frame(turn_rows(events))
-    evs = event_frame([event_row(e) for e in events])
     meta = {
         **header,
         "run_ids": list(dict.fromkeys(e.run_id for e in events)),
-        "n_turns": sum(1 for e in events if isinstance(e, TurnFinished)),
+        "n_turns": len(turns),
         "n_events": len(events),
     }
+    write_frames(path, meta, [turns], [(event_frame([event_row(e) for e in events]), lines)])
+
+
+def write_frames(
+    path: str | Path,
+    meta: dict[str, Any],
+    turns: Iterable[pd.DataFrame],
+    events: Iterable[tuple[pd.DataFrame, list[str]]],
+) -> None:
+    """Write frames (conforming to ``TurnRow`` / ``EventRow``) as a Parquet recording, chunk by
+    chunk: all turn chunks, then all event chunks with their JSON lines. ``meta`` must give
+    ``n_turns``, the total number of turn rows."""
+    pa, pq = _pyarrow()
+    path = Path(path)
     schema = _schema(pa, meta)
-    turn_cols = _columns(turns, "", schema, pa)
-    event_cols = _columns(evs, _PREFIX, schema, pa)
-    event_cols[_PREFIX + "json"] = pa.array(lines, type=pa.large_string())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    written = 0
     with pq.ParquetWriter(tmp, schema) as writer:
-        if len(turns):
-            writer.write_table(_table(pa, schema, "turn", turn_cols, len(turns)), row_group_size=_ROW_GROUP)
-        if len(evs):
-            writer.write_table(_table(pa, schema, "event", event_cols, len(evs)), row_group_size=_ROW_GROUP)
+        for chunk in turns:
+            if len(chunk):
+                cols = _columns(chunk, "", schema, pa)
+                table = _table(pa, schema, "turn", cols, len(chunk))
+                writer.write_table(table, row_group_size=_ROW_GROUP)
+                written += len(chunk)
+        for chunk, lines in events:
+            if len(chunk):
+                cols = _columns(chunk, _PREFIX, schema, pa)
+                cols[_PREFIX + "json"] = pa.array(lines, type=pa.large_string())
+                table = _table(pa, schema, "event", cols, len(chunk))
+                writer.write_table(table, row_group_size=_ROW_GROUP)
+    if written != meta.get("n_turns"):
+        tmp.unlink()
+        raise ValueError(f"meta says n_turns={meta.get('n_turns')} but {written} were given")
     tmp.replace(path)
 
 
