@@ -96,9 +96,7 @@ def _columns(df: Any, prefix: str, schema: Any, pa: Any) -> dict[str, Any]:
     return out
 
 
-def write_parquet(
-    path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]
-) -> None:
+def write_parquet(path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]) -> None:
     """Write ``events`` (already redacted, with their JSON ``lines``) as a Parquet recording."""
     turns = turn_frame(turn_rows(events))
     meta = {

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import LoopnbWarning
 from loopnb.engine.events import Event, RunFinished, TurnFinished
+from loopnb.record.errors import RecordingError
 from loopnb.record.jsonl import (
     JsonlWriter,
     dump_event,
@@ -182,17 +183,20 @@ class Recorder:
     def exported_events(self) -> tuple[list[Event], list[str]]:
         """The events as they may leave the process: redacted objects and their JSON lines.
 
-        An event the redactor left alone is the very same object; a changed one is revalidated
-        from its redacted JSON.
+        One redaction pass covers all the lines; an event the redactor left alone is the very
+        same object, a changed one is revalidated from its redacted JSON.
         """
         events = list(self._events)
-        objects: list[Event] = []
-        lines: list[str] = []
-        for event in events:
-            raw = dump_event(event)
-            line = redact_line(raw, self.redact)
-            lines.append(line)
-            objects.append(event if line == raw else parse_event(line))
+        raw = [dump_event(e) for e in events]
+        if not raw:
+            return [], []
+        lines = redact_line("\n".join(raw), self.redact).split("\n")
+        if len(lines) != len(raw):
+            raise RecordingError("the redaction hook changed the number of lines")
+        objects = [
+            event if line == before else parse_event(line)
+            for event, before, line in zip(events, raw, lines, strict=True)
+        ]
         return objects, lines
 
     def recording(self) -> Recording:

@@ -34,10 +34,11 @@ Redact = Callable[[str], str]
 # Every pattern stops at quotes, backslashes and whitespace, so that a match never eats the JSON
 # around a secret, whether it sits in a JSON value or inside an escaped string (or crosses lines).
 _VALUE = r"[^\s\"'\\,;&}{\]\[]"
-_SEPARATORS = ("=", ":", '"', "'", " ", "\\")
 Trigger = str | re.Pattern[str]
 """A cheap test before a pattern runs: a lower-case word looked for in the lower-cased text, a
-word with capitals looked for as is, or a regex with a literal prefix."""
+word with capitals looked for as is, or a regex (with a literal prefix, so that it scans fast)
+searched in the lower-cased text. The assignment rule's triggers need a separator after the
+word, because its words also name fields of the events themselves (``input_tokens``)."""
 
 DEFAULT_RULES: tuple[tuple[str, tuple[Trigger, ...]], ...] = (
     # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) style API keys.
@@ -48,7 +49,7 @@ DEFAULT_RULES: tuple[tuple[str, tuple[Trigger, ...]], ...] = (
     (
         r"(?i:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd)"
         r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?P<secret>" + _VALUE + r"{3,})",
-        ("key", "secret", "token", "passw"),
+        tuple(re.compile(word + r"\\?[\"']?\s*[:=]") for word in ("key", "secret", "token", "passw")),
     ),
     # AWS access key ids.
     (r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", ("AKIA", "ASIA")),
@@ -61,15 +62,6 @@ DEFAULT_RULES: tuple[tuple[str, tuple[Trigger, ...]], ...] = (
 )
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(p for p, _ in DEFAULT_RULES)
 _TRIGGERS = dict(DEFAULT_RULES)
-# The assignment rule's words also name JSON fields of events ("input_tokens"); it runs only
-# when a word is followed by something that could start a value.
-_CONFIRM = {
-    DEFAULT_RULES[2][0]: tuple(
-        word + sep
-        for word in ("key", "secret", "token", "password", "passwd")
-        for sep in _SEPARATORS
-    )
-}
 
 
 def _found(triggers: tuple[Trigger, ...], text: str, lowered: str) -> bool:
@@ -77,7 +69,7 @@ def _found(triggers: tuple[Trigger, ...], text: str, lowered: str) -> bool:
         if isinstance(t, str):
             if t in (lowered if t.islower() else text):
                 return True
-        elif t.search(text) is not None:
+        elif t.search(lowered) is not None:
             return True
     return False
 
@@ -101,9 +93,7 @@ class Redactor:
             p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns
         )
         self.replacement = replacement
-        self._rules = [
-            (p, _TRIGGERS.get(p.pattern), _CONFIRM.get(p.pattern)) for p in self.patterns
-        ]
+        self._rules = [(p, _TRIGGERS.get(p.pattern)) for p in self.patterns]
 
     def extend(self, *patterns: str | re.Pattern[str]) -> Redactor:
         """A new redactor with these patterns added to this one's."""
@@ -119,10 +109,8 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         lowered = text.lower()
-        for pattern, triggers, confirm in self._rules:
+        for pattern, triggers in self._rules:
             if triggers is not None and not _found(triggers, text, lowered):
-                continue
-            if confirm is not None and not any(t in lowered for t in confirm):
                 continue
             if pattern.search(text) is not None:
                 text = pattern.sub(self._replace, text)
