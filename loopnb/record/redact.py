@@ -49,7 +49,10 @@ DEFAULT_RULES: tuple[tuple[str, tuple[Trigger, ...]], ...] = (
     (
         r"(?i:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd)"
         r"\\?[\"']?\s*[:=]\s*\\?[\"']?(?P<secret>" + _VALUE + r"{3,})",
-        tuple(re.compile(word + r"\\?[\"']?\s*[:=]") for word in ("key", "secret", "token", "passw")),
+        tuple(
+            re.compile(word + r"\\?[\"']?\s*[:=]")
+            for word in ("key", "secret", "token", "password", "passwd")
+        ),
     ),
     # AWS access key ids.
     (r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", ("AKIA", "ASIA")),
