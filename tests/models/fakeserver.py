@@ -10,10 +10,10 @@ the server answers it in the protocol the request's path names (``.../chat/compl
         srv.requests[1].body["messages"]     # what the model was sent on the second turn
 
 Actions: ``Reply`` (text and/or tool calls), ``Fail`` (an HTTP error in the protocol's error
-shape; ``Fail.overflow()`` is the context-too-long 400), ``Drop`` (close the connection without
-answering, or reset it), ``Stall`` (answer nothing until the client gives up), or a callable
-``action(request) -> action`` that decides from what was sent. With the script spent the server
-answers 500 ``fake server: script exhausted``.
+shape; ``Fail.overflow()`` is the context-too-long 400), ``Raw`` (any status and bytes),
+``Drop`` (close the connection without answering, or reset it), ``Stall`` (answer nothing until
+the client gives up), or a callable ``action(request) -> action`` that decides from what was
+sent. With the script spent the server answers 500 ``fake server: script exhausted``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
-__all__ = ["Action", "Drop", "Fail", "FakeServer", "Received", "Reply", "Stall"]
+__all__ = ["Action", "Drop", "Fail", "FakeServer", "Raw", "Received", "Reply", "Stall"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,15 @@ class Fail:
 
 
 @dataclass(frozen=True)
+class Raw:
+    """Any status and body, sent as given (an unreadable reply, an HTML error page)."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
 class Drop:
     """Close the connection without a reply (``reset=True``: abort it with a TCP RST)."""
 
@@ -93,7 +102,7 @@ class Received:
         return _protocol(self.path)
 
 
-Action: TypeAlias = "Reply | Fail | Drop | Stall | Callable[[Received], Action]"
+Action: TypeAlias = "Reply | Fail | Raw | Drop | Stall | Callable[[Received], Action]"
 
 
 def _protocol(path: str) -> str:
@@ -182,7 +191,7 @@ class FakeServer:
                 if self._script
                 else Fail(500, "fake server: script exhausted")
             )
-        while callable(action) and not isinstance(action, Reply | Fail | Drop | Stall):
+        while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall):
             action = action(request)
         return action
 
@@ -318,6 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self.fake._reply_body(request, action))
         elif isinstance(action, Fail):
             self._send(action.status, _error_body(request.protocol, action))
+        elif isinstance(action, Raw):
+            self._send_bytes(action.status, action.body, action.content_type)
         elif isinstance(action, Stall):
             self.fake._closing.wait(action.seconds)
             self._drop(reset=False)
@@ -327,10 +338,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise TypeError(f"not a fake-server action: {action!r}")
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
                 self.send_header("Retry-After", "0")

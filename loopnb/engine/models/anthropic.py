@@ -30,6 +30,7 @@ from loopnb.engine.models.remote import (
     failure_from_status,
     import_client,
     redact,
+    request_options,
     resolve_key,
 )
 
@@ -95,7 +96,9 @@ class AnthropicModel:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.name = name or default_name("anthropic", model, self.base_url)
-        self._extra = extra
+        self._extra = request_options(
+            self._anthropic, "resources.AsyncMessages.create", extra, adapter=type(self).__name__
+        )
         if client is not None:
             self._key: str | None = None
             self._clients: PerLoop[Any] | None = None

@@ -30,6 +30,7 @@ from loopnb.engine.models.remote import (
     failure_from_status,
     import_client,
     redact,
+    request_options,
     resolve_key,
 )
 
@@ -100,7 +101,12 @@ class OpenAIChatModel:
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
         self.timeout = timeout
         self.name = name or default_name("openai", model, self.base_url)
-        self._extra = extra
+        self._extra = request_options(
+            self._openai,
+            "resources.chat.AsyncCompletions.create",
+            extra,
+            adapter=type(self).__name__,
+        )
         if client is not None:
             self._key: str | None = None
             self._clients: PerLoop[Any] | None = None

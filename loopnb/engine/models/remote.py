@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import os
 import re
 import weakref
 from collections.abc import Callable
 from types import ModuleType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
@@ -36,6 +37,7 @@ __all__ = [
     "failure_from_status",
     "import_client",
     "redact",
+    "request_options",
     "resolve_key",
     "server_label",
 ]
@@ -47,6 +49,7 @@ NO_KEY = "no-key"
 """The placeholder key sent to a server given by ``base_url`` when no key is configured."""
 
 _DETAIL_LIMIT = 300
+_RESERVED = frozenset({"model", "messages", "system", "tools", "stream"})
 
 _OVERFLOW = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too many tokens|prompt is too long"
@@ -91,6 +94,34 @@ def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adap
         f"{adapter} needs an API key: set {env_var} or pass api_key=...; "
         f"for a local server that needs no key, pass base_url=..."
     )
+
+
+def request_options(
+    api: ModuleType, create: str, options: dict[str, Any], *, adapter: str
+) -> dict[str, Any]:
+    """Extra request options as the client's ``create`` method (its dotted path in ``api``)
+    takes them.
+
+    Its own parameters pass as keywords; the rest travel in ``extra_body``, so a server option the
+    installed client does not know (``top_k``, ``repetition_penalty``) still reaches the server.
+    """
+    reserved = sorted(_RESERVED & options.keys())
+    if reserved:
+        raise ModelConfigError(f"{adapter} sets {', '.join(reserved)} itself; do not pass them")
+    target: Any = api
+    for part in create.split("."):
+        target = getattr(target, part, None)
+    try:
+        known = set(inspect.signature(target).parameters) if target is not None else None
+    except (TypeError, ValueError):
+        known = None
+    if known is None:
+        return dict(options)
+    direct = {key: value for key, value in options.items() if key in known}
+    body = {key: value for key, value in options.items() if key not in known}
+    if body:
+        direct["extra_body"] = {**direct.get("extra_body", {}), **body}
+    return direct
 
 
 def server_label(base_url: str | None) -> str:
