@@ -7,9 +7,8 @@ import pickle
 import pytest
 
 from loopnb import (
-    AskUser,
-    CancelToken,
     Cancelled,
+    CancelToken,
     ContextBudget,
     ContextExceeded,
     ConvergenceDetector,
