@@ -122,7 +122,7 @@ class FakeServer:
         self._script: deque[Action] = deque(script)
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._ids = 0
+        self._ids: dict[str, int] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -187,9 +187,7 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
             action: Action = (
-                self._script.popleft()
-                if self._script
-                else Fail(500, "fake server: script exhausted")
+                self._script.popleft() if self._script else Fail(500, "fake server: script exhausted")
             )
         while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall):
             action = action(request)
@@ -197,15 +195,13 @@ class FakeServer:
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
-            self._ids += 1
-            return f"{prefix}{self._ids}"
+            self._ids[prefix] = self._ids.get(prefix, 0) + 1
+            return f"{prefix}{self._ids[prefix]}"
 
     def _reply_body(self, request: Received, reply: Reply) -> dict[str, Any]:
         calls = list(reply.calls)
         model = request.body.get("model", "fake") if isinstance(request.body, dict) else "fake"
-        input_tokens = (
-            reply.input_tokens if reply.input_tokens is not None else len(request.raw) // 4
-        )
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else len(request.raw) // 4
         output_tokens = (
             reply.output_tokens
             if reply.output_tokens is not None
@@ -243,9 +239,7 @@ class FakeServer:
                     "type": "function",
                     "function": {
                         "name": name,
-                        "arguments": arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments),
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
                     },
                 }
                 for name, arguments in calls

@@ -60,9 +60,7 @@ CASES = [
     pytest.param(Fail(400, "messages: required"), ModelUnavailable, 400, "required", id="400"),
     pytest.param(Drop(), ModelUnavailable, None, "connection failed", id="dropped"),
     pytest.param(Drop(reset=True), ModelUnavailable, None, "connection failed", id="reset"),
-    pytest.param(
-        Fail.overflow(), ModelContextOverflow, 400, "maximum context length", id="context-400"
-    ),
+    pytest.param(Fail.overflow(), ModelContextOverflow, 400, "maximum context length", id="context-400"),
     pytest.param(
         Fail(400, "prompt is too long: 210000 tokens > 200000 maximum"),
         ModelContextOverflow,

@@ -68,9 +68,7 @@ def test_a_recovery_note_travels_beside_the_result_not_inside_it(server: FakeSer
     server.push(Reply("ok"))
     items = start()
     items.append(ModelReply(tool_calls=(ToolCall("read_file", {"path": "x"}, id="c1"),)))
-    items.append(
-        ToolResult("file x not found", is_error=True, call_id="c1", note="did you mean y?")
-    )
+    items.append(ToolResult("file x not found", is_error=True, call_id="c1", note="did you mean y?"))
     complete(model(server), Transcript(items))
 
     assert server.requests[0].body["messages"][-1]["content"] == [
@@ -177,9 +175,7 @@ def test_the_key_goes_to_the_server_and_nowhere_else(server: FakeServer) -> None
     assert KEY not in repr(reply)
 
 
-def test_the_key_comes_from_openai_api_key(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_key_comes_from_openai_api_key(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     server.push(Reply("ok"))
     complete(OpenAIChatModel("gpt-test", base_url=server.openai_url), Transcript(start()))

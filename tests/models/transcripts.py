@@ -27,9 +27,7 @@ def start(system: str | None = "You read code.") -> list[Message | ModelReply | 
 def after_mistyped_path(call_id: str = "call_1") -> Transcript:
     """The transcript after turn 1 of the spec's scenario: src/mian.rs was not found."""
     items = start()
-    items.append(
-        ModelReply(tool_calls=(ToolCall("read_file", {"path": "src/mian.rs"}, id=call_id),))
-    )
+    items.append(ModelReply(tool_calls=(ToolCall("read_file", {"path": "src/mian.rs"}, id=call_id),)))
     items.append(
         ToolResult(
             "file src/mian.rs not found",
