@@ -13,6 +13,7 @@ default. The environment chooses when the caller does not:
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -108,11 +109,12 @@ def from_env(spec: str | None = None, *, base_url: str | None = None, **options:
 def embedded_default() -> Model:
     """The embedded ``FallibleModel``: no key, no network, seeded and deterministic."""
     try:
-        from loopnb.engine.models.fallible import FallibleModel
+        # Imported by name: the embedded model is optional for this module and its tests.
+        fallible = importlib.import_module("loopnb.engine.models.fallible")
     except ImportError as exc:
         raise ModelConfigError(
             f"no real model configured (set {ENV_MODEL}, e.g. openai:gpt-4o-mini) and the "
             f"embedded FallibleModel is not available: {exc}"
         ) from exc
-    model: Model = FallibleModel()
+    model: Model = fallible.FallibleModel()
     return model
