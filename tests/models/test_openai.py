@@ -215,10 +215,15 @@ def test_names_default_to_provider_model_and_server(server: FakeServer) -> None:
 def test_a_ready_client_is_used_as_given(server: FakeServer) -> None:
     import openai
 
-    client = openai.AsyncOpenAI(api_key="sk-own", base_url=server.openai_url, max_retries=0)
     server.push(Reply("ok"))
-    m = OpenAIChatModel("gpt-test", client=client)
-    assert complete(m, Transcript(start())).text == "ok"
+
+    async def with_own_client() -> ModelReply:
+        client = openai.AsyncOpenAI(api_key="sk-own", base_url=server.openai_url, max_retries=0)
+        async with client:  # the caller owns the client and closes it
+            m = OpenAIChatModel("gpt-test", client=client)
+            return await m.complete(Transcript(start()), [READ_FILE])
+
+    assert asyncio.run(with_own_client()).text == "ok"
     assert server.requests[0].headers["authorization"] == "Bearer sk-own"
 
 

@@ -107,7 +107,7 @@ class AnthropicModel:
             self._key = resolve_key(
                 api_key, env_var=ENV_KEY, base_url=self.base_url, adapter="AnthropicModel"
             )
-            self._clients = PerLoop(self._new_client)
+            self._clients = PerLoop(self._new_client, _close)
             self._client = None
 
     def _new_client(self) -> Any:
@@ -124,7 +124,7 @@ class AnthropicModel:
         }
         if tools:
             request["tools"] = to_anthropic_tools(tools)
-        client = self._client if self._clients is None else self._clients.get()
+        client = self._client if self._clients is None else await self._clients.get()
         try:
             response = await client.messages.create(**request)
         except Exception as exc:
@@ -134,9 +134,7 @@ class AnthropicModel:
         try:
             return self._reply(response)
         except (AttributeError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(
-                f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})"
-            ) from None
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
 
     def _failure(self, exc: Exception) -> ModelUnavailable:
         api = self._anthropic
@@ -251,3 +249,7 @@ def to_anthropic_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
             tool["description"] = spec.description
         wire.append(tool)
     return wire
+
+
+async def _close(client: Any) -> None:
+    await client.close()

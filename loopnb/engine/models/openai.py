@@ -115,7 +115,7 @@ class OpenAIChatModel:
             self._key = resolve_key(
                 api_key, env_var=ENV_KEY, base_url=self.base_url, adapter="OpenAIChatModel"
             )
-            self._clients = PerLoop(self._new_client)
+            self._clients = PerLoop(self._new_client, _close)
             self._client = None
 
     def _new_client(self) -> Any:
@@ -131,7 +131,7 @@ class OpenAIChatModel:
         }
         if tools:
             request["tools"] = to_openai_tools(tools)
-        client = self._client if self._clients is None else self._clients.get()
+        client = self._client if self._clients is None else await self._clients.get()
         try:
             completion = await client.chat.completions.create(**request)
         except Exception as exc:
@@ -141,9 +141,7 @@ class OpenAIChatModel:
         try:
             return self._reply(completion)
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(
-                f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})"
-            ) from None
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
 
     def _failure(self, exc: Exception) -> ModelUnavailable:
         api = self._openai
@@ -260,3 +258,7 @@ def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
             function["description"] = spec.description
         wire.append({"type": "function", "function": function})
     return wire
+
+
+async def _close(client: Any) -> None:
+    await client.close()

@@ -14,12 +14,13 @@ The key never appears in the text of those errors, in a reply, or in a repr.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -73,9 +74,7 @@ def import_client(module: str, *, extra: str, adapter: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ImportError(
-            f'{adapter} needs the {module!r} package: pip install "loopnb[{extra}]"'
-        ) from exc
+        raise ImportError(f'{adapter} needs the {module!r} package: pip install "loopnb[{extra}]"') from exc
 
 
 def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adapter: str) -> str:
@@ -96,9 +95,7 @@ def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adap
     )
 
 
-def request_options(
-    api: ModuleType, create: str, options: dict[str, Any], *, adapter: str
-) -> dict[str, Any]:
+def request_options(api: ModuleType, create: str, options: dict[str, Any], *, adapter: str) -> dict[str, Any]:
     """Extra request options as the client's ``create`` method (its dotted path in ``api``)
     takes them.
 
@@ -177,24 +174,38 @@ def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> 
 
 
 class PerLoop(Generic[T]):
-    """One client per event loop.
+    """One client per event loop, closed when its loop shuts down.
 
-    An async HTTP connection pool belongs to the loop it was opened on, and ``Engine.run`` may
-    run each call on a fresh loop; reusing one pool across loops fails on the second run.
+    An async HTTP connection pool belongs to the loop it was opened on, and ``Engine.run`` runs
+    each run on a fresh loop: one pool shared across loops fails on the second run. Each client
+    is paired with a parked async generator; ``loop.shutdown_asyncgens()`` (which
+    ``Engine.run`` and ``asyncio.run`` call before closing a loop) wakes it to close the
+    client, so no connection outlives its loop.
     """
 
-    def __init__(self, factory: Callable[[], T]) -> None:
+    def __init__(self, factory: Callable[[], T], close: Callable[[T], Awaitable[object]]) -> None:
         self._factory = factory
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._close = close
+        self._entries: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[T, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
 
-    def get(self) -> T:
+    async def get(self) -> T:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = self._factory()
-        return client
+        entry = self._entries.get(loop)
+        if entry is None:
+            client = self._factory()
+            keeper = self._closer(client)
+            await keeper.__anext__()  # registers it with this loop's async generators
+            entry = self._entries[loop] = (client, keeper)
+        return entry[0]
+
+    async def _closer(self, client: T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                await self._close(client)
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -82,9 +82,7 @@ def model_from_spec(
             name=f"{provider}:{name}",
             **options,
         )
-    known = ", ".join(
-        ["openai:<model>", "anthropic:<model>"] + [f"{p}:<model>" for p in LOCAL_SERVERS]
-    )
+    known = ", ".join(["openai:<model>", "anthropic:<model>"] + [f"{p}:<model>" for p in LOCAL_SERVERS])
     raise ModelConfigError(f"unknown model spec {spec!r}; expected fallible, {known}")
 
 
