@@ -25,11 +25,8 @@ from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
     default_name,
-    describe_exception,
-    error_detail,
-    failure_from_status,
+    failure_from_exception,
     import_client,
-    redact,
     request_options,
     resolve_key,
 )
@@ -130,23 +127,13 @@ class AnthropicModel:
         except Exception as exc:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.
-            raise self._failure(exc) from None
+            raise failure_from_exception(
+                exc, api=self._anthropic, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+            ) from None
         try:
             return self._reply(response)
         except (AttributeError, KeyError, TypeError) as exc:
             raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
-
-    def _failure(self, exc: Exception) -> ModelUnavailable:
-        api = self._anthropic
-        if isinstance(exc, api.APIStatusError):
-            detail = redact(error_detail(exc.body, str(exc.message)), self._key)
-            return failure_from_status(exc.status_code, detail, who=self.name, env_var=ENV_KEY)
-        if isinstance(exc, api.APITimeoutError):
-            return ModelUnavailable(f"{self.name}: no reply within {self.timeout:g}s")
-        what = redact(describe_exception(exc), self._key)
-        if isinstance(exc, api.APIConnectionError):
-            return ModelUnavailable(f"{self.name}: connection failed: {what}")
-        return ModelUnavailable(f"{self.name}: {what}")
 
     def _reply(self, response: Any) -> ModelReply:
         texts: list[str] = []

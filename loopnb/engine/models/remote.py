@@ -35,6 +35,7 @@ __all__ = [
     "default_name",
     "describe_exception",
     "error_detail",
+    "failure_from_exception",
     "failure_from_status",
     "import_client",
     "redact",
@@ -171,6 +172,22 @@ def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> 
             status=status,
         )
     return ModelUnavailable(f"{who}: HTTP {status}: {detail}", status=status)
+
+
+def failure_from_exception(
+    exc: Exception, *, api: ModuleType, who: str, env_var: str, key: str | None, timeout: float
+) -> ModelUnavailable:
+    """Map whatever an official client raised (``openai`` and ``anthropic`` share the exception
+    names) to a model failure whose text names ``who`` and never holds ``key``."""
+    if isinstance(exc, api.APIStatusError):
+        detail = redact(error_detail(exc.body, str(exc.message)), key)
+        return failure_from_status(exc.status_code, detail, who=who, env_var=env_var)
+    if isinstance(exc, api.APITimeoutError):
+        return ModelUnavailable(f"{who}: no reply within {timeout:g}s")
+    what = redact(describe_exception(exc), key)
+    if isinstance(exc, api.APIConnectionError):
+        return ModelUnavailable(f"{who}: connection failed: {what}")
+    return ModelUnavailable(f"{who}: {what}")
 
 
 class PerLoop(Generic[T]):
