@@ -304,3 +304,11 @@ def test_arun_works_with_the_real_client(provider: str, server: FakeServer) -> N
     server.push(*mistyped_path_script())
     engine = Engine(MODELS[provider](server), tools=[read_file])
     assert asyncio.run(engine.arun(TASK)).output == "It prints nothing."
+
+
+def test_stepping_a_run_turn_by_turn_works_with_the_real_client(provider: str, server: FakeServer) -> None:
+    server.push(*mistyped_path_script())
+    steps = Engine(MODELS[provider](server), tools=[read_file]).iter(TASK)
+    channels = [turn.channel for turn in steps]
+    assert channels == ["soft", "ok", "ok"]
+    assert steps.result is not None and steps.result.output == "It prints nothing."
