@@ -26,13 +26,15 @@ ENV_VARS = (
 )
 
 
-def _is_loopback(host: Any) -> bool:
+def _host(host: Any) -> str | None:
+    return host.decode() if isinstance(host, bytes) else None if host is None else str(host)
+
+
+def _is_loopback(host: str | None) -> bool:
     if host is None or host == "localhost":
         return True
-    if isinstance(host, bytes):
-        host = host.decode()
     try:
-        return ipaddress.ip_address(str(host).split("%", 1)[0]).is_loopback
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
     except ValueError:
         return False
 
@@ -47,7 +49,7 @@ def only_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     real_getaddrinfo = socket.getaddrinfo
 
     def check(address: Any) -> None:
-        host = address[0] if isinstance(address, tuple) else None
+        host = _host(address[0]) if isinstance(address, tuple) else None
         if isinstance(address, tuple) and not _is_loopback(host):
             attempts.append(str(host))
             raise ConnectionRefusedError(f"test guard: no connections beyond 127.0.0.1 ({host})")
@@ -61,8 +63,8 @@ def only_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return real_connect_ex(self, address)
 
     def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _is_loopback(host):
-            attempts.append(str(host))
+        if not _is_loopback(_host(host)):
+            attempts.append(str(_host(host)))
             raise socket.gaierror(f"test guard: no name lookups beyond localhost ({host})")
         return real_getaddrinfo(host, *args, **kwargs)
 

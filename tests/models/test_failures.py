@@ -168,3 +168,11 @@ def test_context_overflow_is_recognised_by_its_words_only_on_4xx(
     err = failure_from_status(status, detail, who="m", env_var="X_KEY")
     assert type(err) is kind
     assert err.status == status
+
+
+def test_the_guard_keeps_tests_off_the_internet(provider: str, only_loopback: list[str]) -> None:
+    model = (OpenAIChatModel if provider == "openai" else AnthropicModel)("m", api_key=KEY)
+    with pytest.raises(ModelUnavailable, match="connection failed"):
+        asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
+    assert only_loopback and all(host.startswith("api.") for host in only_loopback)
+    only_loopback.clear()  # the refusal was the point of this test
