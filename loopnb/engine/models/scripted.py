@@ -11,7 +11,9 @@ from loopnb.engine.messages import ModelReply, ToolCall, ToolSpec, Transcript
 
 __all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply"]
 
-Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
+Step: TypeAlias = (
+    ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
+)
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 
 
@@ -70,9 +72,7 @@ class ScriptedModel:
         return f"ScriptedModel({len(self._steps)} steps, next={self._next}, name={self.name!r})"
 
 
-ReplyFunction: TypeAlias = Callable[
-    [Transcript, Sequence[ToolSpec]], "Step | Awaitable[Step]"
-]
+ReplyFunction: TypeAlias = Callable[[Transcript, Sequence[ToolSpec]], "Step | Awaitable[Step]"]
 
 
 class FunctionModel:
