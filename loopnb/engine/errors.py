@@ -257,9 +257,7 @@ class FallbackExhausted(LoopError):
 
     producer = "fallback_exhausted"
 
-    def __init__(
-        self, message: str, *, env_var: str | None = None, run: RunResult | None = None
-    ) -> None:
+    def __init__(self, message: str, *, env_var: str | None = None, run: RunResult | None = None) -> None:
         super().__init__(message, run=run)
         self.env_var = env_var
 

@@ -44,9 +44,7 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str = ""
 
-    def __init__(
-        self, name: str, arguments: dict[str, Any] | str | None = None, /, **data: Any
-    ) -> None:
+    def __init__(self, name: str, arguments: dict[str, Any] | str | None = None, /, **data: Any) -> None:
         super().__init__(name=name, arguments={} if arguments is None else arguments, **data)
 
 
@@ -123,9 +121,7 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 class Transcript(Sequence[Message | ModelReply | ToolResult]):

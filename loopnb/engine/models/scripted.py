@@ -9,7 +9,7 @@ from typing import TypeAlias
 from loopnb.engine.errors import ModelUnavailable
 from loopnb.engine.messages import ModelReply, ToolCall, ToolSpec, Transcript
 
-__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply"]
+__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply", "with_call_ids"]
 
 Step: TypeAlias = (
     ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
@@ -17,20 +17,35 @@ Step: TypeAlias = (
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 
 
-def as_reply(step: object, *, model: str, where: str = "reply") -> ModelReply:
-    """Turn a step into a ``ModelReply``; a clear ``TypeError`` names what was wrong and where."""
+def as_reply(step: object, *, model: str, where: str = "reply", ids: str = "call") -> ModelReply:
+    """Turn a step into a ``ModelReply``; a clear ``TypeError`` names what was wrong and where.
+
+    Calls without an id get ``{ids}_{n}`` so that each result can name the call it answers.
+    """
     if isinstance(step, ModelReply):
-        return step if step.model else step.model_copy(update={"model": model})
+        reply = step if step.model else step.model_copy(update={"model": model})
+        return with_call_ids(reply, ids)
     if isinstance(step, str):
         return ModelReply(text=step, model=model)
     if isinstance(step, ToolCall):
-        return ModelReply(tool_calls=(step,), model=model)
+        return with_call_ids(ModelReply(tool_calls=(step,), model=model), ids)
     if isinstance(step, list | tuple) and step and all(isinstance(c, ToolCall) for c in step):
-        return ModelReply(tool_calls=tuple(step), model=model)
+        return with_call_ids(ModelReply(tool_calls=tuple(step), model=model), ids)
     raise TypeError(
         f"{where}: expected a ToolCall, a non-empty list of ToolCalls, a str (the final reply), "
         f"a ModelReply or an exception to raise; got {type(step).__name__}: {step!r:.80}"
     )
+
+
+def with_call_ids(reply: ModelReply, prefix: str) -> ModelReply:
+    """``reply`` with an id on every tool call (calls that have one keep it)."""
+    if all(call.id for call in reply.tool_calls):
+        return reply
+    calls = tuple(
+        call if call.id else call.model_copy(update={"id": f"{prefix}_{i}"})
+        for i, call in enumerate(reply.tool_calls)
+    )
+    return reply.model_copy(update={"tool_calls": calls})
 
 
 class ScriptedModel:
@@ -47,7 +62,9 @@ class ScriptedModel:
             if isinstance(step, BaseException):
                 self._steps.append(step)
             else:
-                self._steps.append(as_reply(step, model=name, where=f"ScriptedModel step {i}"))
+                self._steps.append(
+                    as_reply(step, model=name, where=f"ScriptedModel step {i}", ids=f"call_{i}")
+                )
         self._next = 0
 
     @property
@@ -86,13 +103,17 @@ class FunctionModel:
         if not callable(fn):
             raise TypeError(f"FunctionModel needs a callable fn(messages, tools); got {fn!r:.80}")
         self._fn = fn
-        self.name = name or getattr(fn, "__name__", "function")
+        self.name: str = name or str(getattr(fn, "__name__", "function"))
+        self._calls = 0
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
         step = self._fn(messages, tools)
         if inspect.isawaitable(step):
             step = await step
-        return as_reply(step, model=self.name, where=f"FunctionModel {self.name!r}")
+        self._calls += 1
+        return as_reply(
+            step, model=self.name, where=f"FunctionModel {self.name!r}", ids=f"call_{self._calls}"
+        )
 
     def __repr__(self) -> str:
         return f"FunctionModel({self.name!r})"

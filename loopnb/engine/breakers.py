@@ -1,0 +1,95 @@
+"""Circuit breakers: sustained failure turns into a temporary, soft refusal.
+
+A breaker is ``closed`` (calls go through) until ``failure_threshold`` consecutive failures open
+it. While ``open`` it refuses; after ``cooldown`` seconds the next request finds it ``half_open``
+and lets one trial through: a success closes it, a failure opens it again for another cooldown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loopnb.engine.clock import Clock, SystemClock
+from loopnb.engine.events import BreakerState
+
+__all__ = ["CircuitBreaker", "TransitionListener"]
+
+TransitionListener = Callable[["CircuitBreaker", BreakerState, BreakerState], None]
+"""Called as ``listener(breaker, previous, state)`` on every transition."""
+
+
+class CircuitBreaker:
+    """A breaker with real states and an injected clock.
+
+    Passed to ``Engine(breakers=...)`` or ``FallbackChain(breaker=...)`` it is a template: each
+    tool or model gets its own copy (``spawn``) with the same settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        failure_threshold: int = 3,
+        cooldown: float = 30.0,
+        clock: Clock | None = None,
+        name: str = "",
+    ) -> None:
+        if isinstance(failure_threshold, bool) or not isinstance(failure_threshold, int):
+            raise TypeError(f"CircuitBreaker: failure_threshold must be an int, got {failure_threshold!r}")
+        if failure_threshold < 1:
+            raise ValueError(f"CircuitBreaker: failure_threshold must be >= 1, got {failure_threshold}")
+        if not isinstance(cooldown, int | float) or cooldown < 0:
+            raise ValueError(f"CircuitBreaker: cooldown must be seconds >= 0, got {cooldown!r}")
+        self.failure_threshold = failure_threshold
+        self.cooldown = float(cooldown)
+        self.clock: Clock = clock or SystemClock()
+        self.name = name
+        self.state: BreakerState = "closed"
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.listeners: list[TransitionListener] = []
+
+    def spawn(self, name: str, clock: Clock | None = None) -> CircuitBreaker:
+        """A fresh breaker with this one's settings, for one tool or model."""
+        return CircuitBreaker(
+            failure_threshold=self.failure_threshold,
+            cooldown=self.cooldown,
+            clock=clock or self.clock,
+            name=name,
+        )
+
+    def cooldown_left(self) -> float:
+        """Seconds until an open breaker lets a trial through (0 when not open)."""
+        if self.state != "open" or self.opened_at is None:
+            return 0.0
+        return max(0.0, self.opened_at + self.cooldown - self.clock.monotonic())
+
+    def allow(self) -> bool:
+        """May a call go through now? An open breaker past its cooldown turns half-open."""
+        if self.state == "open":
+            if self.cooldown_left() > 0.0:
+                return False
+            self._move("half_open")
+        return True
+
+    def record_success(self) -> None:
+        self.failures = 0
+        if self.state != "closed":
+            self.opened_at = None
+            self._move("closed")
+
+    def record_failure(self) -> None:
+        self.failures += 1
+        if self.state == "half_open" or (self.state == "closed" and self.failures >= self.failure_threshold):
+            self.opened_at = self.clock.monotonic()
+            self._move("open")
+
+    def _move(self, state: BreakerState) -> None:
+        previous, self.state = self.state, state
+        for listener in self.listeners:
+            listener(self, previous, state)
+
+    def __repr__(self) -> str:
+        return (
+            f"CircuitBreaker({self.name!r}, state={self.state}, failures={self.failures}/"
+            f"{self.failure_threshold}, cooldown={self.cooldown:g}s)"
+        )

@@ -1,0 +1,344 @@
+"""The dispatcher: every tool call the model makes gets exactly one result, soft or ok.
+
+The stages, in order (the first that answers wins):
+
+1. loop detector: refuse a call that keeps failing the same way (soft), or stop the run (hard);
+2. pre-answer: a name never advertised is answered ``tool 'x' is not available``; nothing runs;
+3. hooks: a veto is answered ``blocked by policy: <reason>``;
+4. registry: a name advertised but missing is answered ``Tool not found: ...``;
+5. breaker: an open tool breaker is answered ``tool temporarily unavailable: circuit breaker open``;
+6. arguments: validated against the tool's schema, each wrong field named;
+7. the call itself, under the timeout middleware, with any exception caught ("panic");
+8. recovery: a strategy may retry a failed call within the ceiling of 5.
+
+Nothing a tool does escapes this module as an exception, except ``KeyboardInterrupt`` and task
+cancellation, which the loop turns into ``Cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from loopnb.engine.breakers import CircuitBreaker
+from loopnb.engine.cancel import CancelToken
+from loopnb.engine.clock import Clock
+from loopnb.engine.errors import SoftProducer, ToolError
+from loopnb.engine.events import RecoveryDecided, ToolDispatched
+from loopnb.engine.messages import ToolCall, ToolResult
+from loopnb.engine.recovery import (
+    RECOVERABLE,
+    Decision,
+    Failure,
+    RecoveryStrategy,
+    Retry,
+    decision_name,
+    drive,
+)
+from loopnb.engine.safety import LoopWatch
+from loopnb.engine.state import RunState
+from loopnb.engine.tools import (
+    Tool,
+    ToolRegistry,
+    invalid_arguments_text,
+    parse_arguments,
+    registry_miss_text,
+)
+
+__all__ = ["BREAKER_FAILURES", "Dispatcher", "Hook", "HookContext", "panic_text"]
+
+BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
+"""Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """What a hook sees besides the call: the run, the turn, and the token to cancel it."""
+
+    run_id: str
+    turn: int
+    cancel: CancelToken
+
+
+Hook = Callable[[ToolCall, HookContext], "str | bool | None"]
+"""``hook(call, ctx)`` returns ``None`` to allow the call or a reason string to veto it."""
+
+
+def panic_text(name: str, exc: BaseException) -> str:
+    """``Tool "x" panicked: <message>``; the message is the exception's string payload."""
+    payload = exc.args[0] if exc.args and isinstance(exc.args[0], str) else "(unknown payload)"
+    return f'Tool "{name}" panicked: {payload}'
+
+
+class Dispatcher:
+    """Dispatches tool calls for an engine; per-run state arrives with each call."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        advertised: Iterable[str],
+        hooks: Iterable[Hook] = (),
+        breakers: dict[str, CircuitBreaker] | None = None,
+        timeout: float | None = None,
+        suggestions: bool = True,
+        recovery: RecoveryStrategy | None = None,
+        clock: Clock,
+    ) -> None:
+        self.registry = registry
+        self.advertised = frozenset(advertised)
+        self.hooks = tuple(hooks)
+        self.breakers = breakers or {}
+        self.timeout = timeout
+        self.suggestions = suggestions
+        self.recovery = recovery
+        self.clock = clock
+
+    async def dispatch(self, call: ToolCall, state: RunState, watch: LoopWatch | None) -> ToolResult:
+        """The one result the model reads for ``call``."""
+        if watch is not None:
+            signal = watch.check(call)
+            if signal is not None:
+                if signal.action == "stop":
+                    state.stop("loop", signal.text, signal.count)
+                state.signal("loop", "refuse", signal.text, signal.count)
+                text = f"dispatch refused before execution: {signal.text}"
+                return self._refused(call, state, text, "loop_refusal")
+        result = await self._dispatch(call, state)
+        if watch is not None:
+            watch.record(call, result)
+        return result
+
+    async def _dispatch(self, call: ToolCall, state: RunState) -> ToolResult:
+        name = call.name
+        if name not in self.advertised:
+            return self._refused(call, state, f"tool '{name}' is not available", "not_advertised")
+        if self.hooks:
+            reason = self._veto(call, state)
+            if reason is not None:
+                return self._refused(call, state, f"blocked by policy: {reason}", "hook_veto")
+            state.checkpoint()
+        tool = self.registry.get(name)
+        if tool is None:
+            text = registry_miss_text(name, self.registry.names, suggestions=self.suggestions)
+            return self._refused(call, state, text, "registry_miss")
+        breaker = self.breakers.get(name)
+        if breaker is not None:
+            before = breaker.state
+            allowed = breaker.allow()
+            state.note_breaker(breaker, before, "tool")
+            if not allowed:
+                text = "tool temporarily unavailable: circuit breaker open"
+                return self._refused(call, state, text, "breaker_open")
+        first = await self._attempt(tool, call, 0, state)
+        result = first
+        if first.is_error and self.recovery is not None and first.producer in RECOVERABLE:
+            result = await self._recover(tool, call, first, state)
+        if breaker is not None:
+            before = breaker.state
+            if not result.is_error:
+                breaker.record_success()
+            elif (result.producer if result.producer != "recovery_gave_up" else first.producer) in (
+                BREAKER_FAILURES
+            ):
+                breaker.record_failure()
+            state.note_breaker(breaker, before, "tool")
+        return result
+
+    def _veto(self, call: ToolCall, state: RunState) -> str | None:
+        ctx = HookContext(state.run_id, state.turn, state.cancel)
+        for hook in self.hooks:
+            try:
+                reason = hook(call, ctx)
+            except Exception as exc:  # a broken hook fails closed, and says so
+                return f"hook {getattr(hook, '__name__', hook)!r} raised {type(exc).__name__}: {exc}"
+            if reason is not None and reason is not True:
+                return str(reason) if reason is not False else "vetoed by a hook"
+        return None
+
+    def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
+        result = ToolResult(
+            content=text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
+        )
+        if state.observing:
+            state.emit(
+                ToolDispatched(
+                    seq=state.next_seq(),
+                    run_id=state.run_id,
+                    at=self.clock.time(),
+                    turn=state.turn,
+                    call=call,
+                    attempt=0,
+                    result=result,
+                    executed=False,
+                    latency_ms=0.0,
+                )
+            )
+        return result
+
+    async def _recover(self, tool: Tool, call: ToolCall, first: ToolResult, state: RunState) -> ToolResult:
+        assert self.recovery is not None
+
+        def on_decision(failure: Failure, attempt: int, decision: Decision, valid: bool) -> None:
+            if state.observing:
+                retry = isinstance(decision, Retry)
+                state.emit(
+                    RecoveryDecided(
+                        seq=state.next_seq(),
+                        run_id=state.run_id,
+                        at=self.clock.time(),
+                        turn=state.turn,
+                        call_id=call.id,
+                        tool=call.name,
+                        attempt=attempt,
+                        max_attempts=5,
+                        decision=decision_name(decision),  # type: ignore[arg-type]
+                        corrected_input=decision.corrected_input if retry else None,  # type: ignore[union-attr]
+                        delay=decision.delay if retry else 0.0,  # type: ignore[union-attr]
+                        note=decision.note,
+                        valid=valid,
+                    )
+                )
+
+        async def execute(retry_call: ToolCall, attempt: int) -> ToolResult:
+            return await self._attempt(tool, retry_call, attempt, state)
+
+        return await drive(
+            self.recovery,
+            call=call,
+            first=first,
+            tool=tool.spec,
+            execute=execute,
+            sleep=self.clock.sleep,
+            on_decision=on_decision,
+            before_retry=state.checkpoint,
+        )
+
+    async def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
+        """Validate and run one attempt; every outcome becomes a ``ToolResult``."""
+        args = parse_arguments(tool.name, call.arguments)
+        executed = False
+        t0 = self.clock.monotonic()
+        producer: str | None
+        if isinstance(args, str):
+            content, producer = args, "invalid_arguments"
+        else:
+            try:
+                kwargs = tool.args_model.model_validate(args).__dict__
+            except ValidationError as exc:
+                content, producer = invalid_arguments_text(tool, exc), "invalid_arguments"
+            else:
+                executed = True
+                content, producer = await self._run(tool, kwargs)
+        result = ToolResult(
+            content=content,
+            is_error=producer is not None,
+            name=tool.name,
+            call_id=call.id,
+            producer=producer,
+            attempts=attempt + 1,
+        )
+        if state.observing:
+            state.emit(
+                ToolDispatched(
+                    seq=state.next_seq(),
+                    run_id=state.run_id,
+                    at=self.clock.time(),
+                    turn=state.turn,
+                    call=call,
+                    attempt=attempt,
+                    result=result,
+                    executed=executed,
+                    latency_ms=(self.clock.monotonic() - t0) * 1000.0,
+                )
+            )
+        return result
+
+    async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[str, str | None]:
+        """Call the tool; (content, producer) with producer None on success."""
+        try:
+            if tool.is_async:
+                if self.timeout is None:
+                    value = await tool.fn(**kwargs)
+                else:
+                    value = await _with_timeout(tool.fn(**kwargs), self.timeout)
+            elif self.timeout is None:
+                value = tool.fn(**kwargs)
+            else:
+                value = await _in_thread(tool.fn, kwargs, self.timeout)
+        except ToolError as exc:
+            return str(exc), "tool_error"
+        except _TimedOut:
+            return f"Tool '{tool.name}' timed out after {self.timeout:g}s", "timeout"
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
+            return panic_text(tool.name, exc), "tool_panic"
+        return _content(tool.name, value)
+
+
+class _TimedOut(Exception):
+    """Our own deadline fired (distinct from a TimeoutError a tool raises itself)."""
+
+
+async def _with_timeout(coro: Any, seconds: float) -> Any:
+    task = asyncio.ensure_future(coro)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        task.cancel()
+        raise _TimedOut
+    return task.result()
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float) -> Any:
+    """Run a sync tool on a daemon thread so that a hung tool holds neither the run nor exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            future.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(**kwargs))
+        except BaseException as exc:
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run moved on long ago
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name=f"loopnb-tool-{fn.__name__}", daemon=True).start()
+    done, _ = await asyncio.wait({future}, timeout=seconds)
+    if not done:
+        future.cancel()
+        raise _TimedOut
+    ok, value = future.result()
+    if not ok:
+        raise value
+    return value
+
+
+def _content(name: str, value: Any) -> tuple[str, str | None]:
+    """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, ToolResult):
+        return value.content, ("tool_error" if value.is_error else None)
+    try:
+        if value is None:
+            return "", None
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace"), None
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str), None
+        except (TypeError, ValueError, RecursionError):
+            return str(value), None
+    except Exception as exc:
+        return panic_text(name, exc), "tool_panic"

@@ -1,0 +1,137 @@
+"""``FallbackChain``: models tried in order, each behind its own circuit breaker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from loopnb.engine.breakers import CircuitBreaker
+from loopnb.engine.clock import Clock
+from loopnb.engine.errors import (
+    FallbackExhausted,
+    ModelAuthError,
+    ModelContextOverflow,
+    ModelUnavailable,
+)
+from loopnb.engine.events import ModelFailed, ModelReplied
+from loopnb.engine.messages import ModelReply, ToolSpec, Transcript
+from loopnb.engine.models.base import Model
+from loopnb.engine.state import RunState
+
+__all__ = ["FallbackChain"]
+
+
+class FallbackChain:
+    """Ask each model in turn; a model whose breaker is open is skipped until its cooldown ends.
+
+    A failure (``ModelUnavailable`` or any other exception from the model) counts on that model's
+    breaker. While the breaker stays closed the same model is asked again; once it opens, the next
+    model is asked, within the same turn. When every breaker is open the run ends with
+    ``FallbackExhausted``. A single model given to ``Engine`` is a chain of one.
+    """
+
+    def __init__(self, models: Iterable[Model], *, breaker: CircuitBreaker | None = None) -> None:
+        self.models: list[Model] = list(models)
+        if not self.models:
+            raise ValueError("FallbackChain needs at least one model; got an empty list")
+        for i, model in enumerate(self.models):
+            if not callable(getattr(model, "complete", None)) or not hasattr(model, "name"):
+                raise TypeError(
+                    f"FallbackChain: item {i} ({model!r:.60}) is not a model: expected an object "
+                    "with .name and async complete(messages, tools)"
+                )
+        template = breaker or CircuitBreaker(failure_threshold=3, cooldown=30.0)
+        self.names: list[str] = []
+        for model in self.models:
+            name, n = str(model.name), 2
+            while name in self.names:
+                name, n = f"{model.name}#{n}", n + 1
+            self.names.append(name)
+        self.breakers: dict[str, CircuitBreaker] = {name: template.spawn(name) for name in self.names}
+        self.name = " > ".join(self.names)
+
+    def bind(self, clock: Clock) -> None:
+        """Put every breaker on the engine's clock."""
+        for breaker in self.breakers.values():
+            breaker.clock = clock
+
+    async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
+        """Use the chain as a plain model (outside an engine, no events)."""
+        reply, _ = await self.ask(messages, tools, None)
+        return reply
+
+    async def ask(
+        self, messages: Transcript, tools: Sequence[ToolSpec], state: RunState | None
+    ) -> tuple[ModelReply, str]:
+        """The first reply any model gives, and the name of the model that gave it."""
+        errors: dict[str, str] = {}
+        env_var: str | None = None
+        for model, name in zip(self.models, self.names, strict=True):
+            breaker = self.breakers[name]
+            while True:
+                before = breaker.state
+                allowed = breaker.allow()
+                if state is not None:
+                    state.note_breaker(breaker, before, "model")
+                if not allowed:
+                    errors.setdefault(name, f"breaker open, {breaker.cooldown_left():.3g}s of cooldown left")
+                    break
+                clock = breaker.clock
+                t0 = clock.monotonic()
+                try:
+                    reply = await model.complete(messages, tools)
+                    if not isinstance(reply, ModelReply):
+                        raise ModelUnavailable(f"{name} returned {type(reply).__name__}, not a ModelReply")
+                except ModelContextOverflow:
+                    raise
+                except Exception as exc:
+                    text = str(exc) or type(exc).__name__
+                    if not isinstance(exc, ModelUnavailable):
+                        text = f"{type(exc).__name__}: {text}"
+                    if isinstance(exc, ModelAuthError) and exc.env_var:
+                        env_var = exc.env_var
+                    errors[name] = text
+                    before = breaker.state
+                    breaker.record_failure()
+                    if state is not None:
+                        if state.observing:
+                            state.emit(
+                                ModelFailed(
+                                    seq=state.next_seq(),
+                                    run_id=state.run_id,
+                                    at=clock.time(),
+                                    turn=state.turn,
+                                    model=name,
+                                    error=text,
+                                    status=getattr(exc, "status", None),
+                                    latency_ms=(clock.monotonic() - t0) * 1000.0,
+                                )
+                            )
+                        state.note_breaker(breaker, before, "model")
+                    if breaker.state == "open":
+                        break
+                    continue
+                before = breaker.state
+                breaker.record_success()
+                if state is not None:
+                    state.note_breaker(breaker, before, "model")
+                    if state.observing:
+                        state.emit(
+                            ModelReplied(
+                                seq=state.next_seq(),
+                                run_id=state.run_id,
+                                at=clock.time(),
+                                turn=state.turn,
+                                model=name,
+                                reply=reply,
+                                latency_ms=(clock.monotonic() - t0) * 1000.0,
+                            )
+                        )
+                return reply, name
+        detail = "; ".join(f"{name}: {text}" for name, text in errors.items())
+        message = f"every model in the fallback chain is spent ({detail})"
+        if env_var:
+            message += f"; set {env_var} to a valid API key"
+        raise FallbackExhausted(message, env_var=env_var)
+
+    def __repr__(self) -> str:
+        return f"FallbackChain({self.names})"

@@ -1,0 +1,221 @@
+"""Tools: ``@tool`` turns a typed function into a ``Tool``; ``ToolRegistry`` holds them by name."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from loopnb.engine.messages import ToolSpec
+
+__all__ = [
+    "Tool",
+    "ToolRegistry",
+    "invalid_arguments_text",
+    "parse_arguments",
+    "registry_miss_text",
+    "suggest_name",
+    "tool",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Tool:
+    """A function the model can call, with the pydantic model that validates its arguments.
+
+    Calling the ``Tool`` object calls the function directly (handy in notebooks and tests).
+    """
+
+    __slots__ = ("args_model", "description", "fn", "is_async", "name", "spec")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None):
+        if not callable(fn):
+            raise TypeError(f"tool: expected a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.name: str = name or str(getattr(fn, "__name__", ""))
+        if not self.name.isidentifier() and not _is_wire_name(self.name):
+            raise ValueError(f"tool name {self.name!r} is not usable: expected letters, digits, '_' or '-'")
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.description = description if description is not None else _summary(fn)
+        self.args_model = _args_model(fn, self.name)
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        kind = "async " if self.is_async else ""
+        return f"<{kind}Tool {self.name!r}>"
+
+
+def _is_wire_name(name: str) -> bool:
+    return bool(name) and all(c.isalnum() or c in "_-" for c in name)
+
+
+def _summary(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # an annotation that does not resolve is the author's bug: say where
+        raise TypeError(f"tool {name!r}: could not resolve its type hints ({exc})") from exc
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"tool {name!r}: parameter {param.name!r} is *args/**kwargs; a tool's arguments "
+                "must be named parameters with type hints so the model can be shown a schema"
+            )
+        if param.name not in hints:
+            raise TypeError(
+                f"tool {name!r}: parameter {param.name!r} has no type hint; loopnb needs one to "
+                "build the JSON schema the model is shown and to validate what it sends"
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    model: type[BaseModel] = create_model(
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+@overload
+def tool(fn: _F, /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[_F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a ``Tool``.
+
+    Its type hints become the JSON schema advertised to the model and validate what the model
+    sends; its docstring's first paragraph is the description. Use bare (``@tool``) or with
+    options (``@tool(name="read", description="...")``).
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description)
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description)
+
+    return wrap
+
+
+class ToolRegistry:
+    """Tools by name, in registration order. Two tools with one name is an error."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (a plain typed function is wrapped with ``@tool``)."""
+        t = item if isinstance(item, Tool) else Tool(item)
+        if t.name in self._tools:
+            raise ValueError(
+                f"two tools are named {t.name!r}: {self._tools[t.name].fn!r} and {t.fn!r}; "
+                "tool names must be unique (pass name=... to @tool to rename one)"
+            )
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({self.names})"
+
+
+def suggest_name(name: str, names: Iterable[str]) -> str | None:
+    """The registered name closest to ``name`` (difflib's ratio, cut-off 0.6), if any."""
+    best = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return best[0] if best else None
+
+
+def registry_miss_text(name: str, names: list[str], *, suggestions: bool) -> str:
+    """``Tool not found: x. Available: a, b, c`` (+ ``...`` past 8, + `` Did you mean 'a'?``)."""
+    shown = ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
+    text = f"Tool not found: {name}. Available: {shown}"
+    if suggestions:
+        best = suggest_name(name, names)
+        if best is not None:
+            text += f" Did you mean '{best}'?"
+    return text
+
+
+def parse_arguments(tool_name: str, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    """Arguments as a dict, or the soft error text saying why they are not a JSON object."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return (
+            f"invalid arguments for tool '{tool_name}': they are not valid JSON ({exc}); "
+            f"got {_clip(arguments)}; expected a JSON object"
+        )
+    if not isinstance(value, dict):
+        return (
+            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
+            f"arguments, got {type(value).__name__} {_clip(arguments)}"
+        )
+    return value
+
+
+def invalid_arguments_text(tool: Tool, error: ValidationError) -> str:
+    """Name each wrong field, what was expected and what came, then the expected shape."""
+    lines = [f"invalid arguments for tool '{tool.name}':"]
+    for item in error.errors(include_url=False):
+        field = ".".join(str(p) for p in item["loc"]) or "(arguments)"
+        if item["type"] == "missing":
+            got = "nothing"
+        else:
+            got = f"{_clip(item.get('input'))} ({type(item.get('input')).__name__})"
+        lines.append(f"- {field}: {item['msg']}; got {got}")
+    lines.append(f"expected arguments: {_shape(tool.spec.parameters)}")
+    return "\n".join(lines)
+
+
+def _shape(schema: dict[str, Any]) -> str:
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    parts = []
+    for key, prop in props.items():
+        kind = prop.get("type") or " | ".join(str(p.get("type", "?")) for p in prop.get("anyOf", [])) or "any"
+        parts.append(f"{key}: {kind}" + ("" if key in required else " (optional)"))
+    return "{" + ", ".join(parts) + "}"
+
+
+def _clip(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
