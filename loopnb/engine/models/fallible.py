@@ -72,9 +72,7 @@ _ARGUMENT_WORDS = (
     "unexpected",
     "validation",
 )
-_PATH_TOKEN = re.compile(
-    r"(?<![\w/.])(?:[\w.-]*/[\w./-]*\w|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5})(?!\w)"
-)
+_PATH_TOKEN = re.compile(r"(?<![\w/.])(?:[\w.-]*/[\w./-]*\w|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5})(?!\w)")
 _QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`")
 _REANSWER = ("{answer}", "{answer}", "To confirm: {answer}", "As I said, {answer}")
 
@@ -149,10 +147,7 @@ class FallibleModel:
 
     def __repr__(self) -> str:
         plan = "derived" if self.plan is None else f"{len(self.plan)} calls"
-        return (
-            f"FallibleModel(plan={plan}, seed={self.seed}, mistakes={self.mistakes}, "
-            f"name={self.name!r})"
-        )
+        return f"FallibleModel(plan={plan}, seed={self.seed}, mistakes={self.mistakes}, name={self.name!r})"
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
         return self.reply(messages, tools)
@@ -317,7 +312,8 @@ class FallibleModel:
             text = self.answer(list(reading.outputs))
         elif reading.learned:
             text = " ".join(
-                f"{_describe(call)} returned: {_clip(output)}." for call, output in reading.learned
+                f"{_describe(call)} returned: {_clip(output).rstrip('.')}."
+                for call, output in reading.learned
             )
         else:
             text = "I found nothing I could use for this task."

@@ -241,4 +241,4 @@ def fit_arguments(
     for name in list(fixed):
         if name in named:
             fixed[name] = coerce(fixed[name], props[name])
-    return fixed
+    return {name: fixed[name] for name in props if name in fixed}  # in the schema's order
