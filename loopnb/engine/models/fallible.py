@@ -406,4 +406,4 @@ def _describe(call: ToolCall) -> str:
 
 def _clip(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
