@@ -81,26 +81,17 @@ def careful(plan: list[ToolCall], **kw: object) -> FallibleModel:
 
 def test_typo_swaps_two_adjacent_letters_of_a_string_argument() -> None:
     seen = {
-        next_call(FallibleModel([MAIN], mistakes=("typo",), seed=s), task(), [READ]).arguments[
-            "path"
-        ]
+        next_call(FallibleModel([MAIN], mistakes=("typo",), seed=s), task(), [READ]).arguments["path"]
         for s in range(12)
     }
     assert "src/mian.rs" in seen
     for path in seen:
-        assert (
-            path.startswith("src/")
-            and sorted(path) == sorted("src/main.rs")
-            and path != "src/main.rs"
-        )
+        assert path.startswith("src/") and sorted(path) == sorted("src/main.rs") and path != "src/main.rs"
 
 
 def test_shape_guesses_the_argument_shape_wrong() -> None:
     plan = [ToolCall("top", {"query": "tokio", "n": 3})]
-    seen = [
-        next_call(FallibleModel(plan, mistakes=("shape",), seed=s), task(), [TOP])
-        for s in range(12)
-    ]
+    seen = [next_call(FallibleModel(plan, mistakes=("shape",), seed=s), task(), [TOP]) for s in range(12)]
     args = [c.arguments for c in seen]
     assert any(a.get("n") == "three" for a in args)  # a number as a string
     assert any(a.get("query") == ["tokio"] for a in args)  # a list where a string is expected
@@ -127,16 +118,12 @@ def test_a_careful_model_makes_the_call_it_meant() -> None:
 
 
 def test_reads_a_not_found_text_naming_the_misspelt_value_and_puts_back_the_one_it_meant() -> None:
-    items = turn(
-        task(), ToolCall("read_file", {"path": "src/mian.rs"}), "file src/mian.rs not found"
-    )
+    items = turn(task(), ToolCall("read_file", {"path": "src/mian.rs"}), "file src/mian.rs not found")
     assert same(next_call(careful([MAIN]), items, [READ]), MAIN)
 
 
 def test_not_advertised_picks_the_closest_advertised_name() -> None:
-    items = turn(
-        task(), ToolCall("open_file", {"path": "src/main.rs"}), "tool 'open_file' is not available"
-    )
+    items = turn(task(), ToolCall("open_file", {"path": "src/main.rs"}), "tool 'open_file' is not available")
     assert same(next_call(careful([MAIN]), items, [SEARCH, READ]), MAIN)
 
 
@@ -183,14 +170,11 @@ def test_did_you_mean_in_any_text_replaces_the_value() -> None:
         ),
         (
             {"path": ["src/main.rs"]},
-            "invalid arguments for read_file: path: Input should be a valid string "
-            "(got ['src/main.rs'])",
+            "invalid arguments for read_file: path: Input should be a valid string (got ['src/main.rs'])",
         ),
     ],
 )
-def test_invalid_arguments_naming_the_field_are_fixed_from_the_schema(
-    sent: dict, text: str
-) -> None:
+def test_invalid_arguments_naming_the_field_are_fixed_from_the_schema(sent: dict, text: str) -> None:
     items = turn(task(), ToolCall("read_file", sent), text)
     assert same(next_call(careful([MAIN]), items, [READ]), MAIN)
 
@@ -347,8 +331,7 @@ def test_a_rejected_answer_is_restated_nearly_the_same() -> None:
 
 def test_the_same_seed_replays_identically() -> None:
     runs = [
-        drive(FallibleModel(seed=7), [READ, SEARCH], _files, "Read src/main.rs, find 'x'")
-        for _ in range(2)
+        drive(FallibleModel(seed=7), [READ, SEARCH], _files, "Read src/main.rs, find 'x'") for _ in range(2)
     ]
     assert runs[0] == runs[1]
 
