@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from loopnb import scenarios
 from loopnb.engine.events import TurnFinished
+from loopnb.engine.messages import Message, ToolResult
 from loopnb.scenarios import Outcome, Scenario
 
 __all__ = ["format_outcome", "main", "turn_rows"]
@@ -36,7 +37,8 @@ def _row(turn: TurnFinished) -> dict[str, str]:
     if turn.channel == "hard":
         read = f"(run ended) {turn.error_text or ''}"
     elif turn.results or turn.feedback:
-        read = " | ".join(item.content for item in (*turn.results, *turn.feedback))
+        said: list[ToolResult | Message] = [*turn.results, *turn.feedback]
+        read = " | ".join(item.content for item in said)
     else:
         text = turn.reply.text if turn.reply is not None else ""
         read = f"(final answer) {text or ''}"

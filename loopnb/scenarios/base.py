@@ -18,6 +18,7 @@ from loopnb.engine.clock import Clock, FakeClock, SystemClock
 from loopnb.engine.errors import HardProducer, LoopError, SoftProducer
 from loopnb.engine.events import RunStarted, TurnFinished
 from loopnb.engine.loop import Engine
+from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import Observer
 
@@ -130,8 +131,11 @@ class Outcome:
     @property
     def soft(self) -> frozenset[SoftProducer]:
         """The soft producers the model read during the run."""
-        seen = {r.producer for t in self.turns for r in (*t.results, *t.feedback) if r.is_error}
-        return frozenset(p for p in seen if p is not None)  # type: ignore[misc]
+        seen: set[SoftProducer] = set()
+        for turn in self.turns:
+            read: list[ToolResult | Message] = [*turn.results, *turn.feedback]
+            seen.update(item.producer for item in read if item.is_error and item.producer)
+        return frozenset(seen)
 
     @property
     def model_names(self) -> tuple[str, ...]:
