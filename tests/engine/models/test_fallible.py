@@ -379,3 +379,26 @@ def test_complete_is_the_async_model_protocol() -> None:
 def test_bad_construction_is_refused_with_a_clear_error(kwargs: dict, error: type) -> None:
     with pytest.raises(error):
         FallibleModel(**kwargs)
+
+
+def test_reading_only_what_is_new_gives_what_a_full_reread_gives() -> None:
+    reused = FallibleModel(seed=4)
+    items = task("Read src/main.rs and 'tokio'")
+    for _ in range(12):
+        reply = reused.reply(items, [READ, SEARCH])
+        assert reply == FallibleModel(seed=4).reply(items, [READ, SEARCH])
+        if reply.is_final:
+            break
+        call = reply.tool_calls[0]
+        content, error = _files(call)
+        items = [*items, reply, ToolResult(content, is_error=error, name=call.name, call_id=call.id)]
+    assert reply.is_final
+
+
+def test_a_transcript_that_changed_behind_the_bookmark_is_read_again() -> None:
+    model = careful([MAIN, ToolCall("search", {"query": "q"})])
+    done = turn(task(), MAIN, "fn main() {}", error=False)
+    assert same(next_call(model, done, [READ, SEARCH]), ToolCall("search", {"query": "q"}))
+    compacted = task()  # the old turn was dropped: same length prefix, different items
+    assert same(next_call(model, compacted, [READ, SEARCH]), MAIN)
+    assert same(next_call(model, done, [SEARCH]), ToolCall("search", {"query": "q"}))
