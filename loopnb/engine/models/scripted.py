@@ -11,9 +11,7 @@ from loopnb.engine.messages import ModelReply, ToolCall, ToolSpec, Transcript
 
 __all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply", "with_call_ids"]
 
-Step: TypeAlias = (
-    ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
-)
+Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 
 
