@@ -27,6 +27,7 @@ from loopnb.engine.loop import Engine, RunSteps
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Usage
 from loopnb.engine.models.base import Model
 from loopnb.engine.models.fallback import FallbackChain
+from loopnb.engine.models.fallible import FallibleModel
 from loopnb.engine.models.scripted import FunctionModel, ScriptedModel
 from loopnb.engine.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -61,6 +62,7 @@ __all__ = [
     "FakeClock",
     "FallbackChain",
     "FallbackExhausted",
+    "FallibleModel",
     "FunctionModel",
     "HookContext",
     "LoopDetected",
