@@ -125,3 +125,10 @@ def test_without_the_embedded_model_the_error_says_what_to_set(
     monkeypatch.setitem(sys.modules, "loopnb.engine.models.fallible", None)
     with pytest.raises(ModelConfigError, match="set LOOPNB_MODEL"):
         from_env()
+
+
+def test_the_embedded_default_is_the_real_fallible_model() -> None:
+    from loopnb.engine.models.fallible import FallibleModel
+
+    assert isinstance(from_env(), FallibleModel)
+    assert isinstance(model_from_spec("fallible"), FallibleModel)
