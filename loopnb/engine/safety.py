@@ -117,8 +117,8 @@ class LoopWatch:
 def _detection(call: ToolCall, count: int, text: str) -> str:
     shown = text if len(text) <= 200 else text[:197] + "..."
     return (
-        f"loop detected: {call_key(call)} was called {count} times in a row and failed the same "
-        f"way each time ({shown}); change the call or try another approach"
+        f"loop detected: {call_key(call)} is being repeated ({count} identical calls in a row) "
+        f"after failing the same way: {shown}; change the call or try another approach"
     )
 
 

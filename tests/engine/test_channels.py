@@ -11,8 +11,8 @@ import pytest
 from loopnb import (
     CircuitBreaker,
     Engine,
-    FakeClock,
     Fail,
+    FakeClock,
     ScriptedModel,
     ToolCall,
     ToolResult,
