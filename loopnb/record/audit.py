@@ -476,7 +476,7 @@ class Audit:
             ("turns", n, ""),
             ("ok turns", int((ch == "ok").sum()), pct(int((ch == "ok").sum()), n)),
             ("soft turns", int((ch == "soft").sum()), pct(int((ch == "soft").sum()), n)),
-            ("runs ended hard", len(hard), ", ".join(f"{k} {v}" for k, v in hard.items())),
+            ("runs ended hard", int(hard.sum()), ", ".join(f"{k} {v}" for k, v in hard.items())),
             ("soft streaks", len(ep), ""),
             ("recovered on its own", len(rec), pct(len(rec), len(ep))),
             (

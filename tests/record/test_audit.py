@@ -224,3 +224,15 @@ def test_audit_command_reports_errors_and_warnings(tmp_path):
     err = io.StringIO()
     assert audit_command([str(tmp_path / "t.jsonl")], out=io.StringIO(), err=err) == 0
     assert "torn last line" in err.getvalue()
+
+
+def test_summary_counts_runs_that_ended_hard_not_producers():
+    from loopnb import Engine, FallbackExhausted, ScriptedModel
+
+    recorder = Recorder()
+    for _ in range(3):  # three runs, one hard producer
+        with pytest.raises(FallbackExhausted):
+            Engine(ScriptedModel([]), observers=[recorder]).run("task")
+    summary = audit(recorder).summary()
+    s = dict(zip(summary["metric"], summary["value"], strict=True))
+    assert s["runs"] == "3" and s["runs ended hard"] == "3"
