@@ -14,20 +14,19 @@ class CancelToken:
     to fire from any thread.
     """
 
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_lock", "cancelled", "reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self.cancelled = False  # read at every checkpoint: a plain attribute, not a property
         self.reason: str | None = None
 
     def cancel(self, reason: str = "cancelled by the user") -> None:
-        if not self._event.is_set():
-            self.reason = reason
-            self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
+        """Fire the token (the first reason given is kept)."""
+        with self._lock:
+            if not self.cancelled:
+                self.reason = reason
+                self.cancelled = True
 
     def __repr__(self) -> str:
         return f"CancelToken(cancelled={self.cancelled}, reason={self.reason!r})"

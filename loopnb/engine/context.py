@@ -67,15 +67,16 @@ class ContextBudget:
 def drop_oldest_turns(tail: list[Item], tokens: list[int], target: int) -> int:
     """How many leading tail items to drop (whole turns) to get the tail's total under ``target``.
 
-    A turn starts at a ``ModelReply``; its tool results and feedback follow it. Returns
-    ``len(tail)`` when even dropping everything is needed.
+    A turn starts at a ``ModelReply``; its tool results and feedback follow it. The latest turn is
+    never dropped: the model must see what its last request produced, or it would only ask again.
     """
+    last = max((i for i, item in enumerate(tail) if isinstance(item, ModelReply)), default=0)
     total = sum(tokens)
     cut = 0
-    while total > target and cut < len(tail):
+    while total > target and cut < last:
         total -= tokens[cut]
         cut += 1
-        while cut < len(tail) and not isinstance(tail[cut], ModelReply):
+        while cut < last and not isinstance(tail[cut], ModelReply):
             total -= tokens[cut]
             cut += 1
     return cut

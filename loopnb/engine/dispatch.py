@@ -32,7 +32,7 @@ from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock
 from loopnb.engine.errors import SoftProducer, ToolError
 from loopnb.engine.events import RecoveryDecided, ToolDispatched
-from loopnb.engine.messages import ToolCall, ToolResult
+from loopnb.engine.messages import ToolCall, ToolResult, trusted_result
 from loopnb.engine.recovery import (
     RECOVERABLE,
     Decision,
@@ -103,7 +103,7 @@ class Dispatcher:
 
     async def dispatch(self, call: ToolCall, state: RunState, watch: LoopWatch | None) -> ToolResult:
         """The one result the model reads for ``call``."""
-        if watch is not None:
+        if watch is not None and watch.streaks:
             signal = watch.check(call)
             if signal is not None:
                 if signal.action == "stop":
@@ -112,7 +112,7 @@ class Dispatcher:
                 text = f"dispatch refused before execution: {signal.text}"
                 return self._refused(call, state, text, "loop_refusal")
         result = await self._dispatch(call, state)
-        if watch is not None:
+        if watch is not None and (result.is_error or watch.streaks):
             watch.record(call, result)
         return result
 
@@ -164,9 +164,7 @@ class Dispatcher:
         return None
 
     def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
-        result = ToolResult(
-            content=text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
-        )
+        result = trusted_result(text, True, call.name, call.id, producer, 0)
         if state.observing:
             state.emit(
                 ToolDispatched(
@@ -223,29 +221,28 @@ class Dispatcher:
 
     async def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
         """Validate and run one attempt; every outcome becomes a ``ToolResult``."""
-        args = parse_arguments(tool.name, call.arguments)
+        args = call.arguments
+        if type(args) is not dict:
+            args = parse_arguments(tool.name, args)
         executed = False
-        t0 = self.clock.monotonic()
-        producer: str | None
+        observing = state.observing
+        t0 = self.clock.monotonic() if observing else 0.0
+        producer: SoftProducer | None
         if isinstance(args, str):
             content, producer = args, "invalid_arguments"
         else:
             try:
-                kwargs = tool.args_model.model_validate(args).__dict__
+                kwargs = tool.validate(args)
             except ValidationError as exc:
                 content, producer = invalid_arguments_text(tool, exc), "invalid_arguments"
             else:
                 executed = True
-                content, producer = await self._run(tool, kwargs)
-        result = ToolResult(
-            content=content,
-            is_error=producer is not None,
-            name=tool.name,
-            call_id=call.id,
-            producer=producer,
-            attempts=attempt + 1,
-        )
-        if state.observing:
+                if tool.is_async or self.timeout is not None:
+                    content, producer = await self._run(tool, kwargs)
+                else:
+                    content, producer = _call_inline(tool, kwargs)
+        result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
+        if observing:
             state.emit(
                 ToolDispatched(
                     seq=state.next_seq(),
@@ -261,18 +258,16 @@ class Dispatcher:
             )
         return result
 
-    async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[str, str | None]:
-        """Call the tool; (content, producer) with producer None on success."""
+    async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
+        """Call an async tool, or a sync one under the timeout; producer None on success."""
         try:
-            if tool.is_async:
-                if self.timeout is None:
-                    value = await tool.fn(**kwargs)
-                else:
-                    value = await _with_timeout(tool.fn(**kwargs), self.timeout)
-            elif self.timeout is None:
-                value = tool.fn(**kwargs)
-            else:
+            if not tool.is_async:
+                assert self.timeout is not None
                 value = await _in_thread(tool.fn, kwargs, self.timeout)
+            elif self.timeout is None:
+                value = await tool.fn(**kwargs)
+            else:
+                value = await _with_timeout(tool.fn(**kwargs), self.timeout)
         except ToolError as exc:
             return str(exc), "tool_error"
         except _TimedOut:
@@ -282,6 +277,19 @@ class Dispatcher:
         except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
             return panic_text(tool.name, exc), "tool_panic"
         return _content(tool.name, value)
+
+
+def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
+    """A sync tool with no timeout runs right here: no thread hop on the hot path."""
+    try:
+        value = tool.fn(**kwargs)
+    except ToolError as exc:
+        return str(exc), "tool_error"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
+        return panic_text(tool.name, exc), "tool_panic"
+    return _content(tool.name, value)
 
 
 class _TimedOut(Exception):
@@ -325,10 +333,17 @@ async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: fl
     return value
 
 
-def _content(name: str, value: Any) -> tuple[str, str | None]:
+def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
     """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return value, None
+    if kind is int:
+        return str(value), None
+    if kind is bool:
+        return ("true" if value else "false"), None
+    if isinstance(value, str):
+        return str(value), None
     if isinstance(value, ToolResult):
         return value.content, ("tool_error" if value.is_error else None)
     try:

@@ -189,11 +189,7 @@ class Engine:
         self, task: str, *, cancel: CancelToken | None = None, run_id: str | None = None
     ) -> RunResult:
         """Run until the final reply; a hard failure raises a ``LoopError`` carrying the salvaged run."""
-        run = self._new_run(task, cancel, run_id, always_emit=False)
-        async for _ in run.steps():
-            pass
-        assert run.result is not None
-        return run.result
+        return await self._new_run(task, cancel, run_id, always_emit=False).complete()
 
     def run(self, task: str, *, cancel: CancelToken | None = None, run_id: str | None = None) -> RunResult:
         """``arun`` for synchronous code; works in a script and inside a running Jupyter loop.
@@ -253,29 +249,43 @@ class _Run:
         self.convergence = engine.convergence.new_run() if engine.convergence else None
         self.tokens: list[int] | None = None  # per-item token counts, kept only with a budget
         self.head = 0  # items never compacted: the system prompt and the task
+        self.models_used: dict[str, None] = {}  # in order of first use
+        self.started = False
+
+    async def complete(self) -> RunResult:
+        """Every remaining turn, to the end (what ``arun`` does)."""
+        while self.result is None:
+            await self.turn()
+        return self.result
 
     async def steps(self) -> AsyncGenerator[TurnFinished | None, None]:
-        s = self.state
-        self._start()
+        """Turn by turn (what ``iter`` and ``aiter`` do). Closing it early cancels the run."""
         try:
             while self.result is None:
-                try:
-                    finished = await self._turn()
-                except LoopError as err:
-                    self._finalize(err)
-                    raise
-                except (KeyboardInterrupt, asyncio.CancelledError):
-                    s.cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
-                    try:
-                        s.checkpoint()
-                    except LoopError as err:
-                        self._finalize(err)
-                        raise err from None
-                yield finished
+                yield await self.turn()
         finally:
             if self.result is None and self.error is None:  # the caller stopped iterating
-                s.cancel.cancel("the caller stopped the run")
+                self.state.cancel.cancel("the caller stopped the run")
                 self._finalize(self._closed_error())
+
+    async def turn(self) -> TurnFinished | None:
+        """One turn, with the hard-error handling every driver shares."""
+        if not self.started:
+            self.started = True
+            self._start()
+        try:
+            return await self._turn()
+        except LoopError as err:
+            self._finalize(err)
+            raise
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            self.state.cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
+            try:
+                self.state.checkpoint()
+            except LoopError as err:
+                self._finalize(err)
+                raise err from None
+            raise
 
     def _closed_error(self) -> LoopError:
         try:
@@ -329,31 +339,42 @@ class _Run:
     async def _turn(self) -> TurnFinished | None:
         s, e = self.state, self.engine
         s.turn += 1
-        self.turn_started, self.turn_t0 = s.clock.time(), s.clock.monotonic()
         self.turn_model: str | None = None
         self.turn_reply: ModelReply | None = None
         if s.observing:
+            self.turn_started, self.turn_t0 = s.clock.time(), s.clock.monotonic()
             s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=self.turn_started, turn=s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
             s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
         s.checkpoint()
         if e.context is not None:
             self._fit(e.context.max_tokens)
-        reply, model = await self._ask()
-        if reply.tool_calls and not all(call.id for call in reply.tool_calls):
-            reply = with_call_ids(reply, f"t{s.turn}")
+        try:
+            reply, model = await e.chain.ask(Transcript(s.messages), e.specs, s)
+        except ModelContextOverflow:
+            reply, model = await self._ask_after_overflow()
+        calls = reply.tool_calls
+        for call in calls:
+            if not call.id:
+                reply = with_call_ids(reply, f"t{s.turn}")
+                calls = reply.tool_calls
+                break
         self.turn_model, self.turn_reply = model, reply
-        s.models_used.append(model)
+        if model not in self.models_used:
+            self.models_used[model] = None
         self._append(reply)
         results: list[ToolResult] = []
         feedback: list[Message] = []
-        if reply.tool_calls:
+        if calls:
             dispatch, watch = e.dispatcher.dispatch, self.loop_watch
-            for call in reply.tool_calls:
-                s.checkpoint()
+            append = s.messages.append if self.tokens is None else self._append
+            token = s.cancel
+            for call in calls:
+                if token.cancelled:
+                    s.checkpoint()
                 result = await dispatch(call, s, watch)
                 results.append(result)
-                self._append(result)
+                append(result)
                 s.tool_results.append(result)
         else:
             feedback = self._judge(reply.text or "")
@@ -431,7 +452,7 @@ class _Run:
                 messages=s.messages,
                 tool_results=s.tool_results,
                 turns=s.turn,
-                models=tuple(dict.fromkeys(s.models_used)),
+                models=tuple(self.models_used),
             )
             return []
         if s.observing:
@@ -467,14 +488,15 @@ class _Run:
                 )
         return feedback
 
-    async def _ask(self) -> tuple[ModelReply, str]:
+    async def _ask_after_overflow(self) -> tuple[ModelReply, str]:
+        """The model's server said the request is too long: compact harder and ask again."""
         s, e = self.state, self.engine
         while True:
+            self._fit(max(0, sum(self._tokens()) - 1), forced=True)
             try:
                 return await e.chain.ask(Transcript(s.messages), e.specs, s)
             except ModelContextOverflow:
-                total = sum(self._tokens())
-                self._fit(max(0, total - 1), forced=True)
+                continue
 
     def _tokens(self) -> list[int]:
         if self.tokens is None:
@@ -549,7 +571,7 @@ class _Run:
             messages=messages,
             tool_results=results,
             turns=s.turn,
-            models=tuple(dict.fromkeys(s.models_used)),
+            models=tuple(self.models_used),
         )
         if not s.observing:
             return

@@ -44,7 +44,7 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str = ""
 
-    def __init__(self, name: str, arguments: dict[str, Any] | str | None = None, /, **data: Any) -> None:
+    def __init__(self, name: str, arguments: dict[str, Any] | str | None = None, **data: Any) -> None:
         super().__init__(name=name, arguments={} if arguments is None else arguments, **data)
 
 
@@ -68,10 +68,51 @@ class ToolResult(BaseModel):
     note: str | None = None
     attempts: int = 1
 
-    def __init__(self, content: str | None = None, /, **data: Any) -> None:
+    def __init__(self, content: str | None = None, **data: Any) -> None:
         if content is not None:
             data["content"] = content
         super().__init__(**data)
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted_result(
+    content: str,
+    is_error: bool,
+    name: str,
+    call_id: str,
+    producer: SoftProducer | None,
+    attempts: int,
+    note: str | None = None,
+) -> ToolResult:
+    """Build a ``ToolResult`` from values the engine has already checked, skipping validation.
+
+    The dispatcher builds one per tool call, so this sits on the per-turn path; it yields exactly
+    the object ``ToolResult(...)`` would (the tests compare the two).
+    """
+    result: ToolResult = _new(ToolResult)
+    _set(
+        result,
+        "__dict__",
+        {
+            "role": "tool",
+            "content": content,
+            "is_error": is_error,
+            "name": name,
+            "call_id": call_id,
+            "producer": producer,
+            "note": note,
+            "attempts": attempts,
+        },
+    )
+    _set(
+        result, "__pydantic_fields_set__", {"content", "is_error", "name", "call_id", "producer", "attempts"}
+    )
+    _set(result, "__pydantic_extra__", None)
+    _set(result, "__pydantic_private__", None)
+    return result
 
 
 class Usage(BaseModel):

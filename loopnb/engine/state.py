@@ -46,7 +46,6 @@ class RunState:
         self.tool_results: list[ToolResult] = []
         self.committed_messages = 0
         self.committed_results = 0
-        self.models_used: list[str] = []
 
     def next_seq(self) -> int:
         self.seq += 1

@@ -32,7 +32,7 @@ class Tool:
     Calling the ``Tool`` object calls the function directly (handy in notebooks and tests).
     """
 
-    __slots__ = ("args_model", "description", "fn", "is_async", "name", "spec")
+    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None):
         if not callable(fn):
@@ -49,6 +49,24 @@ class Tool:
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+        self._simple = _simple_signature(self.args_model)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments; raises pydantic's ``ValidationError`` when they do not fit.
+
+        Arguments that already have exactly the declared scalar types skip pydantic (the result
+        is the same); anything else goes through the full validation.
+        """
+        simple = self._simple
+        if simple is not None and len(arguments) <= len(simple[0]):
+            types, required = simple
+            for key, value in arguments.items():
+                if type(value) is not types.get(key):
+                    break
+            else:
+                if required.issubset(arguments):
+                    return arguments
+        return self.args_model.model_validate(arguments).__dict__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -60,6 +78,20 @@ class Tool:
 
 def _is_wire_name(name: str) -> bool:
     return bool(name) and all(c.isalnum() or c in "_-" for c in name)
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _simple_signature(model: type[BaseModel]) -> tuple[dict[str, type], frozenset[str]] | None:
+    """Field types and required names when every field is a plain str/int/float/bool."""
+    types: dict[str, type] = {}
+    for name, field in model.model_fields.items():
+        if field.annotation not in _SCALARS or field.metadata:
+            return None
+        types[name] = field.annotation  # type: ignore[assignment]
+    required = frozenset(n for n, f in model.model_fields.items() if f.is_required())
+    return types, required
 
 
 def _summary(fn: Callable[..., Any]) -> str:

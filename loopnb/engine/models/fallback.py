@@ -67,16 +67,19 @@ class FallbackChain:
         env_var: str | None = None
         for model, name in zip(self.models, self.names, strict=True):
             breaker = self.breakers[name]
+            clock = breaker.clock
             while True:
-                before = breaker.state
-                allowed = breaker.allow()
-                if state is not None:
-                    state.note_breaker(breaker, before, "model")
-                if not allowed:
-                    errors.setdefault(name, f"breaker open, {breaker.cooldown_left():.3g}s of cooldown left")
-                    break
-                clock = breaker.clock
-                t0 = clock.monotonic()
+                if breaker.state != "closed":
+                    before: str = breaker.state
+                    allowed = breaker.allow()
+                    if state is not None:
+                        state.note_breaker(breaker, before, "model")
+                    if not allowed:
+                        left = breaker.cooldown_left()
+                        errors.setdefault(name, f"breaker open, {left:.3g}s of cooldown left")
+                        break
+                observing = state is not None and state.observing
+                t0 = clock.monotonic() if observing else 0.0
                 try:
                     reply = await model.complete(messages, tools)
                     if not isinstance(reply, ModelReply):
@@ -110,22 +113,23 @@ class FallbackChain:
                     if breaker.state == "open":
                         break
                     continue
-                before = breaker.state
-                breaker.record_success()
-                if state is not None:
-                    state.note_breaker(breaker, before, "model")
-                    if state.observing:
-                        state.emit(
-                            ModelReplied(
-                                seq=state.next_seq(),
-                                run_id=state.run_id,
-                                at=clock.time(),
-                                turn=state.turn,
-                                model=name,
-                                reply=reply,
-                                latency_ms=(clock.monotonic() - t0) * 1000.0,
-                            )
+                if breaker.failures or breaker.state != "closed":
+                    before = breaker.state
+                    breaker.record_success()
+                    if state is not None:
+                        state.note_breaker(breaker, before, "model")
+                if state is not None and state.observing:
+                    state.emit(
+                        ModelReplied(
+                            seq=state.next_seq(),
+                            run_id=state.run_id,
+                            at=clock.time(),
+                            turn=state.turn,
+                            model=name,
+                            reply=reply,
+                            latency_ms=(clock.monotonic() - t0) * 1000.0,
                         )
+                    )
                 return reply, name
         detail = "; ".join(f"{name}: {text}" for name, text in errors.items())
         message = f"every model in the fallback chain is spent ({detail})"
