@@ -25,7 +25,11 @@ __all__ = [
     "turns_table_html",
 ]
 
-BREAKER_COLOR = {"closed": CHANNEL_COLOR["ok"], "half_open": CHANNEL_COLOR["soft"], "open": CHANNEL_COLOR["hard"]}
+BREAKER_COLOR = {
+    "closed": CHANNEL_COLOR["ok"],
+    "half_open": CHANNEL_COLOR["soft"],
+    "open": CHANNEL_COLOR["hard"],
+}
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
 _BOX = "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35"
 _PRE = (
@@ -137,7 +141,9 @@ def inspector_html(turn: TurnView | None) -> str:
         calls = "".join(
             f"<li><code>{esc(c.name, 80)}({esc(c.arguments, 400)})</code></li>" for c in turn.calls
         )
-        body.append(f"<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{calls}</ul>")
+        body.append(
+            f"<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{calls}</ul>"
+        )
     if turn.reply_text:
         body.append(f'<div>the model said:</div><pre style="{_PRE}">{esc(turn.reply_text, 4000)}</pre>')
     if turn.read:
@@ -158,7 +164,8 @@ def inspector_html(turn: TurnView | None) -> str:
                 )
     if turn.channel == "hard":
         body.append(
-            f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: <b>{esc(turn.error or turn.producer)}'
+            f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: '
+            f"<b>{esc(turn.error or turn.producer)}"
             f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
             f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
         )
@@ -186,7 +193,9 @@ def summary_html(state: ViewState) -> str:
     for edge, count in zip(EDGES, state.edge_counts, strict=True):
         src = NODES[NODE_INDEX[edge.source]].label.replace("<br>", " ")
         dst = NODES[NODE_INDEX[edge.target]].label.replace("<br>", " ")
-        style = f' style="background:{CHANNEL_FILL.get(state.lit_channel or "", "")}"' if edge.id in lit else ""
+        style = (
+            f' style="background:{CHANNEL_FILL.get(state.lit_channel or "", "")}"' if edge.id in lit else ""
+        )
         flow_rows.append(
             f"<tr{style}><td>{esc(src)}</td><td>→</td><td>{esc(dst)}</td><td>{esc(edge.label)}</td>"
             f"<td style='text-align:right'>{count}</td></tr>"
