@@ -71,7 +71,9 @@ def payload() -> tuple[Engine, str]:
         ]
     )
     clock = FakeClock()
-    engine = Engine(model, [fetch, read_file], clock=clock, breakers=CircuitBreaker(failure_threshold=1, cooldown=60))
+    engine = Engine(
+        model, [fetch, read_file], clock=clock, breakers=CircuitBreaker(failure_threshold=1, cooldown=60)
+    )
     return engine, f"summarise {PAYLOAD}"
 
 

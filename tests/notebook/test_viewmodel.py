@@ -145,7 +145,7 @@ def test_gauge_is_idle_before_any_tool_call():
 
 
 def test_breaker_board_follows_transitions_with_cooldown_left():
-    engine, task, clock = S.breaker()
+    engine, task, _clock = S.breaker()
     events, _ = run_events((engine, task))
     frames = Frames(events)
     states = [frames(k).breaker_by_name["flaky_tool"] for k in range(frames.count + 1)]
