@@ -54,14 +54,14 @@ class Edge:
 NODES: tuple[Node, ...] = (
     Node("failed", "something failed", 0.0, 7.0),
     Node("adapt", "could the model read this<br>and change its plan?", 0.0, 6.0),
-    Node("soft", "SOFT channel:<br>a tool result, is_error = true", -1.3, 5.0),
-    Node("model", "the model reads the failure<br>and adapts", -1.3, 4.0),
-    Node("next", "next turn", -1.3, 3.0),
-    Node("watch", "safety systems watch the pattern:<br>loop, convergence, breakers, recovery", 0.2, 2.0),
-    Node("ok", "the run continues:<br>soft error did its job", -2.5, 2.0),
-    Node("hard2", "HARD channel:<br>the run ends", 0.2, 1.0),
-    Node("hard", "HARD channel:<br>LoopError", 1.7, 4.0),
-    Node("finalize", "finalize(): completed turns commit,<br>run recorded, error to your code", 1.0, 0.0),
+    Node("soft", "SOFT channel:<br>a tool result, is_error = true", -1.5, 4.9),
+    Node("model", "the model reads the failure<br>and adapts", -1.5, 3.8),
+    Node("next", "next turn", -1.5, 2.8),
+    Node("watch", "safety systems watch the pattern:<br>loop, convergence, breakers, recovery", 0.3, 1.8),
+    Node("ok", "the run continues:<br>soft error did its job", -2.7, 1.5),
+    Node("hard2", "HARD channel:<br>the run ends", 0.3, 0.8),
+    Node("hard", "HARD channel:<br>LoopError", 1.9, 4.6),
+    Node("finalize", "finalize(): completed turns commit,<br>run recorded, error to your code", 1.3, -0.2),
 )
 
 EDGES: tuple[Edge, ...] = (

@@ -77,10 +77,27 @@ def _along(edge_id: str, t: float) -> tuple[float, float]:
     return x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
 
 
+_LABEL_SIDE = {"next-ok": "bottom right", "adapt-soft": "middle left"}
+
+
+def _label_at(edge_id: str) -> tuple[float, float]:
+    """Where an edge's count goes: beside its middle, off the line, on the side ``_LABEL_SIDE`` says."""
+    edge = next(e for e in EDGES if e.id == edge_id)
+    (x0, y0), (x1, y1) = _pos(edge.source), _pos(edge.target)
+    dx, dy = x1 - x0, y1 - y0
+    norm = (dx * dx + dy * dy) ** 0.5 or 1.0
+    px, py = dy / norm, -dx / norm  # a perpendicular
+    if px < 0 or (px == 0 and py < 0):
+        px, py = -px, -py
+    side = -1.0 if _LABEL_SIDE.get(edge_id, "").endswith("left") else 1.0
+    mx, my = _along(edge_id, 0.5)
+    return mx + side * 0.08 * px, my + side * 0.08 * py
+
+
 def base_figure() -> go.Figure:
     """The figure's fixed layout: flow (top left), gauge (top right), timeline (bottom strip)."""
     all_x, all_y = _segments([e.id for e in EDGES])
-    label_xy = [_along(e.id, 0.5) for e in EDGES]
+    label_xy = [_label_at(e.id) for e in EDGES]
     flow = {"xaxis": "x", "yaxis": "y", "hoverinfo": "skip", "showlegend": False}
     data: list[Any] = [
         go.Scatter(x=all_x, y=all_y, mode="lines", line={"color": _EDGE, "width": 2}, name="edges", **flow),
@@ -90,7 +107,7 @@ def base_figure() -> go.Figure:
             y=[y for _, y in label_xy],
             mode="text",
             text=["0"] * len(EDGES),
-            textposition="middle right",
+            textposition=[_LABEL_SIDE.get(e.id, "middle right") for e in EDGES],
             textfont={"size": 11, "color": "#333"},
             hoverinfo="text",
             hovertext=[""] * len(EDGES),
@@ -131,7 +148,7 @@ def base_figure() -> go.Figure:
         go.Indicator(
             mode="gauge+number",
             value=0,
-            domain={"x": [0.70, 1.0], "y": [0.50, 0.92]},
+            domain={"x": [0.72, 0.97], "y": [0.50, 0.90]},
             number={"suffix": f" / {Gauge().max_attempts}", "font": {"size": 26}},
             title={"text": "recovery: no tool call yet", "font": {"size": 13}},
             gauge={
@@ -166,7 +183,7 @@ def base_figure() -> go.Figure:
         for n in NODES
     ]
     for edge in EDGES:
-        head, tail = _along(edge.id, 0.62), _along(edge.id, 0.38)
+        head, tail = _along(edge.id, 0.66), _along(edge.id, 0.46)
         annotations.append(
             {
                 "x": head[0],
