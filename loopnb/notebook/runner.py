@@ -8,6 +8,7 @@ button click while a cell blocks). It steps ``Engine.iter``: one loop implementa
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,42 @@ def _in_ipython() -> bool:
     except ImportError:  # pragma: no cover - IPython is a dependency
         return False
     return bool(InteractiveShell.initialized())
+
+
+def _run_interruptibly(engine: Engine, task: str, cancel: CancelToken) -> RunResult:
+    """``engine.run`` where a kernel interrupt reliably becomes ``Cancelled``.
+
+    Inside a running event loop (a Jupyter cell) the run goes on a worker thread while this
+    thread waits on an ``Event``: an interrupted ``Thread.join()`` can report the thread finished
+    while it still runs (CPython 3.11), an ``Event`` cannot. Outside a loop ``engine.run`` turns
+    Ctrl-C into ``Cancelled`` itself.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return engine.run(task, cancel=cancel)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["result"] = engine.run(task, cancel=cancel)
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="loopnb-notebook-run", daemon=True).start()
+    while True:
+        try:
+            done.wait()
+            break
+        except KeyboardInterrupt:
+            cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
+    if "error" in box:
+        raise box["error"]
+    result: RunResult = box["result"]
+    return result
 
 
 class _Shown:
@@ -99,7 +136,7 @@ class NotebookRunner:
         view, detach = self._attach()
         shown = _Shown(view) if view is not None else None
         try:
-            return self.engine.run(task, cancel=cancel or CancelToken())
+            return _run_interruptibly(self.engine, task, cancel or CancelToken())
         except LoopError as err:
             if raise_hard:
                 raise

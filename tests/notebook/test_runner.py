@@ -182,3 +182,31 @@ def test_cancel_token_given_to_run_is_used():
     runner = NotebookRunner(engine)
     err = runner.run(task, cancel=token, raise_hard=False)
     assert isinstance(err, Cancelled) and "before it began" in runner.view.status.value
+
+
+def test_interrupt_inside_a_running_loop_as_in_a_kernel():
+    """In a kernel the cell runs inside an event loop and SIGINT raises KeyboardInterrupt."""
+    import os
+    import signal
+
+    @tool
+    def press(i: int) -> str:
+        """Sends SIGINT to this process on its second call, as the kernel's stop button does."""
+        if i == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+        return "ok"
+
+    model = ScriptedModel([ToolCall("press", {"i": i}) for i in range(1, 6)] + ["done"])
+    runner = NotebookRunner(Engine(model, [press], clock=FakeClock()))
+
+    async def cell():
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # what ipykernel does
+        try:
+            return runner.run("go", raise_hard=False)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    err = asyncio.run(cell())
+    assert isinstance(err, Cancelled) and "interrupt" in err.message
+    assert "Cancelled" in runner.view.status.value
