@@ -38,8 +38,7 @@ def hard_run(run_id: str = "r2") -> RunBuilder:
             executed=False,
         )
     )
-    b.tool_turn(Call("read_file", content="file x not found", error="tool_error", retries=1,
-                     gave_up="fail"))
+    b.tool_turn(Call("read_file", content="file x not found", error="tool_error", retries=1, gave_up="fail"))
     b.hard(
         "tool_recovery_exhausted",
         "recovery of read_file asked for retry 6 after 6 calls; the ceiling is 5 retries",

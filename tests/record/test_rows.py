@@ -30,9 +30,22 @@ from .conftest import hard_run, typo_run
 
 
 def test_turn_columns_cover_the_design():
-    required = {"run_id", "turn", "channel", "producer", "tools", "error_text",
-                "recovery_attempts", "breaker_states", "model", "latency_ms", "started_at",
-                "dropped", "reply_text", "n_calls"}
+    required = {
+        "run_id",
+        "turn",
+        "channel",
+        "producer",
+        "tools",
+        "error_text",
+        "recovery_attempts",
+        "breaker_states",
+        "model",
+        "latency_ms",
+        "started_at",
+        "dropped",
+        "reply_text",
+        "n_calls",
+    }
     assert required <= set(TurnRow.model_fields)
     assert set(TURN_SCHEMA["properties"]) == set(TurnRow.model_fields)
     assert set(EVENT_SCHEMA["properties"]) == set(EventRow.model_fields)
@@ -41,8 +54,9 @@ def test_turn_columns_cover_the_design():
 
 def test_event_kinds_match_the_engine():
     union = TypeAdapter(Event).json_schema()
-    kinds = {d["properties"]["kind"]["const"] for d in union["$defs"].values()
-             if "kind" in d.get("properties", {})}
+    kinds = {
+        d["properties"]["kind"]["const"] for d in union["$defs"].values() if "kind" in d.get("properties", {})
+    }
     assert kinds == set(EVENT_KINDS)
 
 
@@ -108,8 +122,7 @@ def test_soft_error_text_joins_every_error_and_the_engine_feedback():
         Call("a", content="first failed", error="tool_error"),
         Call("b", content="fine"),
         Call("c", content="tool 'c' is not available", error="not_advertised"),
-        feedback=(Message(role="user", content="try harder", is_error=True,
-                          producer="completion_rejected"),),
+        feedback=(Message(role="user", content="try harder", is_error=True, producer="completion_rejected"),),
     )
     (row,) = turn_rows(b.events)
     assert row["error_text"] == "first failed\ntool 'c' is not available\ntry harder"
@@ -135,11 +148,18 @@ def test_event_rows_flatten_each_kind():
     kinds = [r["kind"] for r in rows]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     br = rows[kinds.index("breaker_transitioned")]
-    assert (br["target"], br["previous"], br["state"], br["scope"]) == (
-        "read_file", "closed", "open", "tool")
+    assert (br["target"], br["previous"], br["state"], br["scope"]) == ("read_file", "closed", "open", "tool")
     dec = [r for r in rows if r["kind"] == "recovery_decided"]
-    assert [d["decision"] for d in dec] == ["retry", "fail", "retry", "retry", "retry", "retry",
-                                            "retry", "retry"]
+    assert [d["decision"] for d in dec] == [
+        "retry",
+        "fail",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+    ]
     assert rows[-1]["producer"] == "tool_recovery_exhausted" and rows[-1]["channel"] == "hard"
 
 
