@@ -146,7 +146,7 @@ def base_figure() -> go.Figure:
             x=[],
             y=[],
             mode="markers",
-            marker={"color": "rgba(0,0,0,0)", "size": 17, "symbol": "square-open", "line": {"width": 2}},
+            marker={"color": "#222", "size": 17, "symbol": "square-open", "line": {"width": 2}},
             name="selected",
             hoverinfo="skip",
             showlegend=False,

@@ -204,11 +204,15 @@ def test_live_view_in_voila(page, tmp_path):
         expect(demo.locator(".loopnb-board")).to_contain_text("20.0s of 20s")
         expect(demo.locator(".indicatorlayer")).to_contain_text("2 / 5")
         demo.scroll_into_view_if_needed()
-        page.wait_for_function(  # plotly sizes a plot to its container once that is laid out
+        widths = (
             "Array.from(document.querySelectorAll('.loopnb-view .main-svg'))"
-            ".every(e => e.getBoundingClientRect().width > 1000)",
-            timeout=30_000,
+            ".map(e => e.getBoundingClientRect().width)"
         )
+        try:  # plotly sizes a plot to its container once that is laid out
+            page.wait_for_function(f"{widths}.every(w => w > 1000)", timeout=30_000)
+        except Exception:
+            print("plot widths:", page.evaluate(widths))
+            raise
         demo.screenshot(path=str(tmp_path / "voila_demo.png"))
         DOCS_SHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp_path / "voila_demo.png", DOCS_SHOT)
@@ -224,6 +228,11 @@ def test_live_view_in_voila(page, tmp_path):
         expect(hostile.locator(".loopnb-status")).to_contain_text("<img src=x onerror=")
         expect(hostile.locator(".loopnb-inspector")).to_contain_text("<script>window.__pwned=2")
         assert hostile.locator(".loopnb-inspector img, .loopnb-status img").count() == 0
+        hostile.scroll_into_view_if_needed()
+        hostile.locator(".x2y2 .scatterlayer .trace").nth(1).locator(".point").nth(1).hover(force=True)
+        expect(hostile.locator(".hoverlayer")).to_contain_text("turn 2: soft (not_advertised)")
+        expect(hostile.locator(".hoverlayer")).to_contain_text("<img src=x onerror=")
+        assert hostile.locator(".hoverlayer img, .hoverlayer script").count() == 0
         hostile.screenshot(path=str(tmp_path / "voila_hostile.png"))
         assert_inert(page, page.title())
         assert page.title() != "pwned"
