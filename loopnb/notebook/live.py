@@ -12,8 +12,8 @@ script-free ``text/html`` picture for GitHub and nbviewer.
 from __future__ import annotations
 
 import contextlib
-import copy
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
@@ -22,8 +22,8 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from loopnb.notebook.markup import board_html, inspector_html, status_html, summary_html
-from loopnb.notebook.render import TIMELINE, Patch, apply_patch, base_figure, figure_patch
-from loopnb.notebook.viewmodel import ViewModel, ViewState
+from loopnb.notebook.render import TIMELINE, Patch, Timeline, apply_patch, base_figure, figure_patch
+from loopnb.notebook.viewmodel import HANDLED, ViewModel, ViewState
 
 __all__ = ["Controls", "LiveView"]
 
@@ -38,11 +38,20 @@ class Controls(Protocol):
 
 
 class _Painter:
-    """A thread that calls ``draw`` when poked, at most once per ``interval`` seconds."""
+    """A thread that calls ``draw`` when poked, at most once per ``interval`` seconds.
 
-    def __init__(self, draw: Callable[[], None], interval: float) -> None:
+    The first redraw waits ``first`` seconds (a run over by then is drawn once, at its end), and
+    after each redraw it rests ``busy`` times the CPU that redraw took, so that redrawing never
+    takes more than about 1 / (1 + ``busy``) of the time, whatever the turn rate.
+    """
+
+    def __init__(
+        self, draw: Callable[[], None], interval: float, *, first: float = 0.0, busy: float = 4.0
+    ) -> None:
         self._draw = draw
         self._interval = interval
+        self._first = max(first, interval)
+        self._busy = busy
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="loopnb-painter", daemon=True)
@@ -53,13 +62,17 @@ class _Painter:
             self._wake.set()
 
     def _loop(self) -> None:
+        if self._stop.wait(self._first):  # a run over before its first frame is drawn once, at the end
+            return
         while True:
             self._wake.wait()
             if self._stop.is_set():
                 return
             self._wake.clear()
+            started = time.thread_time()  # this thread's CPU: the run's share of the GIL is not ours
             self._draw()
-            if self._stop.wait(self._interval):
+            rest = max(self._interval, self._busy * (time.thread_time() - started))
+            if self._stop.wait(rest):
                 return
 
     def stop(self) -> None:
@@ -109,15 +122,18 @@ class _Sizer(anywidget.AnyWidget):
 class LiveView:
     """The live view of a run: decision flow, recovery gauge, breaker board, turn timeline.
 
-    Use it as an observer (``engine.subscribe(view)``), or let ``NotebookRunner`` do it. In
-    ``mode="replay"`` the slider is the position in the run (see ``loopnb.replay``); in
-    ``mode="live"`` it picks the turn to inspect and follows the newest turn until you move it.
+    Use it as an observer (``engine.subscribe(view)``), or let ``NotebookRunner`` do it. It
+    redraws at most ``max_fps`` times a second, first after ``first_frame`` seconds (a run over
+    sooner is drawn once, when it ends). In ``mode="replay"`` the slider is the position in the
+    run (see ``loopnb.replay``); in ``mode="live"`` it picks the turn to inspect and follows the
+    newest turn until you move it.
     """
 
     def __init__(
         self,
         *,
         max_fps: float = 10.0,
+        first_frame: float = 0.25,
         mode: Literal["live", "replay"] = "live",
         controls: Controls | None = None,
         title: str = "loopnb",
@@ -126,6 +142,7 @@ class LiveView:
             raise ValueError(f"LiveView: max_fps must be > 0, got {max_fps!r}")
         self.mode = mode
         self.interval = 1.0 / max_fps
+        self.first_frame = first_frame
         self.model = ViewModel()
         self.redraws = 0
         self.finished = False
@@ -133,15 +150,20 @@ class LiveView:
         self._lock = threading.Lock()  # guards the model (engine thread vs painter)
         self._draw_lock = threading.RLock()  # one redraw at a time
         self._painter: _Painter | None = None
-        self._last: Patch | None = None
         self._follow = True
         self._drawing = False
         self._state = ViewState()
+        self._last: Patch | None = None
         self._inspected: Any = None
         self._on_finish: list[Callable[[LiveView], None]] = []
         self._frames: Callable[[int], ViewState] | None = None
+        self._timeline = Timeline()
 
-        self.figure = go.FigureWidget(base_figure())
+        empty = figure_patch(self._state)
+        base = base_figure()
+        apply_patch(base, empty)  # built as the empty view: the first redraw sends only changes
+        self._last = empty
+        self.figure = go.FigureWidget(base)
         # responsive: plotly re-measures on a window resize, which _Sizer sends once attached
         self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
         self.header = widgets.HTML(f"<b>{title}</b>")
@@ -194,16 +216,20 @@ class LiveView:
 
     def __call__(self, event: Any) -> None:
         """Fold one event in; redraw soon (or now, when the run ended)."""
+        if event.kind not in HANDLED:
+            return
         with self._lock:
             self.model.apply(event)
+        painter = self._painter
+        if painter is not None and event.kind != "run_finished":
+            painter.poke()
+            return
         kind = event.kind
         if kind == "run_finished":
             self.finish()
-        elif self._painter is not None:
-            self._painter.poke()
         elif kind == "run_started":
             self.finished = False
-            self._painter = _Painter(self.draw, self.interval)
+            self._painter = _Painter(self.draw, self.interval, first=self.first_frame)
             self._painter.poke()
 
     def finish(self) -> None:
@@ -244,13 +270,12 @@ class LiveView:
             last_turn = state.turns[-1].turn if state.turns else 0
             if selected is None:
                 selected = last_turn if self._follow or self.mode == "replay" else self.slider.value
-            patch = figure_patch(state, selected)
+            patch = self._patch(state, selected)
             self._drawing = True
             try:
                 with contextlib.ExitStack() as stack:
                     for w in (self.status, self.board, self.inspector, self.slider):
                         stack.enter_context(w.hold_sync())
-                    stack.enter_context(self.figure.batch_update())
                     apply_patch(self.figure, patch, self._last)
                     _set(self.status, status_html(state, self.note))
                     _set(self.board, board_html(state))
@@ -266,6 +291,9 @@ class LiveView:
             self._last = patch
             self.redraws += 1
 
+    def _patch(self, state: ViewState, selected: int | None) -> Patch:
+        return figure_patch(state, selected, self._timeline)
+
     def _inspect(self, turn: Any) -> None:
         if turn is not self._inspected:
             self._inspected = turn
@@ -275,8 +303,8 @@ class LiveView:
         """Make the saved widget state the final figure (NOTEBOOK_STACK.md, stale saved state)."""
         fig = self.figure
         with self._draw_lock:
-            fig._widget_data = copy.deepcopy(fig._data)
-            fig._widget_layout = copy.deepcopy(fig._layout_obj._props)
+            fig._widget_data = _copy(fig._data)
+            fig._widget_layout = _copy(fig._layout_obj._props)
 
     # -- selection ------------------------------------------------------------------------------
 
@@ -302,10 +330,9 @@ class LiveView:
             selected = last if self._follow else value
             self._drawing = True
             try:
-                with self.figure.batch_update():
-                    patch = figure_patch(state, selected)
-                    apply_patch(self.figure, patch, self._last)
-                    self._last = patch
+                patch = self._patch(state, selected)
+                apply_patch(self.figure, patch, self._last)
+                self._last = patch
                 self._inspect(state.turn(selected) if selected else None)
             finally:
                 self._drawing = False
@@ -358,6 +385,15 @@ class LiveView:
     def __repr__(self) -> str:
         run = self._state.run
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plotly's nested dicts and lists; numpy arrays (read-only there) are shared."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
 
 
 def _set(widget: widgets.HTML, value: str) -> None:

@@ -15,6 +15,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
 from loopnb.notebook.flow import EDGES, NODE_INDEX, NODES, nodes_on
@@ -24,6 +25,7 @@ __all__ = [
     "CHANNEL_COLOR",
     "CHANNEL_FILL",
     "FIGURE_HEIGHT",
+    "HOVER_LIMIT",
     "Patch",
     "apply_patch",
     "base_figure",
@@ -34,17 +36,23 @@ __all__ = [
 
 CHANNEL_COLOR = {"ok": "#2e9d4a", "soft": "#e69500", "hard": "#d7263d"}
 CHANNEL_FILL = {"ok": "#dff3e4", "soft": "#fdf0d5", "hard": "#f9dcdf"}
-_IDLE_BORDER, _IDLE_FILL, _EDGE = "#9aa0a6", "#ffffff", "#c9ccd1"
+_IDLE_BORDER, _IDLE_FILL, _EDGE = "#c9ccd1", "#ffffff", "#c9ccd1"
 FIGURE_HEIGHT = 560
+
+HOVER_LIMIT = 500
+"""Up to this many turns each timeline mark's hover label names its producer and tools; past it
+the label says only the turn and channel (the inspector has the rest), so that a long run does
+not resend thousands of labels at every redraw."""
+_LABELLED = "turn %{x}: %{customdata}<extra></extra>"
 
 # trace indices
 T_EDGES, T_LIT, T_COUNTS, T_OK, T_SOFT, T_HARD, T_SELECTED, T_GAUGE = range(8)
 TIMELINE = {"ok": T_OK, "soft": T_SOFT, "hard": T_HARD}
 # annotation indices: the nodes first, then one arrowhead per edge, then the pane titles
-A_ARROWS = len(NODES)
+A_ARROWS = len(NODES)  # arrowheads: static, grey
 
 Patch = dict[str, dict[str, Any]]
-"""``{"data.3": {"x": [...]}, "layout.annotations.2": {"bgcolor": "#..."}}``."""
+"""``{"data.3": {"x": [...]}, "layout.annotations.2": {"bgcolor": "#..."}}``; property paths dotted."""
 
 
 def plain(text: object, limit: int | None = None) -> str:
@@ -135,8 +143,8 @@ def base_figure() -> go.Figure:
                 mode="markers",
                 marker={"color": CHANNEL_COLOR[channel], "size": 10, "symbol": "square"},
                 name=channel,
-                hoverinfo="text",
-                hovertext=[],
+                customdata=[],
+                hovertemplate=_LABELLED,
                 xaxis="x2",
                 yaxis="y2",
             )
@@ -186,7 +194,7 @@ def base_figure() -> go.Figure:
             "showarrow": False,
             "bgcolor": _IDLE_FILL,
             "bordercolor": _IDLE_BORDER,
-            "borderwidth": 1,
+            "borderwidth": 3,
             "borderpad": 4,
             "font": {"size": 11, "color": "#222"},
         }
@@ -207,8 +215,8 @@ def base_figure() -> go.Figure:
                 "text": "",
                 "showarrow": True,
                 "arrowhead": 2,
-                "arrowsize": 1.2,
-                "arrowwidth": 2,
+                "arrowsize": 1.1,
+                "arrowwidth": 2.5,
                 "arrowcolor": _EDGE,
             }
         )
@@ -256,10 +264,10 @@ def _marker_size(n: int) -> int:
 
 
 def _timeline_hover(t: TurnView) -> str:
-    what = t.producer or ("final reply" if not t.calls else "tool calls ok")
-    tools = ", ".join(c.name for c in t.calls)
-    text = f"turn {t.turn}: {t.channel} ({what})"
-    return plain(text + (f"\n{tools}" if tools else ""), 160)
+    """The hover label of a timeline mark after "turn N: " (escaped; shared by like turns)."""
+    what = t.producer or ("final reply" if not t.tools else "tool calls ok")
+    tools = ", ".join(t.tools)
+    return plain(f"{t.channel} ({what})" + (f"\n{tools}" if tools else ""), 160)
 
 
 def _gauge_patch(g: Gauge) -> dict[str, Any]:
@@ -283,76 +291,119 @@ def _gauge_patch(g: Gauge) -> dict[str, Any]:
             if g.status == "ok"
             else CHANNEL_COLOR["soft"]
         )
-    return {"value": g.attempt, "title_text": title, "gauge_bar_color": color}
+    return {"value": g.attempt, "title.text": title, "gauge.bar.color": color}
 
 
-def figure_patch(state: ViewState, selected: int | None = None) -> Patch:
-    """Every changing property of the figure for ``state``; ``selected`` rings that turn."""
+class Timeline:
+    """The timeline's marks by channel, extended turn by turn across redraws of one run.
+
+    A live view redraws the same growing run many times: only the turns new since the last call
+    are looked at, and hover labels are shared by turns alike.
+    """
+
+    def __init__(self) -> None:
+        self._reset(None)
+
+    def _reset(self, first: TurnView | None) -> None:
+        self._first = first
+        self._seen = 0
+        self._marks: dict[str, tuple[list[int], list[str]]] = {c: ([], []) for c in TIMELINE}
+        self._labels: dict[Any, str] = {}
+
+    def update(self, turns: tuple[TurnView, ...]) -> dict[str, tuple[list[int], list[str]]]:
+        first = turns[0] if turns else None
+        if first is not self._first or len(turns) < self._seen:
+            self._reset(first)
+        marks, labels = self._marks, self._labels
+        for t in turns[self._seen :]:
+            xs, hovers = marks[t.channel]
+            key = (t.channel, t.producer, t.tools)
+            label = labels.get(key)
+            if label is None:
+                label = labels[key] = _timeline_hover(t)
+            xs.append(t.turn)
+            hovers.append(label)
+        self._seen = len(turns)
+        return marks
+
+
+def figure_patch(state: ViewState, selected: int | None = None, timeline: Timeline | None = None) -> Patch:
+    """Every changing property of the figure for ``state``; ``selected`` rings that turn.
+
+    ``timeline`` carries the timeline's marks between calls for the same run (see ``Timeline``).
+    """
     patch: Patch = {}
     lit_color = CHANNEL_COLOR.get(state.lit_channel or "", _EDGE)
-    lit_fill = CHANNEL_FILL.get(state.lit_channel or "", _IDLE_FILL)
     xs, ys = _segments(list(state.lit))
-    patch[f"data.{T_LIT}"] = {"x": xs, "y": ys, "line_color": lit_color}
-    texts, hovers = [], []
+    patch[f"data.{T_LIT}"] = {"x": xs, "y": ys, "line.color": lit_color}
+    texts, edge_hovers = [], []
     for edge, count in zip(EDGES, state.edge_counts, strict=True):
         label = _wrap(edge.label) if edge.id in _WRAPPED else edge.label
         texts.append(f"{label} · {count}" if label else str(count))
-        hovers.append(f"{plain(edge.label or edge.id)}: {count} turn{'s' if count != 1 else ''}")
-    patch[f"data.{T_COUNTS}"] = {"text": texts, "hovertext": hovers}
+        edge_hovers.append(f"{plain(edge.label or edge.id)}: {count} turn{'s' if count != 1 else ''}")
+    patch[f"data.{T_COUNTS}"] = {"text": texts, "hovertext": edge_hovers}
     lit_nodes = set(nodes_on(state.lit))
-    for i, node in enumerate(NODES):
+    for i, node in enumerate(NODES):  # only the frame's colour changes: one flat relayout
         on = node.id in lit_nodes
-        patch[f"layout.annotations.{i}"] = {
-            "bgcolor": lit_fill if on else _IDLE_FILL,
-            "bordercolor": lit_color if on else _IDLE_BORDER,
-            "borderwidth": 3 if on else 1,
-        }
-    lit_edges = set(state.lit)
-    for i, edge in enumerate(EDGES):
-        on = edge.id in lit_edges
-        patch[f"layout.annotations.{A_ARROWS + i}"] = {
-            "arrowcolor": lit_color if on else _EDGE,
-            "arrowwidth": 3 if on else 2,
-        }
+        patch[f"layout.annotations.{i}"] = {"bordercolor": lit_color if on else _IDLE_BORDER}
+    timeline = timeline if timeline is not None else Timeline()
+    by_channel = timeline.update(state.turns)
     size = _marker_size(len(state.turns))
-    by_channel: dict[str, tuple[list[int], list[str]]] = {c: ([], []) for c in TIMELINE}
-    for t in state.turns:
-        xs_c, hover_c = by_channel[t.channel]
-        xs_c.append(t.turn)
-        hover_c.append(_timeline_hover(t))
+    labelled = len(state.turns) <= HOVER_LIMIT
     for channel, index in TIMELINE.items():
         turns, hover = by_channel[channel]
-        patch[f"data.{index}"] = {"x": turns, "y": [0] * len(turns), "hovertext": hover, "marker_size": size}
+        patch[f"data.{index}"] = {
+            "x": list(turns),
+            "y": [0] * len(turns),
+            "customdata": list(hover) if labelled else [],
+            "hovertemplate": _LABELLED if labelled else f"turn %{{x}}: {channel}<extra></extra>",
+            "marker.size": size,
+        }
     shown = selected is not None and state.turn(selected) is not None
     patch[f"data.{T_SELECTED}"] = {"x": [selected] if shown else [], "y": [0] if shown else []}
     patch[f"data.{T_GAUGE}"] = _gauge_patch(state.gauge)
     last = max((t.turn for t in state.turns), default=0)
-    patch["layout"] = {"xaxis2_range": [0.5, max(last, 10) + 0.5]}
+    patch["layout"] = {"xaxis2.range": [0.5, max(last, 10) + 0.5]}
     return patch
-
-
-def _target(fig: go.Figure, key: str) -> Any:
-    parts = key.split(".")
-    if parts[0] == "data":
-        return fig.data[int(parts[1])]
-    if len(parts) == 1:
-        return fig.layout
-    return fig.layout.annotations[int(parts[2])]
 
 
 def apply_patch(fig: go.Figure, patch: Patch, last: Mapping[str, Mapping[str, Any]] | None = None) -> int:
     """Set the properties of ``patch`` that differ from ``last``; returns how many were set.
 
-    Call it inside ``fig.batch_update()`` for a widget so that all changes go out as one message.
+    All layout changes go in one ``plotly_relayout`` and each changed trace in one
+    ``plotly_restyle``: plotly validates flat property paths far faster than nested updates, and
+    a widget sends one message per call.
     """
-    changed_count = 0
+    relayout: dict[str, Any] = {}
+    restyles: dict[int, dict[str, list[Any]]] = {}
     for key, props in patch.items():
         old = last.get(key) if last is not None else None
         changed = props if old is None else {k: v for k, v in props.items() if old.get(k) != v}
-        if changed:
-            _target(fig, key).update(changed)
-            changed_count += len(changed)
-    return changed_count
+        if not changed:
+            continue
+        parts = key.split(".")
+        if parts[0] == "data":
+            restyles.setdefault(int(parts[1]), {}).update({k: [_array(k, v)] for k, v in changed.items()})
+        elif len(parts) == 1:
+            relayout.update(changed)
+        else:
+            relayout.update({f"annotations[{parts[2]}].{k}": v for k, v in changed.items()})
+    if relayout:
+        fig.plotly_relayout(relayout)
+    for index, data in restyles.items():
+        fig.plotly_restyle(data, trace_indexes=[index])
+    return len(relayout) + sum(len(d) for d in restyles.values())
+
+
+_ARRAYS = {"x": np.int64, "y": np.int8, "customdata": object}
+
+
+def _array(key: str, value: Any) -> Any:
+    """Long timeline arrays as numpy: plotly validates those without a Python loop per point."""
+    dtype = _ARRAYS.get(key)
+    if dtype is None or not isinstance(value, list) or len(value) < 64 or None in value[:1]:
+        return value
+    return np.asarray(value, dtype=dtype)
 
 
 def figure(state: ViewState, selected: int | None = None) -> go.Figure:

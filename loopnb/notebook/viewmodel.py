@@ -29,6 +29,7 @@ from loopnb.engine.messages import ToolCall
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 
 __all__ = [
+    "HANDLED",
     "MAX_ATTEMPTS",
     "BreakerView",
     "CallView",
@@ -122,22 +123,58 @@ class ReadView:
 
 @dataclass(frozen=True, slots=True)
 class TurnView:
-    """One turn for the timeline and the inspector: the request and exactly what the model read."""
+    """One turn for the timeline and the inspector: the request and exactly what the model read.
+
+    The timeline needs only the first fields; the inspector's detail is read from the turn's own
+    ``TurnFinished`` event when asked for, so that folding a long run stays cheap.
+    """
 
     turn: int
     channel: Literal["ok", "soft", "hard"]
     producer: str | None
     model: str | None
-    reply_text: str | None
-    calls: tuple[CallView, ...]
-    read: tuple[ReadView, ...]
-    error_text: str | None
-    error: str | None
-    recovery_attempts: int
+    tools: tuple[str, ...]
     dropped: bool
-    latency_ms: float
-    path: tuple[str, ...]
-    breakers: tuple[tuple[str, str], ...]
+    error: str | None
+    event: TurnFinished = field(repr=False)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return path_of(self.channel, self.producer)
+
+    @property
+    def calls(self) -> tuple[CallView, ...]:
+        """The tool calls the model asked for (the request)."""
+        reply = self.event.reply
+        return tuple(CallView(c.id, c.name, _arguments(c)) for c in (reply.tool_calls if reply else ()))
+
+    @property
+    def read(self) -> tuple[ReadView, ...]:
+        """Exactly what the model read after its reply: tool results, then engine feedback."""
+        e = self.event
+        return tuple(
+            ReadView("tool", r.name, r.content, r.is_error, r.producer, r.note) for r in e.results
+        ) + tuple(ReadView("engine", m.role, m.content, m.is_error, m.producer) for m in e.feedback)
+
+    @property
+    def reply_text(self) -> str | None:
+        return self.event.reply.text if self.event.reply else None
+
+    @property
+    def error_text(self) -> str | None:
+        return self.event.error_text
+
+    @property
+    def recovery_attempts(self) -> int:
+        return self.event.recovery_attempts
+
+    @property
+    def latency_ms(self) -> float:
+        return self.event.latency_ms
+
+    @property
+    def breakers(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(self.event.breakers.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,33 +228,29 @@ class ViewModel:
     def _reset(self, started: RunStarted | None) -> None:
         self.run_id = started.run_id if started else None
         self._run = RunView()
+        self._turn = 0
         self._lit: tuple[str, ...] = ()
         self._lit_turn: int | None = None
         self._lit_channel: str | None = None
         self._lit_producer: str | None = None
         self._counts = [0] * len(EDGES)
-        self._gauge = Gauge()
+        self._gauge: list[Any] = [None, None, 0, 0, "idle", None, None]
         self._breakers: dict[str, _Breaker] = {}
         self._finished: list[tuple[TurnFinished, str | None]] = []
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
         self._now = 0.0
-        self.events = 0
 
     # -- the fold ---------------------------------------------------------------------------
 
     def apply(self, event: Any) -> None:
-        """Fold one event in. Events of another run than the current one are ignored."""
-        kind = event.kind
-        if kind == "run_started":
-            self._start(event)
-        elif event.run_id != self.run_id:
+        """Fold one event in. Events of another run than the current one are ignored, and so
+        are kinds no pane shows (``HANDLED`` lists those that count)."""
+        handler = _HANDLERS.get(event.kind)
+        if handler is None or (event.run_id != self.run_id and event.kind != "run_started"):
             return
-        self.events += 1
+        handler(self, event)
         self._now = event.at
-        handler = _HANDLERS.get(kind)
-        if handler is not None:
-            handler(self, event)
 
     def extend(self, events: Iterable[Any]) -> ViewModel:
         for event in events:
@@ -238,27 +271,29 @@ class ViewModel:
             self._breakers.setdefault(name, _Breaker("model"))
 
     def _turn_started(self, e: TurnStarted) -> None:
-        self._run = replace(self._run, turn=e.turn)
+        self._turn = e.turn
 
     def _dispatched(self, e: ToolDispatched) -> None:
         g = self._gauge
         call_id = e.call.id or e.result.call_id
-        if g.turn == e.turn and g.call_id != call_id and e.attempt < g.attempt:
+        if g[2] == e.turn and g[1] != call_id and e.attempt < g[3]:
             return  # a call with more retries this turn keeps the gauge
-        self._gauge = Gauge(
-            tool=e.call.name,
-            call_id=call_id,
-            turn=e.turn,
-            attempt=e.attempt,
-            status="failed" if e.result.is_error else "ok",
-            producer=e.result.producer,
-        )
+        # tool, call_id, turn, attempt, status, decision, producer: a Gauge once snapshotted
+        self._gauge = [
+            e.call.name,
+            call_id,
+            e.turn,
+            e.attempt,
+            "failed" if e.result.is_error else "ok",
+            None,
+            e.result.producer,
+        ]
 
     def _decided(self, e: RecoveryDecided) -> None:
         g = self._gauge
-        if g.turn == e.turn and g.call_id == e.call_id:
-            status: GaugeStatus = "retrying" if e.decision == "retry" else "gave_up"
-            self._gauge = replace(g, decision=e.decision, status=status)
+        if g[2] == e.turn and g[1] == e.call_id:
+            g[4] = "retrying" if e.decision == "retry" else "gave_up"
+            g[5] = e.decision
 
     def _breaker(self, e: BreakerTransitioned) -> None:
         b = self._breakers.get(e.target)
@@ -273,7 +308,8 @@ class ViewModel:
     def _hard(self, e: HardErrorRaised) -> None:
         self._hard_error = e.error
         if e.producer == "tool_recovery_exhausted":
-            self._gauge = replace(self._gauge, attempt=MAX_ATTEMPTS + 1, status="exhausted", decision="retry")
+            g = self._gauge
+            g[3], g[4], g[5] = MAX_ATTEMPTS + 1, "exhausted", "retry"
 
     def _turn_finished(self, e: TurnFinished) -> None:
         self._light(e.turn, e.channel, e.producer)
@@ -298,10 +334,10 @@ class ViewModel:
         if e.outcome == "hard" and not self._finished:
             # the run ended before any turn finished: light the hard path all the same
             self._light(0, "hard", _producer_of_error(e.error))
+        self._turn = e.turns
         self._run = replace(
             self._run,
             phase=e.outcome,
-            turn=e.turns,
             output=e.output,
             error=e.error,
             message=e.message,
@@ -312,18 +348,16 @@ class ViewModel:
 
     def snapshot(self, *, with_turns: bool = True) -> ViewState:
         """The current state; ``with_turns=False`` leaves the timeline empty (cheaper)."""
-        if with_turns:
-            while len(self._turns) < len(self._finished):
-                finished, error = self._finished[len(self._turns)]
-                self._turns.append(turn_view(finished, error))
+        if with_turns and len(self._turns) < len(self._finished):
+            self._turns.extend(turn_view(f, error) for f, error in self._finished[len(self._turns) :])
         return ViewState(
-            run=self._run,
+            run=replace(self._run, turn=self._turn),
             lit=self._lit,
             lit_turn=self._lit_turn,
             lit_channel=self._lit_channel,
             lit_producer=self._lit_producer,
             edge_counts=tuple(self._counts),
-            gauge=self._gauge,
+            gauge=Gauge(*self._gauge),
             breakers=tuple(self._breaker_view(name, b) for name, b in self._breakers.items()),
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,
@@ -341,6 +375,7 @@ class ViewModel:
 
 
 _HANDLERS: dict[str, Any] = {
+    "run_started": ViewModel._start,
     "turn_started": ViewModel._turn_started,
     "tool_dispatched": ViewModel._dispatched,
     "recovery_decided": ViewModel._decided,
@@ -349,6 +384,10 @@ _HANDLERS: dict[str, Any] = {
     "turn_finished": ViewModel._turn_finished,
     "run_finished": ViewModel._run_finished,
 }
+
+HANDLED: frozenset[str] = frozenset(_HANDLERS)
+"""The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
+already in the ``TurnFinished`` that follows them."""
 
 _HARD_BY_CLASS = {
     "Cancelled": "cancelled",
@@ -375,27 +414,9 @@ def _arguments(call: ToolCall) -> str:
 
 def turn_view(e: TurnFinished, error: str | None = None) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of the event)."""
-    reply = e.reply
-    calls = tuple(CallView(c.id, c.name, _arguments(c)) for c in (reply.tool_calls if reply else ()))
-    read = tuple(
-        ReadView("tool", r.name, r.content, r.is_error, r.producer, r.note) for r in e.results
-    ) + tuple(ReadView("engine", m.role, m.content, m.is_error, m.producer) for m in e.feedback)
-    return TurnView(
-        turn=e.turn,
-        channel=e.channel,
-        producer=e.producer,
-        model=e.model,
-        reply_text=reply.text if reply else None,
-        calls=calls,
-        read=read,
-        error_text=e.error_text,
-        error=error,
-        recovery_attempts=e.recovery_attempts,
-        dropped=e.dropped,
-        latency_ms=e.latency_ms,
-        path=path_of(e.channel, e.producer),
-        breakers=tuple(sorted(e.breakers.items())),
-    )
+    calls = e.reply.tool_calls if e.reply is not None else ()
+    tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
+    return TurnView(e.turn, e.channel, e.producer, e.model, tools, e.dropped, error, e)
 
 
 def runs_of(events: Iterable[Any]) -> dict[str, list[Any]]:

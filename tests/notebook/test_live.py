@@ -130,7 +130,7 @@ def latest(view: LiveView) -> ViewState:
 
 def test_a_slow_run_is_redrawn_while_it_goes():
     """Events slower than the frame rate are each drawn soon after they come, before the run ends."""
-    view = LiveView(max_fps=100)
+    view = LiveView(max_fps=100, first_frame=0)
     events, _ = run_events(S.typo())
     for event in events[:-1]:
         view(event)

@@ -14,6 +14,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from loopnb.notebook.render import TIMELINE
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = pathlib.Path(__file__).with_name("live_view.ipynb")
 
@@ -60,7 +62,8 @@ def test_saved_widget_state_holds_the_final_charts(executed):
     state = executed.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     figures = [m["state"] for m in state.values() if "_widget_data" in m["state"]]
     assert len(figures) >= 4
-    timelines = [tuple(tuple(f["_widget_data"][i].get("x", ())) for i in (3, 4, 5)) for f in figures]
+    indices = (TIMELINE["ok"], TIMELINE["soft"], TIMELINE["hard"])
+    timelines = [tuple(tuple(f["_widget_data"][i].get("x", ())) for i in indices) for f in figures]
     assert ((3, 4), (1, 2), ()) in timelines  # the payload run: ok 3,4; soft 1,2
     html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
     assert any("finished" in v for v in html) and any("Cancelled" in v for v in html)
