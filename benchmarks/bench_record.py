@@ -1,0 +1,278 @@
+"""Benchmark the recorder: per-turn overhead, frame building, JSON Lines and Parquet I/O.
+
+A script that prints figures (not a timed test). Every figure is the median of several repeats.
+
+    PYTHONPATH=. python benchmarks/bench_record.py            # the full run (a few minutes)
+    PYTHONPATH=. python benchmarks/bench_record.py --quick    # small sizes, a smoke run
+
+1. Recorder overhead per turn against the engine's own per-turn time, in the same process and
+   round: the engine runs a scripted model (one tool call per turn, no timeout, loop detector on)
+   with no observer, with a no-op observer (the engine then builds its events), with an
+   in-memory ``Recorder`` and with a streaming one (a flush per turn).
+2. The recorder fed pre-built synthetic events (its own hot path, no engine).
+3. Building the frames; writing and reading JSON Lines and Parquet; loading 1,000,000 turns
+   from Parquet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from loopnb import Engine, ScriptedModel, ToolCall, tool
+from loopnb.record import Recorder, load
+from loopnb.record.synthetic import Call, RunBuilder
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return "fn main() {}"
+
+
+def median_of(fn: Callable[[], float], repeats: int) -> float:
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def engine_turn_us(n: int, make_observers: Callable[[], list]) -> float:
+    """Wall time per turn of one engine run of ``n`` tool turns plus the final reply."""
+    steps = [ToolCall("read_file", {"path": f"src/{i % 7}.rs"}) for i in range(n)] + ["done"]
+    engine = Engine(ScriptedModel(steps), tools=[read_file], observers=make_observers())
+    gc.collect()
+    start = time.perf_counter()
+    engine.run("task")
+    return (time.perf_counter() - start) / (n + 1) * 1e6
+
+
+def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> None:
+    print("\n## 1. Engine per-turn time (us) and the recorder's overhead")
+    print(
+        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+memory':>8} {'+stream':>8} "
+        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/engine':>14} {'stream/no-op':>13}"
+    )
+    counter = iter(range(10**9))
+
+    def streaming() -> list:
+        return [Recorder(tmp / f"engine-{next(counter)}.jsonl")]
+
+    variants = {
+        "engine": lambda: [],
+        "noop": lambda: [lambda event: None],
+        "memory": lambda: [Recorder()],
+        "stream": streaming,
+    }
+    for n in sizes:
+        r = repeats if n <= 10_000 else max(3, repeats // 2)
+        samples: dict[str, list[float]] = {k: [] for k in variants}
+        for _ in range(r):  # interleaved, so that machine noise hits every variant alike
+            for name, make in variants.items():
+                samples[name].append(engine_turn_us(n, make))
+        m = {k: statistics.median(v) for k, v in samples.items()}
+        print(
+            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['memory']:>8.1f} "
+            f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
+            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['engine']:>14.2f} "
+            f"{m['stream'] / m['noop']:>13.2f}"
+        )
+    gc.disable()
+    try:
+        n = sizes[min(1, len(sizes) - 1)]
+        m = {k: median_of(lambda make=make: engine_turn_us(n, make), repeats) for k, make in variants.items()}
+        print(
+            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['memory']:>8.1f} "
+            f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
+            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['engine']:>14.2f} "
+            f"{m['stream'] / m['noop']:>13.2f}   (gc disabled)"
+        )
+    finally:
+        gc.enable()
+
+
+def synthetic_events(turns: int, *, runs: int = 1) -> list:
+    """``turns`` turns over ``runs`` runs: per run, alternately a failing call (soft) and a
+    successful one, then the final reply."""
+    events: list = []
+    per_run = max(1, turns // runs)
+    for r in range(runs):
+        b = RunBuilder(f"run-{r:05d}")
+        for i in range(per_run - 1):
+            if i % 2:
+                b.tool_turn(
+                    Call("read_file", arguments={"path": f"src/{i}.rs"}, content="fn main() {}"),
+                    usage=(120, 14),
+                )
+            else:
+                b.tool_turn(
+                    Call(
+                        "read_file",
+                        arguments={"path": f"src/{i}.rz"},
+                        content=f"file src/{i}.rz not found",
+                        error="tool_error",
+                    ),
+                    usage=(120, 14),
+                )
+        b.final("It prints nothing.")
+        events.extend(b.events)
+    return events
+
+
+def _feed(make: Callable[[], Recorder], events: list, n: int) -> float:
+    rec = make()
+    gc.collect()
+    start = time.perf_counter()
+    for e in events:
+        rec(e)
+    took = time.perf_counter() - start
+    rec.close()
+    return took / n * 1e6
+
+
+def bench_hot_path(events_by_size: dict[int, list], repeats: int, tmp: Path) -> None:
+    print("\n## 2. Recorder hot path on pre-built events (us per turn)")
+    print(f"{'turns':>8} {'events':>8} {'memory':>8} {'stream':>8} {'stream+fsync':>13}")
+    counter = iter(range(10**9))
+
+    def streaming() -> Recorder:
+        return Recorder(tmp / f"hot-{next(counter)}.jsonl")
+
+    def fsyncing() -> Recorder:
+        return Recorder(tmp / f"fsync-{next(counter)}.jsonl", fsync=True)
+
+    for n, events in events_by_size.items():
+        mem = statistics.median(_feed(Recorder, events, n) for _ in range(repeats))
+        stream = statistics.median(_feed(streaming, events, n) for _ in range(repeats))
+        fsync = "-"
+        if n <= 10_000:
+            fsync = f"{statistics.median(_feed(fsyncing, events, n) for _ in range(3)):.1f}"
+        print(f"{n:>8} {len(events):>8} {mem:>8.2f} {stream:>8.2f} {fsync:>13}")
+
+
+def timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _fresh_turns(rec: Recorder) -> None:
+    rec._frames.clear()
+    rec._turn_rows.clear()
+    rec._turn_upto = 0
+    rec.turns  # noqa: B018
+
+
+def _fresh_events(rec: Recorder) -> None:
+    rec._frames.clear()
+    rec._event_rows.clear()
+    rec.events  # noqa: B018
+
+
+def _files_row(n: int, events: list, repeats: int, tmp: Path) -> Path:
+    rec = Recorder()
+    for e in events:
+        rec(e)
+    jsonl, pq = tmp / f"r{n}.jsonl", tmp / f"r{n}.parquet"
+    r = max(1, repeats // 2)
+
+    def med(fn: Callable[[], object], k: int) -> float:
+        return statistics.median(timed(fn) for _ in range(k))
+
+    t_turns = med(lambda: _fresh_turns(rec), repeats)
+    t_events = med(lambda: _fresh_events(rec), r)
+    t_save_j = med(lambda: rec.save(jsonl), r)
+    t_load_j = med(lambda: load(jsonl).turns, r)
+    t_save_p = med(lambda: rec.save(pq), r)
+    t_load_p = med(lambda: load(pq).turns, repeats)
+    t_pq_ev = med(lambda: load(pq).events, r)
+    print(
+        f"{n:>8} {t_turns:>9.3f} {t_events:>10.3f} {t_save_j:>11.3f} {t_load_j:>11.3f} "
+        f"{t_save_p:>8.3f} {t_load_p:>8.3f} {t_pq_ev:>10.3f} "
+        f"{jsonl.stat().st_size / 1e6:>9.1f} {pq.stat().st_size / 1e6:>7.1f}"
+    )
+    return pq
+
+
+def bench_frames_and_files(events_by_size: dict[int, list], repeats: int, tmp: Path) -> Path:
+    print("\n## 3. Frames and files (seconds)")
+    print(
+        f"{'turns':>8} {'turns df':>9} {'events df':>10} {'save jsonl':>11} "
+        f"{'load jsonl':>11} {'save pq':>8} {'load pq':>8} {'pq events':>10} "
+        f"{'jsonl MB':>9} {'pq MB':>7}"
+    )
+    biggest = tmp
+    for n, events in events_by_size.items():
+        biggest = _files_row(n, events, repeats, tmp)
+    return biggest
+
+
+def bench_million(source: Path, repeats: int, tmp: Path, factor: int) -> None:
+    """Load ``factor`` times the largest recording's turns from one Parquet file."""
+    from loopnb.record.parquet import write_frames
+
+    rec = load(source)
+    turns, events = rec.turns, rec.events
+    lines = _json_lines(rec)
+
+    def renamed(df, k):
+        df = df.copy()
+        df["run_id"] = df["run_id"] + f"-{k}"
+        return df
+
+    total = len(turns) * factor
+    path = tmp / "million.parquet"
+    meta = {**rec.meta, "n_turns": total, "n_events": len(events) * factor}
+    start = time.perf_counter()
+    write_frames(
+        path,
+        meta,
+        (renamed(turns, k) for k in range(factor)),
+        ((renamed(events, k), lines) for k in range(factor)),
+    )
+    wrote = time.perf_counter() - start
+    t = median_of(lambda: timed(lambda: load(path).turns), repeats)
+    df = load(path).turns
+    assert len(df) == total
+    print(
+        f"\n## 4. {total:,} turns in one Parquet file ({path.stat().st_size / 1e6:.0f} MB, "
+        f"{len(events) * factor:,} events, written in {wrote:.1f} s)"
+    )
+    print(f"load(path).turns: median {t:.3f} s over {repeats} repeats ({t / total * 1e9:.0f} ns per turn)")
+
+
+def _json_lines(rec) -> list[str]:
+    from loopnb.record.jsonl import dump_event
+
+    return [dump_event(e) for e in rec.event_objects]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, fewer repeats")
+    args = parser.parse_args()
+    quick = args.quick
+    engine_sizes = [500, 2_000] if quick else [1_000, 10_000, 100_000]
+    sizes = [1_000, 5_000] if quick else [1_000, 10_000, 100_000]
+    repeats = 3 if quick else 5
+    print(f"python {sys.version.split()[0]}; medians of {repeats} repeats unless noted")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        bench_engine(engine_sizes, repeats, tmp)
+        start = time.perf_counter()
+        events_by_size = {n: synthetic_events(n, runs=max(1, n // 1000)) for n in sizes}
+        print(
+            f"\n(built synthetic events in {time.perf_counter() - start:.1f} s: "
+            f"{sum(len(v) for v in events_by_size.values()):,} events)"
+        )
+        bench_hot_path(events_by_size, repeats, tmp)
+        biggest = bench_frames_and_files(events_by_size, repeats, tmp)
+        bench_million(biggest, 3 if quick else 5, tmp, factor=2 if quick else 10)
+
+
+if __name__ == "__main__":
+    main()

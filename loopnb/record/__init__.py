@@ -1,0 +1,39 @@
+"""Recording and auditing: every turn a DataFrame row tagged ok / soft / hard.
+
+``Recorder`` observes an engine and builds the ``turns`` and ``events`` frames (columns defined
+once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. ``load`` and
+``load_many`` read recordings back; ``audit`` answers the questions a user would otherwise
+write by hand.
+"""
+
+from __future__ import annotations
+
+from loopnb.record.audit import Audit, audit
+from loopnb.record.errors import RecordingError, RecordingWarning
+from loopnb.record.recorder import Listener, Recorder
+from loopnb.record.recording import Recording, load, load_many
+from loopnb.record.redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
+from loopnb.record.rows import event_row, turn_row, turn_rows
+from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA, EventRow, TurnRow
+
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "DEFAULT_REDACTOR",
+    "EVENT_SCHEMA",
+    "TURN_SCHEMA",
+    "Audit",
+    "EventRow",
+    "Listener",
+    "Recorder",
+    "Recording",
+    "RecordingError",
+    "RecordingWarning",
+    "Redactor",
+    "TurnRow",
+    "audit",
+    "event_row",
+    "load",
+    "load_many",
+    "turn_row",
+    "turn_rows",
+]

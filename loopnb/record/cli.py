@@ -1,0 +1,95 @@
+"""Command-line hooks: ``loopnb audit PATH...`` and writing recordings for ``loopnb demo``.
+
+``loopnb/cli.py`` wires them: ``audit_command(paths)`` prints plain text (no extra
+dependencies) and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from loopnb.record.errors import RecordingError, RecordingWarning
+from loopnb.record.recorder import Recorder
+
+__all__ = ["audit_command", "write_recordings"]
+
+
+def _table(df: object) -> str:
+    import pandas as pd
+
+    assert isinstance(df, pd.DataFrame)
+    if not len(df):
+        return "  (none)"
+    text = df.astype(object).where(df.notna(), "-").to_string(index=False)
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Print the audit of the recordings ``paths`` name (files, folders or globs).
+
+    Returns 0 on success, 1 when a recording cannot be read (the message goes to ``err``).
+    """
+    import pandas as pd
+
+    from loopnb.record.audit import Audit
+    from loopnb.record.recording import load, recording_paths
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if not paths:
+        print("loopnb audit: give at least one recording (file, folder or glob)", file=err)
+        return 2
+    turns, events = [], []
+    try:
+        files = recording_paths(paths)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RecordingWarning)
+            for path in files:
+                rec = load(path)
+                for name, bucket in (("turns", turns), ("events", events)):
+                    df = getattr(rec, name)
+                    df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
+                    bucket.append(df)
+        for w in caught:
+            print(f"loopnb audit: warning: {w.message}", file=err)
+    except RecordingError as exc:
+        print(f"loopnb audit: error: {exc}", file=err)
+        return 1
+    a = Audit(pd.concat(turns, ignore_index=True), pd.concat(events, ignore_index=True))
+    print(f"loopnb audit: {len(files)} recording(s)", file=out)
+    for title, table in (
+        ("Summary", a.summary()),
+        ("Soft and hard turns per producer", a.by_producer()),
+        ("Self-recovery after soft errors", a.recovery()),
+        ("Per model", a.models()),
+    ):
+        print(f"\n{title}\n{_table(table)}", file=out)
+    return 0
+
+
+def write_recordings(recorder: Recorder, folder: str | Path, *, suffix: str = ".jsonl") -> list[Path]:
+    """Save each run the recorder observed as its own file, ``<folder>/<run_id><suffix>``."""
+    from loopnb.record.jsonl import make_header, write_jsonl
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    objects, lines = recorder.exported_events()
+    written = []
+    for run_id in recorder.run_ids:
+        path = folder / f"{run_id}{suffix}"
+        mine = [i for i, e in enumerate(objects) if e.run_id == run_id]
+        header = make_header(redacted=recorder.redact is not None)
+        if suffix == ".parquet":
+            from loopnb.record.parquet import write_parquet
+
+            write_parquet(path, header, [objects[i] for i in mine], [lines[i] for i in mine])
+        elif suffix == ".jsonl":
+            write_jsonl(path, header, [lines[i] for i in mine])
+        else:
+            raise ValueError(f"suffix must be .jsonl or .parquet, got {suffix!r}")
+        written.append(path)
+    return written

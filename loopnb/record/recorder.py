@@ -1,0 +1,246 @@
+"""The ``Recorder``: the engine observer that keeps a run as data, the only writer of rows.
+
+The hot path only appends the event to a list (and, with a path, writes its line); rows and
+frames are built on demand, linearly, and cached until the next event arrives::
+
+    recorder = Recorder("runs/today.jsonl")
+    engine = Engine(model, tools=[...], observers=[recorder])
+    engine.run(task)
+    recorder.turns        # one row per turn, tagged ok / soft / hard
+    recorder.save("runs/today.parquet")
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopnb.engine.errors import LoopnbWarning
+from loopnb.engine.events import Event, RunFinished, TurnFinished
+from loopnb.record.errors import RecordingError
+from loopnb.record.jsonl import (
+    JsonlWriter,
+    dump_event,
+    make_header,
+    parse_event,
+    redact_line,
+    write_jsonl,
+)
+from loopnb.record.redact import DEFAULT_REDACTOR, Redact
+from loopnb.record.rows import event_row, turn_row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from loopnb.record.recording import Recording
+
+__all__ = ["Listener", "Recorder"]
+
+Listener = Callable[[Event, "dict[str, Any] | None"], None]
+"""Called after the recorder processed an event: ``listener(event, row)``; ``row`` is the turn
+row for a ``TurnFinished`` (a fresh dict), else ``None``."""
+
+_FLUSH_KINDS = frozenset({"turn_finished", "run_finished"})
+
+
+class Recorder:
+    """Records every event it observes; ``turns`` and ``events`` are its DataFrames.
+
+    With ``path``, each event is also appended to that JSON Lines file (created with a header,
+    or appended to when it is already a recording) and the file is flushed when a turn or a run
+    ends (and fsynced with ``fsync=True``), so a killed process leaves every completed turn
+    readable. ``redact`` is applied to everything written to disk or exported (``None`` turns it
+    off); the in-memory frames keep exactly what the model read. One recorder may observe many
+    runs; ``run_id`` tells them apart.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        redact: Redact | None = DEFAULT_REDACTOR,
+        fsync: bool = False,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self.redact = redact
+        self._events: list[Event] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._turn_rows: list[dict[str, Any]] = []
+        self._event_rows: list[dict[str, Any]] = []
+        self._turn_upto = 0
+        self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
+        self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
+
+    # -- the hot path -------------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        """Observe one event."""
+        self._events.append(event)
+        writer = self._writer
+        if writer is not None:
+            with self._lock:
+                writer.write(event)
+                if event.kind in _FLUSH_KINDS:
+                    writer.flush()
+        if self._listeners:
+            self._notify(event)
+
+    # -- listeners ----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event, row)`` after each event; returns the function that unsubscribes.
+
+        A listener that raises is detached with a ``LoopnbWarning`` and never affects recording.
+        """
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self, event: Event) -> None:
+        row = turn_row(event) if isinstance(event, TurnFinished) else None
+        for listener in list(self._listeners):
+            try:
+                listener(event, None if row is None else dict(row))
+            except Exception as exc:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+                warnings.warn(
+                    f"recorder listener {listener!r} raised {type(exc).__name__}: {exc}; it was detached",
+                    LoopnbWarning,
+                    stacklevel=2,
+                )
+
+    # -- rows and frames ----------------------------------------------------------------------
+
+    @property
+    def event_objects(self) -> list[Event]:
+        """The events observed so far, in order (a copy of the list)."""
+        return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def _sync_turn_rows(self, n: int) -> list[dict[str, Any]]:
+        with self._lock:
+            for event in self._events[self._turn_upto : n]:
+                if isinstance(event, TurnFinished):
+                    self._turn_rows.append(turn_row(event))
+                elif isinstance(event, RunFinished) and event.scratchpad_discarded:
+                    for row in reversed(self._turn_rows):
+                        if row["run_id"] == event.run_id:
+                            row["dropped"] = True
+            self._turn_upto = max(self._turn_upto, n)
+            return list(self._turn_rows)
+
+    def _sync_event_rows(self, n: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._event_rows
+            rows.extend(event_row(e) for e in self._events[len(rows) : n])
+            return rows[:n]
+
+    def turn_rows(self) -> list[dict[str, Any]]:
+        """The turn rows so far (the same dicts the frame is built from; do not mutate)."""
+        return self._sync_turn_rows(len(self._events))
+
+    def _frame(self, name: str) -> pd.DataFrame:
+        from loopnb.record.frames import event_frame, turn_frame
+
+        n = len(self._events)
+        cached = self._frames.get(name)
+        if cached is None or cached[0] != n:
+            if name == "turns":
+                df = turn_frame(self._sync_turn_rows(n))
+            else:
+                df = event_frame(self._sync_event_rows(n))
+            self._frames[name] = cached = (n, df)
+        return cached[1].copy(deep=False)
+
+    @property
+    def turns(self) -> pd.DataFrame:
+        """One row per turn (columns of ``TurnRow``), built on demand and cached."""
+        return self._frame("turns")
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per event (columns of ``EventRow``), built on demand and cached."""
+        return self._frame("events")
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs observed, in the order they started."""
+        return list(dict.fromkeys(e.run_id for e in self._events))
+
+    # -- files and exports --------------------------------------------------------------------
+
+    def exported_events(self) -> tuple[list[Event], list[str]]:
+        """The events as they may leave the process: redacted objects and their JSON lines.
+
+        One redaction pass covers all the lines; an event the redactor left alone is the very
+        same object, a changed one is revalidated from its redacted JSON.
+        """
+        events = list(self._events)
+        raw = [dump_event(e) for e in events]
+        if not raw:
+            return [], []
+        lines = redact_line("\n".join(raw), self.redact).split("\n")
+        if len(lines) != len(raw):
+            raise RecordingError("the redaction hook changed the number of lines")
+        objects = [
+            event if line == before else parse_event(line)
+            for event, before, line in zip(events, raw, lines, strict=True)
+        ]
+        return objects, lines
+
+    def recording(self) -> Recording:
+        """The events so far as a ``Recording``, redacted like a file would be."""
+        from loopnb.record.recording import Recording
+
+        objects, _ = self.exported_events()
+        return Recording.from_events(objects, meta=make_header(redacted=self.redact is not None))
+
+    def save(self, path: str | Path) -> Path:
+        """Write everything observed so far; the suffix picks the format.
+
+        ``.jsonl``: the streaming format. ``.parquet``: one Parquet file holding the turns and
+        the events (needs pyarrow, the ``parquet`` extra). Redacted either way. Returns the path.
+        """
+        path = Path(path)
+        header = make_header(redacted=self.redact is not None)
+        suffix = path.suffix.lower()
+        if suffix == ".jsonl":
+            _, lines = self.exported_events()
+            write_jsonl(path, header, lines)
+        elif suffix == ".parquet":
+            from loopnb.record.parquet import write_parquet
+
+            objects, lines = self.exported_events()
+            write_parquet(path, header, objects, lines)
+        else:
+            raise ValueError(f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix")
+        return path
+
+    def close(self) -> None:
+        """Flush and close the streaming file (further events are kept in memory only)."""
+        if self._writer is not None:
+            with self._lock:
+                self._writer.close()
+                self._writer = None
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = f", path={str(self.path)!r}" if self.path else ""
+        turns = sum(1 for e in self._events if isinstance(e, TurnFinished))
+        return f"Recorder({len(self._events)} events, {turns} turns{where})"

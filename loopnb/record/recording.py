@@ -1,0 +1,198 @@
+"""Loaded recordings: ``load(path) -> Recording`` and ``load_many(paths) -> DataFrame``."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from loopnb.engine.events import Event, TurnFinished
+from loopnb.record.errors import RecordingError
+from loopnb.record.rows import event_row, turn_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Recording", "load", "load_many", "recording_paths"]
+
+_SUFFIXES = (".jsonl", ".parquet")
+
+
+class Recording:
+    """A recording read back: ``turns`` and ``events`` frames, ``meta`` and the typed events.
+
+    ``meta`` is the file's header (``format``, ``version``, ``loopnb_version``, ``created_at``,
+    ``redacted``) plus ``path``, ``run_ids``, ``n_turns`` and ``n_events``. ``event_objects``
+    are the events revalidated through ``EVENT_ADAPTER``: replay them into a live view. Frames
+    and events are loaded on first use and cached.
+    """
+
+    def __init__(
+        self,
+        *,
+        meta: dict[str, Any],
+        turns: Callable[[], pd.DataFrame],
+        events: Callable[[], pd.DataFrame],
+        event_objects: Callable[[], list[Event]],
+    ) -> None:
+        self.meta = meta
+        self._loaders: dict[str, Callable[[], Any]] = {
+            "turns": turns,
+            "events": events,
+            "event_objects": event_objects,
+        }
+        self._cache: dict[str, Any] = {}
+
+    @classmethod
+    def from_events(
+        cls, events: list[Event], *, meta: dict[str, Any], path: str | Path | None = None
+    ) -> Recording:
+        """A recording of ``events`` (already redacted, if they are to be)."""
+        from loopnb.record.frames import event_frame, turn_frame
+
+        run_ids = list(dict.fromkeys(e.run_id for e in events))
+        full = {
+            **meta,
+            "path": None if path is None else str(path),
+            "run_ids": run_ids,
+            "n_turns": sum(1 for e in events if isinstance(e, TurnFinished)),
+            "n_events": len(events),
+        }
+        return cls(
+            meta=full,
+            turns=lambda: turn_frame(turn_rows(events)),
+            events=lambda: event_frame([event_row(e) for e in events]),
+            event_objects=lambda: events,
+        )
+
+    def _get(self, name: str) -> Any:
+        if name not in self._cache:
+            self._cache[name] = self._loaders[name]()
+        return self._cache[name]
+
+    @property
+    def turns(self) -> pd.DataFrame:
+        """One row per turn (columns of ``TurnRow``)."""
+        return self._get("turns").copy(deep=False)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per event (columns of ``EventRow``)."""
+        return self._get("events").copy(deep=False)
+
+    @property
+    def event_objects(self) -> list[Event]:
+        """The typed events, in order, revalidated from the file."""
+        return list(self._get("event_objects"))
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs in this recording, in the order they started."""
+        return list(self.meta.get("run_ids", []))
+
+    @property
+    def path(self) -> Path | None:
+        """Where the recording was read from (``None`` for one made in memory)."""
+        where = self.meta.get("path")
+        return None if where is None else Path(where)
+
+    def to_html(self, path: str | Path) -> Path:
+        """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
+        try:
+            from loopnb.notebook.report import write_html  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise NotImplementedError("Recording.to_html needs loopnb.notebook.report.write_html") from exc
+        return write_html(self, Path(path))  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        where = f" from {self.meta['path']!r}" if self.meta.get("path") else ""
+        return (
+            f"Recording({len(self.run_ids)} runs, {self.meta.get('n_turns', '?')} turns, "
+            f"{self.meta.get('n_events', '?')} events{where})"
+        )
+
+
+def _format_of(path: Path) -> Literal["jsonl", "parquet"]:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix == ".jsonl":
+        return "jsonl"
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except FileNotFoundError as exc:
+        raise RecordingError("no such file", path=path) from exc
+    except OSError as exc:
+        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    return "parquet" if magic == b"PAR1" else "jsonl"
+
+
+def load(path: str | Path) -> Recording:
+    """Read a recording (``.jsonl`` or ``.parquet``; other names are sniffed).
+
+    Raises ``RecordingError`` naming the path (and line) when the file is missing, empty, not a
+    recording, of an unknown format version, or damaged; a torn last line of a JSON Lines file
+    is tolerated with a ``RecordingWarning``.
+    """
+    path = Path(path)
+    if _format_of(path) == "parquet":
+        from loopnb.record.parquet import read_parquet
+
+        return read_parquet(path)
+    from loopnb.record.jsonl import read_jsonl
+
+    header, events = read_jsonl(path)
+    return Recording.from_events(events, meta=header, path=path)
+
+
+def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
+    """The recording files ``source`` names: a file, a folder (its ``.jsonl`` and ``.parquet``
+    files), a glob pattern, or an iterable of those. Raises ``RecordingError`` when none."""
+    if isinstance(source, str | Path):
+        items: list[str | Path] = [source]
+    else:
+        items = list(source)
+    paths: list[Path] = []
+    for item in items:
+        text = str(item)
+        if Path(item).is_dir():
+            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES)
+        elif any(ch in text for ch in "*?["):
+            found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
+        else:
+            found = [Path(item)]
+        paths.extend(found)
+    if not paths:
+        raise RecordingError(f"no recordings found in {source!r}")
+    return list(dict.fromkeys(paths))
+
+
+def load_many(
+    source: str | Path | Iterable[str | Path],
+    *,
+    table: Literal["turns", "events"] = "turns",
+) -> pd.DataFrame:
+    """One frame of many recordings' ``turns`` (or ``events``), with a ``source`` column first.
+
+    ``source`` is a file, a folder, a glob pattern or an iterable of them. Rows keep the order
+    of the files and, within each, of the recording; ``run_id`` tells the runs apart.
+    """
+    import pandas as pd
+
+    from loopnb.record.frames import event_frame, turn_frame
+
+    if table not in ("turns", "events"):
+        raise ValueError(f"table must be 'turns' or 'events', got {table!r}")
+    frames = []
+    for path in recording_paths(source):
+        rec = load(path)
+        df = rec.turns if table == "turns" else rec.events
+        df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
+        frames.append(df)
+    empty = turn_frame([]) if table == "turns" else event_frame([])
+    if not any(len(f) for f in frames):
+        empty.insert(0, "source", pd.array([], dtype="string"))
+        return empty
+    return pd.concat([f for f in frames if len(f)], ignore_index=True)

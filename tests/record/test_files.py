@@ -1,0 +1,228 @@
+"""Files: JSON Lines and Parquet round trips, streaming, damaged files, load_many."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
+from loopnb.record.cli import write_recordings
+
+from .conftest import engine_typo, hard_run, typo_run
+
+
+def test_jsonl_and_parquet_round_trips_are_exact(recorder, tmp_path):
+    recorder.save(tmp_path / "r.jsonl")
+    recorder.save(tmp_path / "r.parquet")
+    j, p = load(tmp_path / "r.jsonl"), load(tmp_path / "r.parquet")
+    for loaded in (j, p):
+        pd.testing.assert_frame_equal(loaded.turns, recorder.turns)
+        pd.testing.assert_frame_equal(loaded.events, recorder.events)
+        assert loaded.event_objects == recorder.event_objects
+    assert j.meta["run_ids"] == p.meta["run_ids"] == ["r1", "r2"]
+    assert j.meta["n_turns"] == p.meta["n_turns"] == 6
+    assert j.meta["format"] == "loopnb.recording" and j.meta["version"] == 1
+    assert "loopnb_version" in p.meta and "created_at" in p.meta
+
+
+def test_engine_run_round_trips(tmp_path):
+    rec = Recorder(tmp_path / "stream.jsonl")
+    engine_typo(rec).run("What does src/main.rs do?")
+    rec.save(tmp_path / "saved.parquet")
+    streamed = load(tmp_path / "stream.jsonl")
+    pd.testing.assert_frame_equal(streamed.turns, rec.turns)
+    pd.testing.assert_frame_equal(load(tmp_path / "saved.parquet").turns, streamed.turns)
+    assert streamed.event_objects == rec.event_objects
+
+
+def test_streaming_flushes_when_a_turn_ends(tmp_path):
+    path = tmp_path / "live.jsonl"
+    rec = Recorder(path)
+    events = typo_run().events
+    finished = [i for i, e in enumerate(events) if e.kind == "turn_finished"]
+    for e in events[: finished[0] + 1]:
+        rec(e)
+    # readable by another reader while the writer is still open
+    assert len(load(path).turns) == 1
+    for e in events[finished[0] + 1 :]:
+        rec(e)
+    assert len(load(path).turns) == 3
+    rec.close()
+
+
+def test_appending_to_an_existing_recording(tmp_path):
+    path = tmp_path / "a.jsonl"
+    with Recorder(path) as rec:
+        for e in typo_run("r1").events:
+            rec(e)
+    with Recorder(path) as rec:
+        for e in typo_run("r2").events:
+            rec(e)
+    text = path.read_text().splitlines()
+    assert sum(1 for line in text if '"format"' in line) == 1
+    assert load(path).run_ids == ["r1", "r2"]
+
+
+def test_appending_cuts_a_torn_tail_first(tmp_path):
+    path = tmp_path / "a.jsonl"
+    with Recorder(path) as rec:
+        for e in typo_run("r1").events:
+            rec(e)
+    with path.open("ab") as f:
+        f.write(b'{"seq": 99, "run_id": "r1", "at"')
+    with pytest.warns(RecordingWarning, match="torn last line"), Recorder(path) as rec:
+        for e in typo_run("r2").events:
+            rec(e)
+    assert load(path).run_ids == ["r1", "r2"]
+
+
+def _write(path, header, *lines, end=b"\n"):
+    data = json.dumps(header).encode() + b"\n" + b"\n".join(lines)
+    path.write_bytes(data + end if lines else data)
+    return path
+
+
+def _good_lines():
+    from loopnb.record.jsonl import dump_event
+
+    return [dump_event(e).encode() for e in typo_run().events]
+
+
+HEADER = {"format": "loopnb.recording", "version": 1}
+
+
+def test_torn_last_line_loads_with_a_warning_naming_path_and_line(tmp_path):
+    lines = _good_lines()
+    path = _write(tmp_path / "t.jsonl", HEADER, *lines[:-1], lines[-1][:20], end=b"")
+    with pytest.warns(RecordingWarning, match=rf"t\.jsonl, line {len(lines) + 1}: torn"):
+        rec = load(path)
+    assert len(rec.event_objects) == len(lines) - 1
+    assert len(rec.turns) == 3
+
+
+def test_a_complete_last_line_without_newline_is_kept(tmp_path):
+    path = _write(tmp_path / "t.jsonl", HEADER, *_good_lines(), end=b"")
+    assert len(load(path).event_objects) == len(_good_lines())
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda lines: lines.__setitem__(3, b"{not json"), "line 5: not valid JSON"),
+        (lambda lines: lines.__setitem__(3, b'{"kind": "alien", "seq": 1}'), "line 5: not a valid"),
+        (lambda lines: lines.__setitem__(3, b'{"kind": "turn_started"}'), "line 5: not a valid"),
+        (lambda lines: lines.__setitem__(3, b""), "line 5: empty line"),
+        (lambda lines: lines.__setitem__(3, b"[1, 2]"), "line 5: not a valid"),
+    ],
+)
+def test_a_damaged_line_inside_raises_naming_path_and_line(tmp_path, mutate, message):
+    lines = _good_lines()
+    mutate(lines)
+    path = _write(tmp_path / "bad.jsonl", HEADER, *lines)
+    with pytest.raises(RecordingError, match=rf"bad\.jsonl, {message}") as info:
+        load(path)
+    assert info.value.line == 5 and info.value.path.endswith("bad.jsonl")
+
+
+def test_a_garbled_last_line_with_its_newline_is_an_error_not_a_tear(tmp_path):
+    lines = _good_lines()
+    path = _write(tmp_path / "g.jsonl", HEADER, *lines[:-1], b"{garbage")
+    with pytest.raises(RecordingError, match=f"line {len(lines) + 1}: not valid JSON"):
+        load(path)
+
+
+def test_unknown_version_is_a_clear_error(tmp_path):
+    path = _write(tmp_path / "v.jsonl", {**HEADER, "version": 99}, *_good_lines())
+    with pytest.raises(RecordingError, match=r"format version 99 is not supported.*reads version 1"):
+        load(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"\n\n", "empty file"),
+        (b'{"hello": 1}\n', "line 1: not a loopnb recording"),
+        (b"PK\x03\x04garbage", "line 1: not a loopnb recording"),
+    ],
+)
+def test_empty_or_foreign_files(tmp_path, content, message):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RecordingError, match=message):
+        load(path)
+
+
+def test_missing_file(tmp_path):
+    for name in ("nope.jsonl", "nope.parquet", "nope.log"):
+        with pytest.raises(RecordingError, match="no such file"):
+            load(tmp_path / name)
+
+
+def test_a_parquet_file_that_is_not_a_recording(tmp_path):
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "plain.parquet")
+    with pytest.raises(RecordingError, match="not a loopnb recording"):
+        load(tmp_path / "plain.parquet")
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(RecordingError, match="not a readable Parquet file"):
+        load(tmp_path / "junk.parquet")
+
+
+def test_loading_never_executes_anything(tmp_path):
+    # a pickle-looking payload and a python expression are just invalid lines
+    lines = _good_lines()
+    lines[2] = b"cos\nsystem\n(S'echo hacked'\ntR."
+    path = _write(tmp_path / "p.jsonl", HEADER, *lines)
+    with pytest.raises(RecordingError):
+        load(path)
+    lines = _good_lines()
+    lines[2] = b'__import__("os").system("echo hacked")'
+    with pytest.raises(RecordingError, match="not valid JSON"):
+        load(_write(tmp_path / "e.jsonl", HEADER, *lines))
+
+
+def test_save_rejects_other_suffixes(recorder, tmp_path):
+    with pytest.raises(ValueError, match=r"\.jsonl or \.parquet"):
+        recorder.save(tmp_path / "r.csv")
+
+
+def test_load_many_from_folder_glob_and_list(tmp_path):
+    a, b = Recorder(), Recorder()
+    for e in typo_run("r1").events:
+        a(e)
+    for e in hard_run("r2").events:
+        b(e)
+    a.save(tmp_path / "a.jsonl")
+    b.save(tmp_path / "b.parquet")
+    (tmp_path / "notes.txt").write_text("not a recording")
+    for source in (tmp_path, str(tmp_path / "[ab].*"), [tmp_path / "a.jsonl", tmp_path / "b.parquet"]):
+        df = load_many(source)
+        assert df.columns[0] == "source"
+        assert df["run_id"].tolist() == ["r1"] * 3 + ["r2"] * 3
+        assert df["source"].str.endswith(("a.jsonl", "b.parquet")).all()
+        assert isinstance(df["channel"].dtype, pd.CategoricalDtype)
+    ev = load_many(tmp_path, table="events")
+    assert len(ev) == len(typo_run().events) + len(hard_run().events)
+    with pytest.raises(RecordingError, match="no recordings found"):
+        load_many(tmp_path / "*.none")
+
+
+def test_write_recordings_one_file_per_run(recorder, tmp_path):
+    paths = write_recordings(recorder, tmp_path / "out")
+    assert [p.name for p in paths] == ["r1.jsonl", "r2.jsonl"]
+    assert load(paths[1]).run_ids == ["r2"]
+    pq = write_recordings(recorder, tmp_path / "pq", suffix=".parquet")
+    pd.testing.assert_frame_equal(load(pq[0]).turns, load(paths[0]).turns)
+
+
+def test_recorder_recording_is_redacted_and_complete(recorder):
+    rec = recorder.recording()
+    pd.testing.assert_frame_equal(rec.turns, recorder.turns)
+    assert rec.meta["redacted"] is True and rec.run_ids == ["r1", "r2"]
+
+
+def test_to_html_is_a_seam_for_the_notebook_layer(recorder, tmp_path):
+    with pytest.raises(NotImplementedError, match=r"loopnb\.notebook\.report"):
+        recorder.recording().to_html(tmp_path / "r.html")

@@ -1,0 +1,106 @@
+"""Secrets never land in files; in-memory frames keep exactly what the model read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopnb.record import Recorder, RecordingError, Redactor, load
+from loopnb.record.redact import DEFAULT_REDACTOR
+from loopnb.record.synthetic import Call, RunBuilder
+
+OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+ANTHROPIC = "sk-ant-api03-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3" * 2
+BEARER = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+SECRETS = (OPENAI, ANTHROPIC, BEARER, AWS, GITHUB, "hunter2hunter2", "s3cr3tvalue")
+
+
+def leaky_run() -> RunBuilder:
+    b = RunBuilder("leak", task=f"use key {OPENAI} please")
+    b.tool_turn(
+        Call(
+            "http_get",
+            arguments={
+                "url": "https://x.test",
+                "headers": {"Authorization": f"Bearer {BEARER}"},
+                "api_key": "s3cr3tvalue",
+            },
+            content=f"401: key {ANTHROPIC} refused; env has AWS_ACCESS_KEY_ID={AWS}",
+            error="tool_error",
+        ),
+        text=f'config: {{"password": "hunter2hunter2"}} token {GITHUB}',
+    )
+    b.final("done, api_key=s3cr3tvalue")
+    return b
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"key {OPENAI} here", "key [REDACTED] here"),
+        (f"key {ANTHROPIC}", "key [REDACTED]"),
+        (f"Authorization: Bearer {BEARER}", "Authorization: Bearer [REDACTED]"),
+        ("api_key=abcd1234&x=1", "api_key=[REDACTED]&x=1"),
+        ('{"api_key": "abcd1234", "n": 1}', '{"api_key": "[REDACTED]", "n": 1}'),
+        ('{\\"api_key\\": \\"abcd1234\\"}', '{\\"api_key\\": \\"[REDACTED]\\"}'),
+        ("OPENAI_API_KEY=sk-xyz", "OPENAI_API_KEY=[REDACTED]"),
+        ('{"password": "hunter2"}', '{"password": "[REDACTED]"}'),
+        ("passwd=hunter2 secret: abcdef", "passwd=[REDACTED] secret: [REDACTED]"),
+        ('{"access_token":"abc.def"}', '{"access_token":"[REDACTED]"}'),
+        (f"id {AWS}.", "id [REDACTED]."),
+        (f"tok {GITHUB}", "tok [REDACTED]"),
+        ('{"input_tokens":12,"output_tokens":3}', '{"input_tokens":12,"output_tokens":3}'),
+        ("file src/mian.rs not found", "file src/mian.rs not found"),
+    ],
+)
+def test_default_patterns(text, expected):
+    assert DEFAULT_REDACTOR(text) == expected
+
+
+def test_files_hold_no_secret_but_memory_keeps_what_the_model_read(tmp_path):
+    rec = Recorder(tmp_path / "s.jsonl")
+    for e in leaky_run().events:
+        rec(e)
+    rec.save(tmp_path / "s.parquet")
+    rec.save(tmp_path / "saved.jsonl")
+    for name in ("s.jsonl", "saved.jsonl", "s.parquet"):
+        data = (tmp_path / name).read_bytes()
+        for secret in SECRETS:
+            assert secret.encode() not in data, (name, secret)
+    assert ANTHROPIC in rec.turns["error_text"].iloc[0]
+    assert OPENAI in rec.events["text"].iloc[0]
+    for name in ("s.jsonl", "s.parquet"):
+        loaded = load(tmp_path / name)
+        assert "[REDACTED]" in loaded.turns["error_text"].iloc[0]
+        assert ANTHROPIC not in loaded.turns["error_text"].iloc[0]
+        call = loaded.event_objects[3].call
+        assert call.arguments["api_key"] == "[REDACTED]"
+        assert call.arguments["headers"]["Authorization"] == "Bearer [REDACTED]"
+    exported = rec.recording()
+    assert all(s not in json.dumps(exported.turns.astype(str).to_dict()) for s in SECRETS)
+
+
+def test_custom_patterns_and_opting_out(tmp_path):
+    b = RunBuilder("c")
+    b.final("the code is corp-0123456789abcdef")
+    rec = Recorder(tmp_path / "c.jsonl", redact=Redactor().extend(r"corp-[0-9a-f]{16}"))
+    for e in b.events:
+        rec(e)
+    assert b"corp-0123" not in (tmp_path / "c.jsonl").read_bytes()
+    plain = Recorder(tmp_path / "p.jsonl", redact=None)
+    for e in leaky_run().events:
+        plain(e)
+    assert OPENAI.encode() in (tmp_path / "p.jsonl").read_bytes()
+    assert load(tmp_path / "p.jsonl").meta["redacted"] is False
+    only_mine = Redactor([r"(?P<secret>mian)\.rs"], replacement="XXX")
+    assert only_mine("src/mian.rs and " + OPENAI) == "src/XXX.rs and " + OPENAI
+
+
+def test_a_hook_that_breaks_the_json_is_refused(tmp_path):
+    rec = Recorder(tmp_path / "b.jsonl", redact=lambda text: text.replace("scripted", 'x"y'))
+    with pytest.raises(RecordingError, match="invalid JSON"):
+        for e in leaky_run().events:
+            rec(e)

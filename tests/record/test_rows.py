@@ -1,0 +1,187 @@
+"""The schema and the pure row functions: columns, dtypes, the hard row, discarded runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC
+
+import pandas as pd
+import pytest
+from pydantic import TypeAdapter
+
+from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
+from loopnb.engine.events import Event
+from loopnb.record import (
+    EVENT_SCHEMA,
+    TURN_SCHEMA,
+    EventRow,
+    TurnRow,
+    event_row,
+    turn_row,
+    turn_rows,
+)
+from loopnb.record.frames import event_frame, turn_frame
+from loopnb.record.schema import EVENT_KINDS, dtypes
+from loopnb.record.synthetic import Call, RunBuilder
+
+from .conftest import hard_run, typo_run
+
+
+def test_turn_columns_cover_the_design():
+    required = {
+        "run_id",
+        "turn",
+        "channel",
+        "producer",
+        "tools",
+        "error_text",
+        "recovery_attempts",
+        "breaker_states",
+        "model",
+        "latency_ms",
+        "started_at",
+        "dropped",
+        "reply_text",
+        "n_calls",
+    }
+    assert required <= set(TurnRow.model_fields)
+    assert set(TURN_SCHEMA["properties"]) == set(TurnRow.model_fields)
+    assert set(EVENT_SCHEMA["properties"]) == set(EventRow.model_fields)
+    json.dumps(TURN_SCHEMA)  # publishable as is
+
+
+def test_event_kinds_match_the_engine():
+    union = TypeAdapter(Event).json_schema()
+    kinds = {
+        d["properties"]["kind"]["const"] for d in union["$defs"].values() if "kind" in d.get("properties", {})
+    }
+    assert kinds == set(EVENT_KINDS)
+
+
+def test_declared_dtypes():
+    t = dtypes(TurnRow)
+    assert t["channel"] == ("category", ("ok", "soft", "hard"))
+    assert t["producer"] == ("category", (*SOFT_PRODUCERS, *HARD_PRODUCERS))
+    assert t["turn"] == "Int64" and t["latency_ms"] == "Float64" and t["dropped"] == "bool"
+    assert t["started_at"] == "datetime64[us, UTC]" and t["error_text"] == "string"
+    assert dtypes(EventRow)["executed"] == "boolean"
+
+
+def test_frames_have_the_declared_dtypes_even_when_empty():
+    for df in (turn_frame([]), turn_frame(turn_rows(typo_run().events))):
+        assert list(df.columns) == list(TurnRow.model_fields)
+        assert isinstance(df["channel"].dtype, pd.CategoricalDtype)
+        assert list(df["channel"].cat.categories) == ["ok", "soft", "hard"]
+        assert len(df["producer"].cat.categories) == 18
+        assert str(df["turn"].dtype) == "Int64"
+        assert str(df["started_at"].dtype) == "datetime64[us, UTC]"
+        assert str(df["error_text"].dtype) == "string"
+    ev = event_frame([event_row(e) for e in typo_run().events])
+    assert list(ev.columns) == list(EventRow.model_fields)
+    assert len(ev["kind"].cat.categories) == 14
+
+
+def test_every_row_validates_against_its_schema():
+    events = typo_run().events + hard_run().events
+    for row in turn_rows(events):
+        TurnRow.model_validate(row)
+    for e in events:
+        EventRow.model_validate(event_row(e))
+
+
+def test_turn_row_of_the_typo_run():
+    rows = turn_rows(typo_run().events)
+    assert [r["channel"] for r in rows] == ["soft", "ok", "ok"]
+    first = rows[0]
+    assert first["producer"] == "tool_error"
+    assert first["error_text"] == "file src/mian.rs not found"
+    assert first["tools"] == "read_file" and first["n_calls"] == 1 and first["n_errors"] == 1
+    assert first["started_at"].tzinfo is UTC
+    assert rows[2]["reply_text"] == "It prints nothing." and rows[2]["tools"] is None
+    assert not any(r["dropped"] for r in rows)
+
+
+def test_the_hard_row_carries_the_variant_and_its_message():
+    rows = turn_rows(hard_run().events)
+    hard = rows[-1]
+    assert hard["channel"] == "hard" and hard["producer"] == "tool_recovery_exhausted"
+    assert hard["dropped"] is True
+    assert hard["error_text"].startswith("recovery of read_file asked for retry 6")
+    assert hard["recovery_attempts"] == 5
+    assert json.loads(rows[0]["breaker_states"]) == {"read_file": "open"}
+    assert rows[0]["breakers_open"] == 1
+
+
+def test_soft_error_text_joins_every_error_and_the_engine_feedback():
+    from loopnb.engine.messages import Message
+
+    b = RunBuilder()
+    b.tool_turn(
+        Call("a", content="first failed", error="tool_error"),
+        Call("b", content="fine"),
+        Call("c", content="tool 'c' is not available", error="not_advertised"),
+        feedback=(Message(role="user", content="try harder", is_error=True, producer="completion_rejected"),),
+    )
+    (row,) = turn_rows(b.events)
+    assert row["error_text"] == "first failed\ntool 'c' is not available\ntry harder"
+    assert row["producer"] == "tool_error" and row["n_calls"] == 3 and row["n_errors"] == 2
+
+
+def test_context_exceeded_marks_every_turn_of_its_run_dropped():
+    b = RunBuilder("ctx")
+    b.tool_turn(Call("read_file", content="x" * 50))
+    b.tool_turn(Call("read_file", content="y" * 50))
+    b.hard("context_exceeded", "the request needs 900 tokens; the budget is 200")
+    other = typo_run("fine")
+    rows = turn_rows(b.events + other.events)
+    assert [r["dropped"] for r in rows if r["run_id"] == "ctx"] == [True, True, True]
+    assert not any(r["dropped"] for r in rows if r["run_id"] == "fine")
+    # the row function itself is per event: the run-level marking is turn_rows' job
+    first = next(e for e in b.events if e.kind == "turn_finished")
+    assert turn_row(first)["dropped"] is False
+
+
+def test_event_rows_flatten_each_kind():
+    rows = [event_row(e) for e in hard_run().events]
+    kinds = [r["kind"] for r in rows]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    br = rows[kinds.index("breaker_transitioned")]
+    assert (br["target"], br["previous"], br["state"], br["scope"]) == ("read_file", "closed", "open", "tool")
+    dec = [r for r in rows if r["kind"] == "recovery_decided"]
+    assert [d["decision"] for d in dec] == [
+        "retry",
+        "fail",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+        "retry",
+    ]
+    assert rows[-1]["producer"] == "tool_recovery_exhausted" and rows[-1]["channel"] == "hard"
+
+
+def test_rows_need_no_pandas():
+    code = (
+        "import sys\n"
+        "from loopnb.record.rows import turn_row, event_row, turn_rows\n"
+        "from loopnb.record.schema import TURN_SCHEMA\n"
+        "from loopnb.record.synthetic import RunBuilder\n"
+        "b = RunBuilder(); b.final('hi')\n"
+        "rows = turn_rows(b.events); [event_row(e) for e in b.events]\n"
+        "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("producer", HARD_PRODUCERS)
+def test_every_hard_variant_makes_a_hard_row(producer):
+    b = RunBuilder()
+    b.tool_turn(Call("read_file", content="ok"))
+    b.hard(producer, f"ended by {producer}")
+    df = turn_frame(turn_rows(b.events))
+    assert df["channel"].tolist() == ["ok", "hard"]
+    assert df["producer"].iloc[-1] == producer
+    assert df["dropped"].tolist() == [producer == "context_exceeded", True]
