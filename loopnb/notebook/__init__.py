@@ -1,0 +1,27 @@
+"""The notebook layer: run an engine in a cell and watch it, replay a recording, export a report.
+
+``NotebookRunner(engine).run(task)`` shows the ``LiveView`` (decision flow, recovery gauge, breaker
+board, turn timeline) while recording every turn; ``replay(recording)`` shows the same view for a
+recorded run; ``to_html(recording, path)`` writes one offline HTML file. The view reads events
+only: ``ViewModel`` is the pure fold behind every pane.
+"""
+
+from __future__ import annotations
+
+from loopnb.notebook.live import LiveView
+from loopnb.notebook.replay import Frames, replay
+from loopnb.notebook.report import report_html, to_html
+from loopnb.notebook.runner import BackgroundRun, NotebookRunner
+from loopnb.notebook.viewmodel import ViewModel, ViewState
+
+__all__ = [
+    "BackgroundRun",
+    "Frames",
+    "LiveView",
+    "NotebookRunner",
+    "ViewModel",
+    "ViewState",
+    "replay",
+    "report_html",
+    "to_html",
+]

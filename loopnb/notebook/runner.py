@@ -1,0 +1,320 @@
+"""``NotebookRunner``: run an engine in a notebook cell with a recorder and the live view attached.
+
+``run`` / ``arun`` block the cell while the view updates; a hard error is drawn in the view and
+re-raised (or returned). ``start`` runs in the background on a worker thread with the cell already
+returned, so that the Pause / Step / Resume / Stop buttons reach the run (a kernel delivers no
+button click while a cell blocks). It steps ``Engine.iter``: one loop implementation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopnb.engine.cancel import CancelToken
+from loopnb.engine.errors import LoopError
+from loopnb.engine.loop import Engine, RunSteps
+from loopnb.engine.result import RunResult
+from loopnb.notebook.live import LiveView
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from loopnb.record import Recorder, Recording
+
+__all__ = ["BackgroundRun", "NotebookRunner"]
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython.core.interactiveshell import InteractiveShell
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return False
+    return bool(InteractiveShell.initialized())
+
+
+def _run_interruptibly(engine: Engine, task: str, cancel: CancelToken) -> RunResult:
+    """``engine.run`` where a kernel interrupt reliably becomes ``Cancelled``.
+
+    Inside a running event loop (a Jupyter cell) the run goes on a worker thread while this
+    thread waits on an ``Event``: an interrupted ``Thread.join()`` can report the thread finished
+    while it still runs (CPython 3.11), an ``Event`` cannot. Outside a loop ``engine.run`` turns
+    Ctrl-C into ``Cancelled`` itself.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return engine.run(task, cancel=cancel)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["result"] = engine.run(task, cancel=cancel)
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="loopnb-notebook-run", daemon=True).start()
+    while True:
+        try:
+            done.wait()
+            break
+        except KeyboardInterrupt:
+            cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
+    if "error" in box:
+        raise box["error"]
+    result: RunResult = box["result"]
+    return result
+
+
+class _Shown:
+    """A view displayed with a display id, so that its static picture can be refreshed at the end."""
+
+    def __init__(self, view: LiveView) -> None:
+        self.handle: Any = None
+        if _in_ipython():
+            from IPython.display import display
+
+            self.handle = display(view, display_id=True)
+
+    def refresh(self, view: LiveView) -> None:
+        if self.handle is not None:
+            self.handle.update(view)
+
+
+class NotebookRunner:
+    """Runs ``engine`` with a ``Recorder`` and a ``LiveView`` attached, one view per run.
+
+    ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the
+    engine yourself); ``view=False`` records without drawing. ``runner.turns`` /
+    ``runner.events`` are the recorder's frames, over every run this runner made.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        recorder: Recorder | None = None,
+        view: bool = True,
+        max_fps: float = 10.0,
+    ) -> None:
+        if not isinstance(engine, Engine):
+            raise TypeError(f"NotebookRunner needs a loopnb Engine, got {type(engine).__name__}")
+        if recorder is None:
+            from loopnb.record import Recorder
+
+            recorder = Recorder()
+        self.engine = engine
+        self.recorder = recorder
+        self.show = view
+        self.max_fps = max_fps
+        self.view: LiveView | None = None
+        self.background: BackgroundRun | None = None
+
+    # -- blocking runs --------------------------------------------------------------------------
+
+    def _attach(self, controls: Any = None) -> tuple[LiveView | None, list[Any]]:
+        view = LiveView(max_fps=self.max_fps, controls=controls) if self.show else None
+        self.view = view
+        detach = [self.engine.subscribe(self.recorder)]
+        if view is not None:
+            detach.append(self.engine.subscribe(view))
+        return view, detach
+
+    def run(
+        self, task: str, *, raise_hard: bool = True, cancel: CancelToken | None = None
+    ) -> RunResult | LoopError:
+        """Run ``task`` with the live view shown in this cell; returns the ``RunResult``.
+
+        A hard error is shown in the view, then re-raised (``raise_hard=True``, as plain Python
+        would) or returned. A kernel interrupt ends the run as ``Cancelled``, visibly.
+        """
+        view, detach = self._attach()
+        shown = _Shown(view) if view is not None else None
+        try:
+            return _run_interruptibly(self.engine, task, cancel or CancelToken())
+        except LoopError as err:
+            if raise_hard:
+                raise
+            return err
+        finally:
+            self._done(view, shown, detach)
+
+    async def arun(
+        self, task: str, *, raise_hard: bool = True, cancel: CancelToken | None = None
+    ) -> RunResult | LoopError:
+        """``run`` for ``await`` in a cell."""
+        view, detach = self._attach()
+        shown = _Shown(view) if view is not None else None
+        try:
+            return await self.engine.arun(task, cancel=cancel or CancelToken())
+        except LoopError as err:
+            if raise_hard:
+                raise
+            return err
+        finally:
+            self._done(view, shown, detach)
+
+    def _done(self, view: LiveView | None, shown: _Shown | None, detach: list[Any]) -> None:
+        for unsubscribe in detach:
+            unsubscribe()
+        if view is not None:
+            if not view.finished:  # the run never reported its end (it was never started)
+                view.finish()
+            if shown is not None:
+                shown.refresh(view)
+
+    # -- background runs ----------------------------------------------------------------------
+
+    def start(self, task: str, *, paused: bool = False, cancel: CancelToken | None = None) -> BackgroundRun:
+        """Run ``task`` in the background with Pause / Step / Resume / Stop buttons.
+
+        Returns at once (the cell ends, the buttons work). ``paused=True`` waits for Step or
+        Resume before the first turn. ``handle.wait()`` blocks until the run is over.
+        """
+        run = BackgroundRun(cancel=cancel or CancelToken(), paused=paused)
+        view, detach = self._attach(controls=run if self.show else None)
+        try:
+            steps = self.engine.iter(task, cancel=run.cancel)  # the run takes its observers now
+        finally:
+            for unsubscribe in detach:
+                unsubscribe()
+        shown = _Shown(view) if view is not None else None
+        self.background = run
+        run.launch(steps, view, shown)
+        return run
+
+    # -- the recording ------------------------------------------------------------------------
+
+    @property
+    def turns(self) -> pd.DataFrame:
+        """One row per turn of every run so far (the recorder's frame)."""
+        return self.recorder.turns
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per event of every run so far (the recorder's frame)."""
+        return self.recorder.events
+
+    def save(self, path: str | Path) -> Path:
+        """Save the recording (``.jsonl`` or ``.parquet``)."""
+        return self.recorder.save(path)
+
+    def recording(self) -> Recording:
+        """Everything recorded so far, as a ``Recording`` (e.g. for ``loopnb.replay``)."""
+        return self.recorder.recording()
+
+    def __repr__(self) -> str:
+        return f"NotebookRunner({self.engine!r}, view={self.show})"
+
+
+class BackgroundRun:
+    """A run proceeding on a worker thread, driven a turn at a time; the view's buttons call it.
+
+    ``pause()`` holds it after the current turn, ``step()`` lets one more turn through,
+    ``resume()`` lets it go on, ``stop()`` fires the cancel token (the run ends as ``Cancelled``).
+    """
+
+    def __init__(self, *, cancel: CancelToken, paused: bool = False) -> None:
+        self.cancel = cancel
+        self.result: RunResult | None = None
+        self.error: LoopError | None = None
+        self.failure: BaseException | None = None
+        self.turns = 0
+        self._paused = paused
+        self._budget = 0
+        self._cond = threading.Condition()
+        self._done = threading.Event()
+        self._view: LiveView | None = None
+        self._thread: threading.Thread | None = None
+
+    def launch(self, steps: RunSteps, view: LiveView | None, shown: _Shown | None) -> None:
+        self._view = view
+        if view is not None and self._paused:
+            view.set_note("paused before the first turn: press Step or Resume")
+        self._thread = threading.Thread(
+            target=self._work, args=(steps, view, shown), name="loopnb-background", daemon=True
+        )
+        self._thread.start()
+
+    # -- controls -----------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        with self._cond:
+            self._paused = True
+        self._note(f"pausing after turn {self.turns + 1}" if not self.done else None)
+
+    def step(self) -> None:
+        with self._cond:
+            self._paused = True
+            self._budget += 1
+            self._cond.notify_all()
+        self._note("stepping one turn")
+
+    def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+        self._note(None)
+
+    def stop(self) -> None:
+        self.cancel.cancel("stopped from the live view")
+        with self._cond:
+            self._cond.notify_all()
+        self._note("stopping")
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run is over (or ``timeout`` seconds); True when it is over."""
+        return self._done.wait(timeout)
+
+    def _note(self, text: str | None) -> None:
+        if self._view is not None and not self.done:
+            self._view.set_note(text)
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    def _work(self, steps: RunSteps, view: LiveView | None, shown: _Shown | None) -> None:
+        try:
+            while not steps.done:
+                with self._cond:
+                    while self._paused and self._budget == 0 and not self.cancel.cancelled:
+                        self._cond.wait()
+                    if self._paused and self._budget > 0:
+                        self._budget -= 1
+                try:
+                    steps.step()
+                except StopIteration:
+                    break
+                except LoopError as err:
+                    self.error = err
+                    break
+                self.turns += 1
+                if self._paused and not steps.done:
+                    self._note(f"paused after turn {self.turns}: press Step or Resume")
+            self.result = steps.result
+        except BaseException as exc:  # a bug below the engine's API: keep it for wait()
+            self.failure = exc
+        finally:
+            if view is not None:
+                view.set_note(None)
+                if not view.finished:
+                    view.finish()
+                if shown is not None:
+                    shown.refresh(view)
+            self._done.set()
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "paused" if self._paused else "running"
+        return f"BackgroundRun({state}, turns={self.turns})"

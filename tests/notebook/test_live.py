@@ -1,0 +1,254 @@
+"""The widget, headless (no kernel): traits after a run, coalesced redraws, escaping, replay parity."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+
+import pytest
+
+from loopnb.notebook.live import LiveView
+from loopnb.notebook.markup import BREAKER_COLOR, board_html, inspector_html
+from loopnb.notebook.render import T_GAUGE, T_HARD, T_LIT, T_OK, T_SELECTED, T_SOFT, figure_patch
+from loopnb.notebook.replay import Frames, replay
+from loopnb.notebook.viewmodel import BreakerView, ViewModel, ViewState
+from loopnb.record import Recorder, load
+from tests.notebook import scenarios as S
+from tests.notebook.conftest import run_events
+
+
+def watched(scenario, **kwargs):
+    view = LiveView(**kwargs)
+    scenario[0].subscribe(view)
+    events, outcome = run_events(scenario)
+    return view, events, outcome
+
+
+def traits(view: LiveView) -> dict:
+    """What the frontend is sent: figure state and HTML values (trace uids aside)."""
+    fig = view.figure.to_dict()
+    for trace in fig["data"]:
+        trace.pop("uid", None)
+    return {
+        "figure": fig,
+        "status": view.status.value,
+        "board": view.board.value,
+        "inspector": view.inspector.value,
+        "slider": (view.slider.min, view.slider.max, view.slider.value),
+    }
+
+
+def test_panes_after_a_run():
+    view, _events, _ = watched(S.breaker()[:2])
+    fig = view.figure
+    assert fig.data[T_SOFT].x == (1, 2, 3)
+    assert fig.data[T_OK].x == (4, 5)
+    assert fig.data[T_HARD].x == ()
+    assert fig.data[T_SELECTED].x == (5,)
+    assert fig.data[T_LIT].line.color == "#2e9d4a"  # an ok turn: green
+    assert fig.data[T_GAUGE].value == 0
+    assert 'data-state="closed"' in view.board.value
+    assert "finished" in view.status.value
+    assert "turn 5" in view.inspector.value
+    assert view.slider.max == 5 and view.slider.value == 5
+    assert view.finished
+
+
+def test_hard_run_is_shown_as_hard():
+    view, _, _err = watched(S.exhausted())
+    fig = view.figure
+    assert fig.data[T_HARD].x == (1,)
+    assert fig.data[T_GAUGE].value == 6
+    assert "wall" in fig.data[T_GAUGE].title.text
+    assert fig.data[T_LIT].line.color == "#d7263d"
+    assert "ToolRecoveryExhausted" in view.status.value and "ended hard" in view.status.value
+    assert "dropped from the scratchpad" in view.inspector.value
+
+
+def test_breaker_colours():
+    assert BREAKER_COLOR == {"closed": "#2e9d4a", "half_open": "#e69500", "open": "#d7263d"}
+    state = ViewState(
+        breakers=(
+            BreakerView("a", "tool", "closed"),
+            BreakerView("b", "tool", "open", 3, 10.0, 4.25),
+            BreakerView("c", "model", "half_open", 1, 10.0),
+            BreakerView("d", "model", "open", 1, 10.0, 0.0),
+        )
+    )
+    html = board_html(state)
+    assert html.count('data-state="closed"') == 1 and html.count('data-state="open"') == 2
+    assert "half-open" in html and "4.2s of 10s" in html and "next call is a trial" in html
+    for state_name, colour in BREAKER_COLOR.items():
+        assert f"color:{colour}" in html, state_name
+
+
+def test_untrusted_text_is_escaped_everywhere():
+    view, _events, _result = watched(S.payload())
+    for turn in range(1, 5):
+        view.select(turn)
+        assert "<img" not in view.inspector.value and "<script" not in view.inspector.value
+        if turn in (1, 2, 4):
+            assert "&lt;img src=x onerror=" in view.inspector.value
+    for value in (view.status.value, view.board.value):
+        assert "<img" not in value and "<script" not in value
+    assert "&lt;script&gt;" in view.status.value  # the task and the output are shown, escaped
+    dumped = json.dumps(view.figure.to_dict())
+    assert "<img" not in dumped and "<script" not in dumped
+    bundle = view._repr_mimebundle_()
+    assert "<img" not in bundle["text/html"] and "<script" not in bundle["text/html"]
+
+
+def test_inspector_shows_the_recovery_note_beside_the_result():
+    view, _, result = watched(S.gave_up())
+    view.select(1)
+    assert "recovery note" in view.inspector.value and "giving up" in view.inspector.value
+    assert result.tool_results[0].content in view.inspector.value
+
+
+def test_redraws_are_coalesced_and_the_final_state_drawn():
+    scenario = S.long_run(2000)
+    view = LiveView(max_fps=10)
+    scenario[0].subscribe(view)
+    t0 = time.perf_counter()
+    events, result = run_events(scenario)
+    elapsed = time.perf_counter() - t0
+    assert result.turns == 2000
+    assert 1 <= view.redraws <= elapsed * 10 + 2
+    fig = view.figure
+    assert len(fig.data[T_OK].x) + len(fig.data[T_SOFT].x) == 2000
+    assert len(fig.data[T_SOFT].x) == 199
+    assert not any(t.name == "loopnb-painter" and t.is_alive() for t in threading.enumerate())
+    assert view.state == ViewModel.fold(events)
+
+
+def latest(view: LiveView) -> ViewState:
+    with view._lock:
+        return view.model.snapshot()
+
+
+def test_a_slow_run_is_redrawn_while_it_goes():
+    """Events slower than the frame rate are each drawn soon after they come, before the run ends."""
+    view = LiveView(max_fps=100)
+    events, _ = run_events(S.typo())
+    for event in events[:-1]:
+        view(event)
+        deadline = time.monotonic() + 5
+        while view.state != latest(view) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert view.state == latest(view)
+    assert not view.finished and view.state.run.phase == "running" and len(view.state.turns) == 3
+    view(events[-1])
+    assert view.finished and view.state.run.phase == "ok"
+
+
+def test_saved_state_is_the_final_figure():
+    view, _, _ = watched(S.typo())
+    fig = view.figure
+    assert fig._widget_data == fig._data
+    assert fig._widget_layout == fig._layout_obj._props
+    saved_x = [t.get("x") for t in fig._widget_data]
+    assert saved_x[T_SOFT] == [1]
+
+
+def test_mimebundle_has_the_widget_and_a_static_picture():
+    view, _, _ = watched(S.typo())
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    html = bundle["text/html"]
+    assert "decision flow" in html and html.count('class="loopnb-mark"') == 3
+    assert "<script" not in html
+
+
+def click(view: LiveView, turn: int) -> None:
+    """What the frontend sends when a timeline mark is clicked."""
+    state = view.state
+    channel = state.turn(turn).channel
+    index = {"ok": T_OK, "soft": T_SOFT, "hard": T_HARD}[channel]
+    point = list(view.figure.data[index].x).index(turn)
+    view.figure._js2py_pointsCallback = {
+        "event_type": "plotly_click",
+        "points": {"xs": [turn], "ys": [0], "point_indexes": [point], "trace_indexes": [index]},
+        "device_state": {
+            "alt": False,
+            "ctrl": False,
+            "meta": False,
+            "shift": False,
+            "button": 0,
+            "buttons": 1,
+        },
+    }
+
+
+def test_clicking_a_mark_or_moving_the_slider_inspects_that_turn():
+    view, _, _ = watched(S.typo())
+    click(view, 1)
+    assert view.slider.value == 1
+    assert "turn 1" in view.inspector.value and "file src/mian.rs not found" in view.inspector.value
+    assert view.figure.data[T_SELECTED].x == (1,)
+    view.slider.value = 2
+    assert "turn 2" in view.inspector.value
+    view.slider.value = 3  # back at the newest turn: follow again
+    assert view.figure.data[T_SELECTED].x == (3,)
+
+
+def test_replay_gives_the_same_panes_as_the_live_run(tmp_path):
+    engine, task = S.payload()
+    recorder = Recorder()
+    engine.subscribe(recorder)
+    live, _, _ = watched((engine, task))
+    recording = load(recorder.save(tmp_path / "run.jsonl"))
+    again = replay(recording)
+    assert again.state == live.state
+    assert traits(again) == traits(live)
+
+
+def test_replay_slider_moves_through_the_run(tmp_path):
+    events, _ = run_events(S.looping())
+    view = replay(events)
+    frames = Frames(events)
+    assert view.slider.max == frames.count == 6 and view.play is not None and view.play.max == 6
+    for k in (0, 3, 1, 6):
+        view.slider.value = k
+        assert view.state == frames(k)
+        expected = figure_patch(frames(k), k)
+        assert list(view.figure.data[T_SOFT].x) == expected[f"data.{T_SOFT}"]["x"]
+    view.slider.value = 2
+    assert "turn 2" in view.inspector.value
+    assert view.figure.data[T_GAUGE].value == frames(2).gauge.attempt
+
+
+def test_replay_picks_a_run():
+    events_a, _ = run_events(S.typo())
+    events_b, _ = run_events(S.looping())
+    both = [*events_a, *events_b]
+    assert replay(both).state.run.run_id == events_b[0].run_id
+    assert replay(both, run_id=events_a[0].run_id).state == ViewModel.fold(events_a)
+    with pytest.raises(ValueError, match="no run"):
+        replay(both, run_id="nope")
+    with pytest.raises(ValueError, match="no events"):
+        replay([])
+
+
+def test_inspector_without_a_turn():
+    assert "no turn selected" in inspector_html(None)
+
+
+def test_close_stops_everything():
+    view = LiveView()
+    events, _ = run_events(S.typo())
+    view(events[0])
+    view.close()
+    assert not any(t.name == "loopnb-painter" and t.is_alive() for t in threading.enumerate())
+
+
+def test_max_fps_must_be_positive():
+    with pytest.raises(ValueError, match="max_fps"):
+        LiveView(max_fps=0)
+
+
+def test_patch_is_deterministic():
+    events, _ = run_events(S.breaker()[:2])
+    state = ViewModel.fold(events)
+    assert figure_patch(state, 2) == figure_patch(copy.deepcopy(state), 2)
