@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from loopnb import scenarios
 from loopnb.engine.events import TurnFinished
 from loopnb.engine.messages import Message, ToolResult
+from loopnb.engine.models.remote import ModelConfigError
 from loopnb.scenarios import Outcome, Scenario
 
 __all__ = ["format_outcome", "main", "turn_rows"]
@@ -114,13 +115,18 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     recorder_for = _recorders(args.record)
     if recorder_for is None:
         return 2
+    try:
+        overrides = _model_overrides(args)
+    except (ModelConfigError, ImportError) as exc:
+        print(f"loopnb demo: {exc}", file=sys.stderr)
+        return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
     outcomes = []
     for scenario in chosen:
         recorder = recorder_for(scenario)
         observers = [] if recorder is None else [recorder]
         try:
-            outcome = scenario.run(seed=args.seed, observers=observers, **_model_overrides(args))
+            outcome = scenario.run(seed=args.seed, observers=observers, **overrides)
         finally:
             if recorder is not None and callable(getattr(recorder, "close", None)):
                 recorder.close()
@@ -149,7 +155,11 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
     This is where ``--model`` / ``--base-url`` plug in: return ``{"model": <a Model>}`` to run
     the scenarios on a real model instead of each scenario's embedded one.
     """
-    return {}
+    if args.model is None and args.base_url is None:
+        return {}
+    from loopnb.engine.models.select import from_env
+
+    return {"model": from_env(args.model, base_url=args.base_url)}
 
 
 def _recorders(directory: str | None) -> Any:
@@ -200,6 +210,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--list", action="store_true", help="list the scenarios and exit")
     demo.add_argument("--record", metavar="DIR", help="write one JSON Lines recording per scenario")
     demo.add_argument("--width", type=int, default=None, help="table width (default: terminal)")
+    demo.add_argument(
+        "--model",
+        default=None,
+        help="run on this model instead of the embedded ones: openai[:name], anthropic[:name], "
+        "ollama:name, vllm:name, lmstudio:name (default: LOOPNB_MODEL, else the embedded model)",
+    )
+    demo.add_argument("--base-url", default=None, help="the model server's address (OpenAI-compatible)")
     demo.set_defaults(handler=_demo)
     audit = commands.add_parser("audit", help="audit recorded runs", description="Audit recordings.")
     audit.add_argument("paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet)")

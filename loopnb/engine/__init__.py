@@ -25,9 +25,11 @@ from loopnb.engine.errors import (
 from loopnb.engine.events import EVENT_ADAPTER
 from loopnb.engine.loop import Engine, RunSteps
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Usage
+from loopnb.engine.models.anthropic import AnthropicModel
 from loopnb.engine.models.base import Model
 from loopnb.engine.models.fallback import FallbackChain
 from loopnb.engine.models.fallible import FallibleModel
+from loopnb.engine.models.openai import OpenAIChatModel
 from loopnb.engine.models.scripted import FunctionModel, ScriptedModel
 from loopnb.engine.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -48,6 +50,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "MAX_RECOVERY_ATTEMPTS",
     "AnalyseAndCorrect",
+    "AnthropicModel",
     "AskUser",
     "CancelToken",
     "Cancelled",
@@ -75,6 +78,7 @@ __all__ = [
     "ModelContextOverflow",
     "ModelReply",
     "ModelUnavailable",
+    "OpenAIChatModel",
     "RecoveryStrategy",
     "Retry",
     "RetryWithBackoff",

@@ -83,6 +83,13 @@ class CircuitBreaker:
             self.opened_at = self.clock.monotonic()
             self._move("open")
 
+    def trip(self) -> None:
+        """Open now, whatever the count: for failures that retrying cannot fix (a refused key)."""
+        self.failures = max(self.failures, self.failure_threshold)
+        self.opened_at = self.clock.monotonic()
+        if self.state != "open":
+            self._move("open")
+
     def _move(self, state: BreakerState) -> None:
         previous, self.state = self.state, state
         for listener in self.listeners:

@@ -9,6 +9,7 @@ scratchpad whole), the run is reported to observers, and the error carries the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
@@ -755,7 +756,15 @@ class RunSteps(Iterator["TurnFinished | None"]):
 
     def _close(self) -> None:
         self.done = True
+        if self._loop.is_closed():
+            return
+        done = asyncio.run_coroutine_threadsafe(self._loop.shutdown_asyncgens(), self._loop)
+        with contextlib.suppress(Exception):
+            done.result(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 _END: Any = object()

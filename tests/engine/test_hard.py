@@ -267,7 +267,8 @@ def test_fallback_exhausted_names_the_variable_after_an_auth_error():
     with pytest.raises(FallbackExhausted) as info:
         Engine(model).run("task")
     assert info.value.env_var == "OPENAI_API_KEY"
-    assert "set OPENAI_API_KEY" in str(info.value)
+    assert str(info.value).count("set OPENAI_API_KEY") == 1
+    assert model.remaining == 2  # a refused key opens the breaker at once: one request, not three
 
 
 def test_a_model_that_returns_garbage_is_a_model_failure_not_a_crash():

@@ -30,17 +30,24 @@ def runtime_python() -> str:
     match = re.fullmatch(r"python-(\d+)\.(\d+)", text)
     assert match, f"binder/runtime.txt should read python-X.Y, got {text!r}"
     major, minor = match.groups()
-    candidates = [shutil.which(f"python{major}.{minor}")]
+    candidates: list[str | None] = []
     pyenv = pathlib.Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
     if pyenv.is_dir():
         candidates += [str(p / "bin" / "python3") for p in sorted(pyenv.glob(f"{major}.{minor}.*"))]
+    candidates.append(shutil.which(f"python{major}.{minor}"))
     for candidate in candidates:
-        if candidate and pathlib.Path(candidate).exists():
+        if candidate and pathlib.Path(candidate).exists() and _runs(candidate):
             return candidate
     message = f"no Python {major}.{minor} on this machine to stand in for Binder's"
     if os.environ.get("LOOPNB_REQUIRE_BINDER_PYTHON"):
         pytest.fail(message)
     pytest.skip(message + " (set LOOPNB_REQUIRE_BINDER_PYTHON=1 to make this a failure)")
+
+
+def _runs(python: str) -> bool:
+    """A pyenv shim can exist and still refuse to run: try it."""
+    proc = subprocess.run([python, "-c", "pass"], capture_output=True, timeout=60)
+    return proc.returncode == 0
 
 
 def test_binder_files_are_what_repo2docker_expects():

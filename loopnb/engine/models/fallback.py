@@ -94,7 +94,10 @@ class FallbackChain:
                         env_var = exc.env_var
                     errors[name] = text
                     before = breaker.state
-                    breaker.record_failure()
+                    if isinstance(exc, ModelAuthError):
+                        breaker.trip()  # asking again with the same refused key cannot help
+                    else:
+                        breaker.record_failure()
                     if state is not None:
                         if state.observing:
                             state.emit(
@@ -133,7 +136,7 @@ class FallbackChain:
                 return reply, name
         detail = "; ".join(f"{name}: {text}" for name, text in errors.items())
         message = f"every model in the fallback chain is spent ({detail})"
-        if env_var:
+        if env_var and env_var not in message:
             message += f"; set {env_var} to a valid API key"
         raise FallbackExhausted(message, env_var=env_var)
 

@@ -1,0 +1,251 @@
+"""``OpenAIChatModel``: any OpenAI-compatible chat-completions server, through the official client.
+
+The ``openai`` package is imported when a model is built, never when loopnb is imported
+(extra ``openai``: ``pip install "loopnb[openai]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from loopnb.engine.errors import ModelUnavailable
+from loopnb.engine.messages import (
+    Message,
+    ModelReply,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Transcript,
+    Usage,
+)
+from loopnb.engine.models.remote import (
+    NOTE_PREFIX,
+    PerLoop,
+    default_name,
+    failure_from_exception,
+    import_client,
+    request_options,
+    resolve_key,
+)
+
+__all__ = [
+    "ERROR_PREFIX",
+    "NOTE_PREFIX",
+    "OpenAIChatModel",
+    "parse_arguments",
+    "to_openai_messages",
+    "to_openai_tools",
+]
+
+ERROR_PREFIX = "ERROR: "
+"""Starts the content of a tool message that carries a soft error (``is_error=True``)."""
+
+ENV_KEY = "OPENAI_API_KEY"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+
+
+class OpenAIChatModel:
+    """A model behind an OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, ...).
+
+    ``OpenAIChatModel("gpt-4o-mini")`` talks to OpenAI with ``$OPENAI_API_KEY``;
+    ``OpenAIChatModel("qwen2.5", base_url="http://127.0.0.1:11434/v1")`` to a local server.
+
+    **How a soft error reaches the model.** Chat completions has no error flag on tool messages,
+    so a ``ToolResult`` with ``is_error=True`` travels as a tool message whose content is
+    ``"ERROR: "`` followed by the result's text, verbatim (``ERROR_PREFIX``); a success travels
+    unprefixed. A recovery note rides beside the result as a second text part of the same tool
+    message, ``"Note: ..."``, never merged into the first.
+
+    **The key.** ``api_key``, else ``$OPENAI_API_KEY``. With a ``base_url`` (or
+    ``$OPENAI_BASE_URL``) and no key, the placeholder ``"no-key"`` is sent: local servers need
+    none. Otherwise construction fails with a ``ModelConfigError`` naming the variable. The key
+    never appears in ``repr``, error texts or replies.
+
+    **Failures.** The client runs with ``max_retries=0``: loopnb's breakers and fallback chain do
+    the retrying. Connection refused or reset, timeouts, 5xx, 429 and other 4xx raise
+    ``ModelUnavailable``; a 4xx saying the context is too long raises ``ModelContextOverflow``;
+    401/403 raise ``ModelAuthError`` naming ``OPENAI_API_KEY``. No client exception escapes raw.
+
+    Args:
+        model: the model name the server knows (``"gpt-4o-mini"``).
+        base_url: the server's API root, ending in ``/v1`` for most servers.
+        api_key: the key; see above.
+        timeout: seconds to wait for one reply.
+        name: how the model is named in events and recordings; defaults to ``openai:<model>``,
+            plus ``@host:port`` when a ``base_url`` is given.
+        client: a ready ``openai.AsyncOpenAI`` to use instead (it owns its key and retries).
+        **extra: passed to every ``chat.completions.create`` call (``temperature=0``, ...).
+    """
+
+    env_var = ENV_KEY
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        name: str | None = None,
+        client: Any = None,
+        **extra: Any,
+    ) -> None:
+        self._openai = import_client("openai", extra="openai", adapter="OpenAIChatModel")
+        self.model = model
+        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        self.timeout = timeout
+        self.name = name or default_name("openai", model, self.base_url)
+        self._extra = request_options(
+            self._openai,
+            "resources.chat.AsyncCompletions.create",
+            extra,
+            adapter=type(self).__name__,
+        )
+        if client is not None:
+            self._key: str | None = None
+            self._clients: PerLoop[Any] | None = None
+            self._client = client
+        else:
+            self._key = resolve_key(
+                api_key, env_var=ENV_KEY, base_url=self.base_url, adapter="OpenAIChatModel"
+            )
+            self._clients = PerLoop(self._new_client, _close)
+            self._client = None
+
+    def _new_client(self) -> Any:
+        return self._openai.AsyncOpenAI(
+            api_key=self._key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
+
+    async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
+        request: dict[str, Any] = {
+            **self._extra,
+            "model": self.model,
+            "messages": to_openai_messages(messages),
+        }
+        if tools:
+            request["tools"] = to_openai_tools(tools)
+        client = self._client if self._clients is None else await self._clients.get()
+        try:
+            completion = await client.chat.completions.create(**request)
+        except Exception as exc:
+            # Raised without its cause: the client's exception holds the request, whose
+            # headers carry the key.
+            raise failure_from_exception(
+                exc, api=self._openai, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+            ) from None
+        try:
+            return self._reply(completion)
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
+
+    def _reply(self, completion: Any) -> ModelReply:
+        if not completion.choices:
+            raise ModelUnavailable(f"{self.name}: the server sent a reply without choices")
+        message = completion.choices[0].message
+        calls = [_tool_call(call) for call in message.tool_calls or ()]
+        if not calls and getattr(message, "function_call", None) is not None:
+            legacy = message.function_call
+            calls.append(ToolCall(legacy.name, parse_arguments(legacy.arguments)))
+        text = message.content
+        if text is None and not calls:
+            text = getattr(message, "refusal", None) or ""
+        usage = getattr(completion, "usage", None)
+        return ModelReply(
+            text=text,
+            tool_calls=tuple(calls),
+            model=self.name,
+            usage=None
+            if usage is None
+            else Usage(
+                input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+                output_tokens=getattr(usage, "completion_tokens", None) or 0,
+            ),
+        )
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"OpenAIChatModel({self.model!r}{where}, name={self.name!r})"
+
+
+def _tool_call(call: Any) -> ToolCall:
+    if getattr(call, "type", "function") == "custom":
+        return ToolCall(call.custom.name, call.custom.input, id=call.id or "")
+    return ToolCall(call.function.name, parse_arguments(call.function.arguments), id=call.id or "")
+
+
+def parse_arguments(raw: str | None) -> dict[str, Any] | str:
+    """Tool-call arguments as a dict; anything but a JSON object stays the raw string.
+
+    The dispatcher answers a raw string softly, so the model learns its arguments were garbage.
+    An empty string means no arguments.
+    """
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def to_openai_messages(items: Iterable[Message | ModelReply | ToolResult]) -> list[dict[str, Any]]:
+    """The transcript as chat-completions messages: exactly what the model will read."""
+    wire: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, Message):
+            wire.append({"role": item.role, "content": item.content})
+        elif isinstance(item, ModelReply):
+            wire.append(_assistant(item))
+        else:
+            wire.append(_tool_message(item))
+    return wire
+
+
+def _assistant(reply: ModelReply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or ""}
+    if reply.tool_calls:
+        message["content"] = reply.text or None
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in reply.tool_calls
+        ]
+    return message
+
+
+def _tool_message(result: ToolResult) -> dict[str, Any]:
+    text = ERROR_PREFIX + result.content if result.is_error else result.content
+    content: str | list[dict[str, str]] = text
+    if result.note:
+        content = [
+            {"type": "text", "text": text},
+            {"type": "text", "text": NOTE_PREFIX + result.note},
+        ]
+    return {"role": "tool", "tool_call_id": result.call_id, "content": content}
+
+
+def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """The advertised tools as chat-completions function tools."""
+    wire = []
+    for spec in tools:
+        function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
+        if spec.description:
+            function["description"] = spec.description
+        wire.append({"type": "function", "function": function})
+    return wire
+
+
+async def _close(client: Any) -> None:
+    await client.close()

@@ -1,0 +1,241 @@
+"""What the real adapters share: the lazy client import, the API key, and the failure mapping.
+
+Every failure of a real model reaches the engine as one of three ``ModelUnavailable`` kinds,
+decided here and nowhere else (``failure_from_status``):
+
+- ``ModelAuthError`` for HTTP 401/403, naming the environment variable that holds the key;
+- ``ModelContextOverflow`` for a 413, or a 4xx whose text says the context is too long;
+- ``ModelUnavailable`` for everything else: connection refused or reset, timeouts, 5xx, 429,
+  other 4xx (an unknown model name, say), and replies the adapter cannot read.
+
+The key never appears in the text of those errors, in a reply, or in a repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import os
+import re
+import weakref
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from types import ModuleType
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
+
+from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
+
+__all__ = [
+    "NOTE_PREFIX",
+    "NO_KEY",
+    "ModelConfigError",
+    "PerLoop",
+    "default_name",
+    "describe_exception",
+    "error_detail",
+    "failure_from_exception",
+    "failure_from_status",
+    "import_client",
+    "redact",
+    "request_options",
+    "resolve_key",
+    "server_label",
+]
+
+NOTE_PREFIX = "Note: "
+"""Starts the text that carries a recovery note beside a tool result, apart from its content."""
+
+NO_KEY = "no-key"
+"""The placeholder key sent to a server given by ``base_url`` when no key is configured."""
+
+_DETAIL_LIMIT = 300
+_RESERVED = frozenset({"model", "messages", "system", "tools", "stream"})
+
+_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window|size)|maximum context|too many tokens|prompt is too long"
+    r"|input is too long|reduce the length",
+    re.IGNORECASE,
+)
+
+T = TypeVar("T")
+
+
+class ModelConfigError(ValueError):
+    """A real model cannot be built as configured: no API key, or a model spec loopnb cannot read.
+
+    Raised by: the adapters' constructors and ``model_from_spec``. Caught by: your code or the CLI,
+    before any run starts. The message says what to set.
+    """
+
+
+def import_client(module: str, *, extra: str, adapter: str) -> ModuleType:
+    """Import an official client package, or explain which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f'{adapter} needs the {module!r} package: pip install "loopnb[{extra}]"') from exc
+
+
+def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adapter: str) -> str:
+    """Pick the key: ``api_key``, else ``$env_var``, else ``NO_KEY`` for a server at ``base_url``.
+
+    Without any of them there is nothing to talk to: a ``ModelConfigError`` names the variable.
+    """
+    if api_key:
+        return api_key
+    from_env = os.environ.get(env_var)
+    if from_env:
+        return from_env
+    if base_url:
+        return NO_KEY
+    raise ModelConfigError(
+        f"{adapter} needs an API key: set {env_var} or pass api_key=...; "
+        f"for a local server that needs no key, pass base_url=..."
+    )
+
+
+def request_options(api: ModuleType, create: str, options: dict[str, Any], *, adapter: str) -> dict[str, Any]:
+    """Extra request options as the client's ``create`` method (its dotted path in ``api``)
+    takes them.
+
+    Its own parameters pass as keywords; the rest travel in ``extra_body``, so a server option the
+    installed client does not know (``top_k``, ``repetition_penalty``) still reaches the server.
+    """
+    reserved = sorted(_RESERVED & options.keys())
+    if reserved:
+        raise ModelConfigError(f"{adapter} sets {', '.join(reserved)} itself; do not pass them")
+    target: Any = api
+    for part in create.split("."):
+        target = getattr(target, part, None)
+    try:
+        known = set(inspect.signature(target).parameters) if target is not None else None
+    except (TypeError, ValueError):
+        known = None
+    if known is None:
+        return dict(options)
+    direct = {key: value for key, value in options.items() if key in known}
+    body = {key: value for key, value in options.items() if key not in known}
+    if body:
+        direct["extra_body"] = {**direct.get("extra_body", {}), **body}
+    return direct
+
+
+def server_label(base_url: str | None) -> str:
+    """``host:port`` of a base URL, without any credentials it may embed; ``""`` for none."""
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    host = parts.hostname or base_url
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def default_name(provider: str, model: str, base_url: str | None) -> str:
+    """``provider:model``, plus ``@host:port`` when the model lives at a given ``base_url``."""
+    label = server_label(base_url)
+    return f"{provider}:{model}@{label}" if label else f"{provider}:{model}"
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    if secret and secret != NO_KEY and secret in text:
+        return text.replace(secret, "***")
+    return text
+
+
+def error_detail(body: object, fallback: str) -> str:
+    """The server's own words from an error body: ``{"error": {"message", "code"|"type"}}``, or
+    that inner object (the ``openai`` client unwraps it), else ``fallback``."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code") or error.get("type")
+        detail = f"{error['message']} [{code}]" if isinstance(code, str) else error["message"]
+    elif isinstance(error, str):
+        detail = error
+    else:
+        detail = fallback
+    return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 3] + "..."
+
+
+def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> ModelUnavailable:
+    """Map an HTTP error status to the model failure the engine acts on (see the module doc)."""
+    if status in (401, 403):
+        return ModelAuthError(
+            f"{who}: credentials refused (HTTP {status}: {detail}); set {env_var} to a valid key",
+            status=status,
+            env_var=env_var,
+        )
+    if status == 413 or (400 <= status < 500 and status != 429 and _OVERFLOW.search(detail)):
+        return ModelContextOverflow(
+            f"{who}: the request is too long for the model's context (HTTP {status}: {detail})",
+            status=status,
+        )
+    return ModelUnavailable(f"{who}: HTTP {status}: {detail}", status=status)
+
+
+def failure_from_exception(
+    exc: Exception, *, api: ModuleType, who: str, env_var: str, key: str | None, timeout: float
+) -> ModelUnavailable:
+    """Map whatever an official client raised (``openai`` and ``anthropic`` share the exception
+    names) to a model failure whose text names ``who`` and never holds ``key``."""
+    if isinstance(exc, api.APIStatusError):
+        detail = redact(error_detail(exc.body, str(exc.message)), key)
+        return failure_from_status(exc.status_code, detail, who=who, env_var=env_var)
+    if isinstance(exc, api.APITimeoutError):
+        return ModelUnavailable(f"{who}: no reply within {timeout:g}s")
+    what = redact(describe_exception(exc), key)
+    if isinstance(exc, api.APIConnectionError):
+        return ModelUnavailable(f"{who}: connection failed: {what}")
+    return ModelUnavailable(f"{who}: {what}")
+
+
+class PerLoop(Generic[T]):
+    """One client per event loop, closed when its loop shuts down.
+
+    An async HTTP connection pool belongs to the loop it was opened on, and ``Engine.run`` runs
+    each run on a fresh loop: one pool shared across loops fails on the second run. Each client
+    is paired with a parked async generator; ``loop.shutdown_asyncgens()`` (which
+    ``Engine.run`` and ``asyncio.run`` call before closing a loop) wakes it to close the
+    client, so no connection outlives its loop.
+    """
+
+    def __init__(self, factory: Callable[[], T], close: Callable[[T], Awaitable[object]]) -> None:
+        self._factory = factory
+        self._close = close
+        self._entries: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[T, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
+
+    async def get(self) -> T:
+        loop = asyncio.get_running_loop()
+        entry = self._entries.get(loop)
+        if entry is None:
+            client = self._factory()
+            keeper = self._closer(client)
+            await keeper.__anext__()  # registers it with this loop's async generators
+            entry = self._entries[loop] = (client, keeper)
+        return entry[0]
+
+    async def _closer(self, client: T) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                await self._close(client)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A one-line account of a failure: the exception and the deepest cause that says something."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    root: BaseException | None = None
+    seen: set[int] = {id(exc)}
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen and len(seen) < 20:
+        seen.add(id(cause))
+        if str(cause):
+            root = cause
+        cause = cause.__cause__ or cause.__context__
+    if root is not None and str(root) not in text:
+        text += f" ({type(root).__name__}: {root})"
+    return text

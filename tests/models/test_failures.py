@@ -1,0 +1,178 @@
+"""Every way a real model can fail maps to one ``ModelUnavailable`` kind, for both adapters.
+
+No client exception escapes raw, nothing is retried inside the client (``max_retries=0``), and
+the key never shows in an error's text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
+from loopnb.engine.messages import Transcript
+from loopnb.engine.models.anthropic import AnthropicModel
+from loopnb.engine.models.openai import OpenAIChatModel
+from loopnb.engine.models.remote import failure_from_status
+from tests.models.fakeserver import Action, Drop, Fail, FakeServer, Raw, Stall
+from tests.models.transcripts import READ_FILE, start
+
+KEY = "sk-test-secret-4242424242"
+
+Factory = Callable[..., Any]
+PROVIDERS: dict[str, tuple[Factory, str]] = {
+    "openai": (
+        lambda srv, **kw: OpenAIChatModel("m", base_url=srv.openai_url, api_key=KEY, **kw),
+        "OPENAI_API_KEY",
+    ),
+    "anthropic": (
+        lambda srv, **kw: AnthropicModel("m", base_url=srv.anthropic_url, api_key=KEY, **kw),
+        "ANTHROPIC_API_KEY",
+    ),
+}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def fail_with(provider: str, server: FakeServer, action: Action, **kw: Any) -> ModelUnavailable:
+    server.push(action)
+    model = PROVIDERS[provider][0](server, **kw)
+    with pytest.raises(ModelUnavailable) as info:
+        asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
+    return info.value
+
+
+CASES = [
+    pytest.param(Fail(500, "boom"), ModelUnavailable, 500, "HTTP 500: boom", id="500"),
+    pytest.param(Fail(502, "bad gateway"), ModelUnavailable, 502, "HTTP 502", id="502"),
+    pytest.param(Fail(503, "down"), ModelUnavailable, 503, "HTTP 503", id="503"),
+    pytest.param(Fail(529, "overloaded"), ModelUnavailable, 529, "overloaded", id="529"),
+    pytest.param(Fail(429, "slow down"), ModelUnavailable, 429, "HTTP 429: slow down", id="429"),
+    pytest.param(Fail(404, "model 'm' not found"), ModelUnavailable, 404, "not found", id="404"),
+    pytest.param(Fail(400, "messages: required"), ModelUnavailable, 400, "required", id="400"),
+    pytest.param(Drop(), ModelUnavailable, None, "connection failed", id="dropped"),
+    pytest.param(Drop(reset=True), ModelUnavailable, None, "connection failed", id="reset"),
+    pytest.param(Fail.overflow(), ModelContextOverflow, 400, "maximum context length", id="context-400"),
+    pytest.param(
+        Fail(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+        ModelContextOverflow,
+        400,
+        "prompt is too long",
+        id="prompt-too-long",
+    ),
+    pytest.param(Fail(413, "request too large"), ModelContextOverflow, 413, "413", id="413"),
+    pytest.param(Fail(401, "invalid key"), ModelAuthError, 401, "credentials refused", id="401"),
+    pytest.param(Fail(403, "no access"), ModelAuthError, 403, "credentials refused", id="403"),
+]
+
+
+@pytest.mark.parametrize(("action", "kind", "status", "text"), CASES)
+def test_each_failure_maps_to_one_kind(
+    provider: str,
+    server: FakeServer,
+    action: Action,
+    kind: type[ModelUnavailable],
+    status: int | None,
+    text: str,
+) -> None:
+    err = fail_with(provider, server, action)
+    assert type(err) is kind
+    assert err.status == status
+    assert text in str(err)
+    assert str(err).startswith(f"{provider}:m@127.0.0.1:{server.port}: ")
+    assert len(server.requests) == 1, "the client must not retry: loopnb's chain does"
+    assert err.__cause__ is None and err.__suppress_context__
+    assert KEY not in str(err)
+
+
+def test_an_auth_error_names_the_variable_to_set(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Fail(401, "invalid key"))
+    env_var = PROVIDERS[provider][1]
+    assert isinstance(err, ModelAuthError)
+    assert err.env_var == env_var
+    assert f"set {env_var}" in str(err)
+    assert pickle.loads(pickle.dumps(err)).env_var == env_var
+
+
+def test_a_key_the_server_echoes_back_is_redacted(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Fail(401, f"Incorrect API key provided: {KEY}."))
+    assert KEY not in str(err)
+    assert "Incorrect API key provided: ***." in str(err)
+
+
+def test_a_server_that_never_answers_times_out(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Stall(30), timeout=0.2)
+    assert type(err) is ModelUnavailable
+    assert str(err).endswith("no reply within 0.2s")
+
+
+def test_an_unreadable_reply_is_a_model_failure(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Raw(200, b"<html>maintenance</html>", "text/html"))
+    assert type(err) is ModelUnavailable
+    assert KEY not in str(err)
+
+
+def test_an_html_error_page_keeps_its_status(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Raw(502, b"<html>Bad Gateway</html>", "text/html"))
+    assert type(err) is ModelUnavailable
+    assert err.status == 502
+
+
+def test_a_refused_connection_is_a_model_failure(provider: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    factory = PROVIDERS[provider][0]
+    base = f"http://127.0.0.1:{port}"
+
+    class Closed:
+        openai_url = f"{base}/v1"
+        anthropic_url = base
+
+    model = factory(Closed())
+    with pytest.raises(ModelUnavailable) as info:
+        asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
+    assert type(info.value) is ModelUnavailable
+    assert "connection failed" in str(info.value)
+    assert "refused" in str(info.value).lower()
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "kind"),
+    [
+        (400, "This model's maximum context length is 4096 tokens", ModelContextOverflow),
+        (
+            400,
+            "input length exceeds context length [context_length_exceeded]",
+            ModelContextOverflow,
+        ),
+        (400, "the request exceeds the available context size", ModelContextOverflow),
+        (400, "Input is too long for requested model.", ModelContextOverflow),
+        (422, "too many tokens in prompt", ModelContextOverflow),
+        (400, "tools: invalid schema", ModelUnavailable),
+        (429, "context window rate limit", ModelUnavailable),
+        (500, "context length overflow in worker", ModelUnavailable),
+    ],
+)
+def test_context_overflow_is_recognised_by_its_words_only_on_4xx(
+    status: int, detail: str, kind: type[ModelUnavailable]
+) -> None:
+    err = failure_from_status(status, detail, who="m", env_var="X_KEY")
+    assert type(err) is kind
+    assert err.status == status
+
+
+def test_the_guard_keeps_tests_off_the_internet(provider: str, only_loopback: list[str]) -> None:
+    model = (OpenAIChatModel if provider == "openai" else AnthropicModel)("m", api_key=KEY)
+    with pytest.raises(ModelUnavailable, match="connection failed"):
+        asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
+    assert only_loopback and all(host.startswith("api.") for host in only_loopback)
+    only_loopback.clear()  # the refusal was the point of this test
