@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
@@ -31,9 +32,19 @@ def pandas_dtypes(row_model: type[BaseModel]) -> dict[str, Any]:
     return out
 
 
+@cache
+def _codes(dtype: pd.CategoricalDtype) -> dict[Any, int]:
+    return {value: i for i, value in enumerate(dtype.categories)} | {None: -1}
+
+
 def _column(values: list[Any], dtype: Any) -> Any:
     if isinstance(dtype, pd.CategoricalDtype):
-        return pd.Categorical(values, dtype=dtype)
+        index = _codes(dtype)
+        try:
+            codes = np.fromiter((index[v] for v in values), dtype=np.int16, count=len(values))
+        except KeyError as exc:
+            raise ValueError(f"{exc.args[0]!r} is not one of {list(dtype.categories)}") from exc
+        return pd.Categorical.from_codes(codes, dtype=dtype)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return pd.DatetimeIndex(values, dtype=dtype) if values else pd.array([], dtype=dtype)
     return pd.array(values, dtype=dtype)

@@ -76,12 +76,18 @@ def turn_row(event: TurnFinished) -> dict[str, Any]:
     n_errors = len(errors)
     error_text = event.error_text
     if error_text is None:
-        errors.extend(m.content for m in event.feedback if m.is_error or m.producer is not None)
+        if event.feedback:
+            errors += [m.content for m in event.feedback if m.is_error or m.producer is not None]
         error_text = "\n".join(errors) if errors else None
     notes = [r.note for r in results if r.note is not None]
     calls = reply.tool_calls if reply is not None else ()
     usage = reply.usage if reply is not None else None
     breakers = event.breakers
+    states = None
+    n_open = 0
+    if breakers:
+        states = json.dumps(breakers)
+        n_open = sum(1 for s in breakers.values() if s != "closed")
     return {
         "run_id": event.run_id,
         "turn": event.turn,
@@ -89,15 +95,15 @@ def turn_row(event: TurnFinished) -> dict[str, Any]:
         "channel": event.channel,
         "producer": event.producer,
         "dropped": event.dropped,
-        "tools": ", ".join(c.name for c in calls) if calls else None,
+        "tools": ", ".join([c.name for c in calls]) if calls else None,
         "n_calls": len(calls),
         "n_errors": n_errors,
         "error_text": error_text,
         "notes": "\n".join(notes) if notes else None,
         "reply_text": reply.text if reply is not None else None,
         "recovery_attempts": event.recovery_attempts,
-        "breaker_states": json.dumps(breakers) if breakers else None,
-        "breakers_open": sum(1 for s in breakers.values() if s != "closed"),
+        "breaker_states": states,
+        "breakers_open": n_open,
         "model": event.model if event.model is not None else (reply.model if reply else None),
         "latency_ms": event.latency_ms,
         "input_tokens": usage.input_tokens if usage is not None else None,
