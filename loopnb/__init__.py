@@ -3,11 +3,46 @@
 A failure the model could read and adapt to is *soft*: it goes back to the model as a tool result
 with ``is_error=True`` and the run continues. A failure no next turn can fix is *hard*: a typed
 ``LoopError`` ends the run after salvaging the completed turns.
+
+The engine's names are imported here directly (they need only pydantic). The recording and
+notebook layers load on first use, so ``import loopnb`` never pulls in pandas, ipywidgets or plotly.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from loopnb.engine import *  # noqa: F403  (the engine's public names are loopnb's)
 from loopnb.engine import __all__ as _engine_all
 
 __version__ = "0.1.0"
 
-__all__ = sorted([*_engine_all, "__version__"])
+_LAZY = {
+    "Audit": "loopnb.record",
+    "Recorder": "loopnb.record",
+    "Recording": "loopnb.record",
+    "RecordingError": "loopnb.record",
+    "RecordingWarning": "loopnb.record",
+    "Redactor": "loopnb.record",
+    "TURN_SCHEMA": "loopnb.record",
+    "EVENT_SCHEMA": "loopnb.record",
+    "audit": "loopnb.record",
+    "load": "loopnb.record",
+    "load_many": "loopnb.record",
+}
+
+__all__ = sorted([*_engine_all, *_LAZY, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopnb' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -10,7 +10,7 @@ The order within a run is fixed: ``RunStarted`` first, then per turn ``TurnStart
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
@@ -276,6 +276,38 @@ class RunFinished:
     kind: Literal["run_finished"] = "run_finished"
 
 
+_MISSING = object()
+
+
+def _fast_init(cls: type) -> None:
+    """Give a frozen, slotted event class a faster ``__init__`` with the same signature.
+
+    A frozen dataclass's own ``__init__`` goes through ``object.__setattr__`` once per field,
+    which made building an event four times slower than the turn it describes. This one writes
+    each slot through its descriptor; instances stay frozen (assignment still raises).
+    """
+    names, params, body = [], [], []
+    env: dict[str, Any] = {"_MISSING": _MISSING}
+    for f in fields(cls):
+        names.append(f.name)
+        env[f"_set_{f.name}"] = getattr(cls, f.name).__set__
+        if f.default is not MISSING:
+            env[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not MISSING:
+            env[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f"    if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
+        else:
+            params.append(f.name)
+        body.append(f"    _set_{f.name}(self, {f.name})")
+    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body)
+    exec(source, env)  # generated from the class's own field list, nothing else
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+
+
 Event = Annotated[
     RunStarted
     | TurnStarted
@@ -293,6 +325,24 @@ Event = Annotated[
     | RunFinished,
     Field(discriminator="kind"),
 ]
+
+for _cls in (
+    RunStarted,
+    TurnStarted,
+    ModelReplied,
+    ModelFailed,
+    ToolDispatched,
+    RecoveryDecided,
+    BreakerTransitioned,
+    DetectorFired,
+    CompletionRejected,
+    ContextCompacted,
+    SoftErrorReturned,
+    HardErrorRaised,
+    TurnFinished,
+    RunFinished,
+):
+    _fast_init(_cls)
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates and serialises any event: ``EVENT_ADAPTER.dump_json(e)``, ``validate_json(b)``."""

@@ -24,8 +24,8 @@ from loopnb.engine.errors import (
     ContextExceeded,
     LoopError,
     ModelContextOverflow,
+    SoftProducer,
     UserInputRequired,
-    channel_of,
 )
 from loopnb.engine.events import (
     BreakerState,
@@ -402,45 +402,58 @@ class _Run:
         return event
 
     def _report(self, results: list[ToolResult], feedback: list[Message]) -> TurnFinished:
+        """Report the soft errors the model read this turn, then the turn itself."""
         s = self.state
-        producer = next((r.producer for r in results if r.is_error), None) or next(
-            (m.producer for m in feedback if m.is_error), None
-        )
-        said: list[ToolResult | Message] = [*results, *feedback]
-        for item in said:
-            if item.is_error:
-                assert item.producer is not None
-                s.emit(
-                    SoftErrorReturned(
-                        seq=s.next_seq(),
-                        run_id=s.run_id,
-                        at=s.clock.time(),
-                        turn=s.turn,
-                        producer=item.producer,
-                        text=item.content,
-                        tool=getattr(item, "name", None),
-                        call_id=getattr(item, "call_id", None),
-                    )
-                )
+        producer: SoftProducer | None = None
+        errors: list[str] = []
+        retries = 0
+        for result in results:
+            if result.attempts > retries + 1:
+                retries = result.attempts - 1
+            if result.is_error:
+                errors.append(self._soft(result.producer, result.content, result.name, result.call_id))
+                producer = producer or result.producer
+        for message in feedback:
+            if message.is_error:
+                errors.append(self._soft(message.producer, message.content, None, None))
+                producer = producer or message.producer
+        now = s.clock.time()
         event = TurnFinished(
             seq=s.next_seq(),
             run_id=s.run_id,
-            at=s.clock.time(),
+            at=now,
             turn=s.turn,
             started_at=self.turn_started,
             latency_ms=(s.clock.monotonic() - self.turn_t0) * 1000.0,
-            channel=channel_of(producer),
+            channel="ok" if producer is None else "soft",
             producer=producer,
             model=self.turn_model,
             reply=self.turn_reply,
             results=tuple(results),
             feedback=tuple(feedback),
-            recovery_attempts=max((r.attempts - 1 for r in results if r.attempts > 1), default=0),
+            recovery_attempts=retries,
             breakers=self.engine.breaker_states(),
-            error_text="\n".join(i.content for i in said if i.is_error) or None,
+            error_text="\n".join(errors) or None,
         )
         s.emit(event)
         return event
+
+    def _soft(self, producer: SoftProducer | None, text: str, tool: str | None, call_id: str | None) -> str:
+        s = self.state
+        assert producer is not None
+        s.emit(
+            SoftErrorReturned(
+                seq=s.next_seq(),
+                run_id=s.run_id,
+                at=s.clock.time(),
+                turn=s.turn,
+                producer=producer,
+                text=text,
+                tool=tool,
+                call_id=call_id,
+            )
+        )
+        return text
 
     def _judge(self, text: str) -> list[Message]:
         """A final reply: accept it (the run is done) or reject it and let the model go on."""

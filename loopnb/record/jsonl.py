@@ -24,7 +24,6 @@ from typing import Any, BinaryIO, get_args
 from pydantic import TypeAdapter, ValidationError
 
 from loopnb.engine.events import EVENT_ADAPTER, Event
-from loopnb.engine.messages import ToolCall
 from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.redact import Redact
 
@@ -139,48 +138,14 @@ def _describe(exc: ValidationError) -> str:
     return f"{first['msg']} at {where or 'top level'}{more}"
 
 
-def _toolcall_validates() -> bool:
-    try:
-        ToolCall.model_validate({"name": "probe"})
-    except TypeError:
-        return False
-    return True
-
-
-# ToolCall's positional-only __init__ makes pydantic fail to build one from a dict; until it
-# accepts ``name=`` as a keyword, calls are built by hand before the event is validated.
-_DIRECT = _toolcall_validates()
-
-
-def _call(data: Any) -> Any:
-    if not isinstance(data, dict):
-        return data
-    rest = {k: v for k, v in data.items() if k not in ("name", "arguments")}
-    return ToolCall(data.get("name"), data.get("arguments"), **rest)
-
-
-def _prebuild(data: Any) -> Any:
-    if isinstance(data, dict):
-        if "call" in data:
-            data["call"] = _call(data["call"])
-        reply = data.get("reply")
-        if isinstance(reply, dict) and isinstance(reply.get("tool_calls"), list):
-            reply["tool_calls"] = [_call(c) for c in reply["tool_calls"]]
-    return data
-
-
 def parse_event(raw: bytes | str) -> Event:
     """One event from its JSON text (validated; a ``ValidationError`` or ``ValueError`` if not)."""
-    if _DIRECT:
-        return EVENT_ADAPTER.validate_json(raw)
-    return EVENT_ADAPTER.validate_python(_prebuild(json.loads(raw)))
+    return EVENT_ADAPTER.validate_json(raw)
 
 
 def parse_events(body: bytes | str) -> list[Event]:
     """Events from the JSON text of an array of them."""
-    if _DIRECT:
-        return _EVENTS_ADAPTER.validate_json(body)
-    return _EVENTS_ADAPTER.validate_python([_prebuild(d) for d in json.loads(body)])
+    return _EVENTS_ADAPTER.validate_json(body)
 
 
 def _parse_line(raw: bytes, path: Path, line: int) -> Event:

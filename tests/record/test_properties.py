@@ -33,8 +33,7 @@ def build(runs: list) -> list:
             if kind == "ok":
                 b.tool_turn(Call("read_file", content="fine"))
             else:
-                b.tool_turn(Call("read_file", content=f"{producer}!", error=producer,
-                                 retries=retries))
+                b.tool_turn(Call("read_file", content=f"{producer}!", error=producer, retries=retries))
         if hard is None:
             b.final("done")
         else:
