@@ -60,8 +60,8 @@ NODES: tuple[Node, ...] = (
     Node("watch", "safety systems watch the pattern:<br>loop, convergence, breakers, recovery", 0.3, 1.8),
     Node("ok", "the run continues:<br>soft error did its job", -2.7, 1.5),
     Node("hard2", "HARD channel:<br>the run ends", 0.3, 0.8),
-    Node("hard", "HARD channel:<br>LoopError", 1.9, 4.6),
-    Node("finalize", "finalize(): completed turns commit,<br>run recorded, error to your code", 1.3, -0.2),
+    Node("hard", "HARD channel:<br>LoopError", 2.1, 4.6),
+    Node("finalize", "finalize(): completed turns commit,<br>run recorded, error to your code", 1.5, -0.2),
 )
 
 EDGES: tuple[Edge, ...] = (

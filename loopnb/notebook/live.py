@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
+import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
@@ -68,6 +69,43 @@ class _Painter:
             self._thread.join()
 
 
+class _Sizer(anywidget.AnyWidget):
+    """Tells plotly the view's real width once the view is on the page.
+
+    plotly's widget draws at its default 700 px when it renders before its element is attached
+    (as it does under anywidget), and a ``responsive`` plot re-measures on a window ``resize``.
+    This invisible widget watches the view's width and dispatches that event when it changes.
+    Trusted code of ours, no network.
+    """
+
+    _esm = """
+    function render({ el }) {
+      el.style.display = "none";
+      let observer = null, last = -1, tries = 0;
+      const poke = () => window.dispatchEvent(new Event("resize"));
+      const watch = () => {
+        const host = el.closest(".loopnb-view");
+        if (!host) {
+          if (tries++ < 600) requestAnimationFrame(watch);
+          return;
+        }
+        observer = new ResizeObserver((entries) => {
+          const width = Math.round(entries[0].contentRect.width);
+          if (width > 0 && width !== last) {
+            last = width;
+            poke();
+            setTimeout(poke, 250);
+          }
+        });
+        observer.observe(host);
+      };
+      requestAnimationFrame(watch);
+      return () => observer && observer.disconnect();
+    }
+    export default { render };
+    """
+
+
 class LiveView:
     """The live view of a run: decision flow, recovery gauge, breaker board, turn timeline.
 
@@ -104,6 +142,8 @@ class LiveView:
         self._frames: Callable[[int], ViewState] | None = None
 
         self.figure = go.FigureWidget(base_figure())
+        # responsive: plotly re-measures on a window resize, which _Sizer sends once attached
+        self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
         self.header = widgets.HTML(f"<b>{title}</b>")
         self.status = widgets.HTML(status_html(self._state))
         self.board = widgets.HTML(board_html(self._state))
@@ -135,6 +175,7 @@ class LiveView:
             bar.append(self.play)
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
+        self._sizer = _Sizer()
         self.board.layout = widgets.Layout(width="40%")
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(
@@ -143,6 +184,7 @@ class LiveView:
                 self.figure,
                 self.controls,
                 widgets.HBox([self.board, _spacer(), self.inspector]),
+                self._sizer,
             ],
             layout=widgets.Layout(width="100%"),
         )
@@ -296,7 +338,15 @@ class LiveView:
         painter, self._painter = self._painter, None
         if painter is not None:
             painter.stop()
-        for child in (self.figure, self.status, self.board, self.inspector, self.slider, self.header):
+        for child in (
+            self.figure,
+            self.status,
+            self.board,
+            self.inspector,
+            self.slider,
+            self.header,
+            self._sizer,
+        ):
             child.close()
         for button in self.buttons.values():
             button.close()

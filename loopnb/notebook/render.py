@@ -77,7 +77,17 @@ def _along(edge_id: str, t: float) -> tuple[float, float]:
     return x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
 
 
-_LABEL_SIDE = {"next-ok": "bottom right", "adapt-soft": "middle left"}
+def _wrap(label: str, width: int = 14) -> str:
+    """A long edge label on two lines, split at the space nearest its middle."""
+    if len(label) <= width or " " not in label:
+        return label
+    middle = len(label) // 2
+    cut = min((i for i, ch in enumerate(label) if ch == " "), key=lambda i: abs(i - middle))
+    return f"{label[:cut]}<br>{label[cut + 1 :]}"
+
+
+_LABEL_SIDE = {"next-ok": "bottom right", "adapt-soft": "middle left", "adapt-hard": "top right"}
+_WRAPPED = frozenset({"next-ok"})
 
 
 def _label_at(edge_id: str) -> tuple[float, float]:
@@ -136,7 +146,7 @@ def base_figure() -> go.Figure:
             x=[],
             y=[],
             mode="markers",
-            marker={"color": "rgba(0,0,0,0)", "size": 17, "symbol": "square-open", "line": {"width": 2}},
+            marker={"color": "#222", "size": 17, "symbol": "square-open", "line": {"width": 2}},
             name="selected",
             hoverinfo="skip",
             showlegend=False,
@@ -224,7 +234,7 @@ def base_figure() -> go.Figure:
         hovermode="closest",
         clickmode="event",
         dragmode=False,
-        xaxis={"domain": [0.0, 0.68], "range": [-3.4, 2.9], "visible": False, "fixedrange": True},
+        xaxis={"domain": [0.0, 0.68], "range": [-3.4, 3.1], "visible": False, "fixedrange": True},
         yaxis={"domain": [0.22, 1.0], "range": [-0.5, 7.5], "visible": False, "fixedrange": True},
         xaxis2={
             "domain": [0.0, 1.0],
@@ -285,7 +295,8 @@ def figure_patch(state: ViewState, selected: int | None = None) -> Patch:
     patch[f"data.{T_LIT}"] = {"x": xs, "y": ys, "line_color": lit_color}
     texts, hovers = [], []
     for edge, count in zip(EDGES, state.edge_counts, strict=True):
-        texts.append(f"{edge.label} · {count}" if edge.label else str(count))
+        label = _wrap(edge.label) if edge.id in _WRAPPED else edge.label
+        texts.append(f"{label} · {count}" if label else str(count))
         hovers.append(f"{plain(edge.label or edge.id)}: {count} turn{'s' if count != 1 else ''}")
     patch[f"data.{T_COUNTS}"] = {"text": texts, "hovertext": hovers}
     lit_nodes = set(nodes_on(state.lit))

@@ -39,7 +39,7 @@ def _run_interruptibly(engine: Engine, task: str, cancel: CancelToken) -> RunRes
     """``engine.run`` where a kernel interrupt reliably becomes ``Cancelled``.
 
     Inside a running event loop (a Jupyter cell) the run goes on a worker thread while this
-    thread waits on an ``Event``: an interrupted ``Thread.join()`` can report the thread finished
+    thread polls an ``Event``: an interrupted ``Thread.join()`` can report the thread finished
     while it still runs (CPython 3.11), an ``Event`` cannot. Outside a loop ``engine.run`` turns
     Ctrl-C into ``Cancelled`` itself.
     """
@@ -58,11 +58,16 @@ def _run_interruptibly(engine: Engine, task: str, cancel: CancelToken) -> RunRes
         finally:
             done.set()
 
-    threading.Thread(target=work, name="loopnb-notebook-run", daemon=True).start()
-    while True:
+    worker = threading.Thread(target=work, name="loopnb-notebook-run", daemon=True)
+    started = False
+    while not done.is_set():
         try:
-            done.wait()
-            break
+            if not started:
+                started = True
+                worker.start()
+            # a timeout, not a bare wait: SIGINT may land on another thread, and this thread
+            # only raises KeyboardInterrupt once it is back in the interpreter
+            done.wait(0.05)
         except KeyboardInterrupt:
             cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
     if "error" in box:

@@ -6,6 +6,8 @@ ever rendered it unescaped.
 
 from __future__ import annotations
 
+import time
+
 from loopnb import (
     CancelToken,
     CircuitBreaker,
@@ -199,12 +201,17 @@ def cancelled() -> tuple[Engine, str, CancelToken]:
     return Engine(model, [press_stop], clock=FakeClock()), "stop me", token
 
 
-def endless() -> tuple[Engine, str]:
-    """A model that never stops calling ``echo`` (for the background-run controls)."""
+def endless(delay: float = 0.0) -> tuple[Engine, str]:
+    """A model that never stops calling ``echo`` (for the background-run controls).
+
+    ``delay`` seconds of real time per turn keep a run in a served notebook from hogging the CPU.
+    """
     count = {"n": 0}
 
     def reply(messages: object, tools: object) -> object:
         count["n"] += 1
+        if delay:
+            time.sleep(delay)
         return ToolCall("echo", {"i": count["n"]})
 
     return Engine(FunctionModel(reply, name="endless"), [echo], clock=FakeClock()), "count forever"
@@ -217,3 +224,35 @@ def long_run(turns: int) -> tuple[Engine, str]:
         steps.append(ToolCall("ech0", {"i": i}) if i % 10 == 9 else ToolCall("echo", {"i": i}))
     steps.append("done")
     return Engine(ScriptedModel(steps), [echo], clock=FakeClock()), "count"
+
+
+@tool
+def search(query: str) -> str:
+    """Search the code base (its index is offline today)."""
+    raise ToolError("search index offline: try read_file with a path")
+
+
+def demo() -> tuple[Engine, str]:
+    """A little of everything for the README picture: soft errors, recovery, breakers, fallback."""
+    backup = ScriptedModel(
+        [
+            ToolCall("read_file", {"path": "src/mian.rs"}),
+            ToolCall("read_file", {"path": "src/main.rs"}),
+            ToolCall("search", {"query": "fn main"}),
+            ToolCall("search", {"query": "main("}),
+            ToolCall("search", {"query": "main"}),
+            ToolCall("raed_file", {"path": "src/lib.rs"}),
+            ToolCall("flaky_tool", {"key": "src/lib.rs"}),
+            "src/main.rs defines main(); src/lib.rs is fine",
+        ],
+        name="backup",
+    )
+    chain = FallbackChain([Down(), backup], breaker=CircuitBreaker(failure_threshold=1, cooldown=30))
+    engine = Engine(
+        chain,
+        [read_file, search, flaky(2)],
+        recovery=RetryThen(2),
+        breakers=CircuitBreaker(failure_threshold=2, cooldown=20),
+        clock=FakeClock(),
+    )
+    return engine, "what do src/main.rs and src/lib.rs define?"

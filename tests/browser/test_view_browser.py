@@ -1,0 +1,248 @@
+"""The live view and the report in a real browser: Debian chromium driven by playwright, offline.
+
+Three things are checked where only a browser can check them: the panes render (plotly SVG, the
+timeline's marks, the breaker states as text), hostile HTML in a tool's output stays inert text
+(it would set ``window.__pwned`` and the page title), and a button click reaches a running run.
+Screenshots go to the test's tmp dir, and the live view's to ``docs/live_view.png``.
+
+Without chromium or playwright these tests skip, unless ``LOOPNB_REQUIRE_BROWSER`` is set (CI):
+then they fail, so that a broken install cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(sys.executable).parent
+DOCS_SHOT = REPO / "docs" / "live_view.png"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("LOOPNB_REQUIRE_BROWSER"):
+        pytest.fail(f"LOOPNB_REQUIRE_BROWSER is set but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def page(tmp_path):
+    if not os.path.exists(CHROMIUM):
+        unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed (the browser extra)")
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1280, "height": 1100},
+        )
+        page = ctx.new_page()
+        page.errors = []  # type: ignore[attr-defined]
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
+        yield page
+        ctx.close()
+
+
+def offline(page) -> list[str]:
+    """Abort every http(s) request that is not to 127.0.0.1; returns the list of those refused."""
+    refused: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1")):
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort()
+
+    page.route(re.compile(r"^https?://"), route)
+    return refused
+
+
+def assert_inert(page, title: str) -> None:
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.title() == title
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(cmd, ready_url, log):
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()
+                try:
+                    urllib.request.urlopen(ready_url, timeout=1).close()
+                    break
+                except urllib.error.HTTPError:
+                    break  # any HTTP status means it is serving
+                except OSError:
+                    assert time.time() < deadline, "server did not start"
+                    time.sleep(0.25)
+            yield
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_exported_report_renders_offline_and_stays_inert(page, tmp_path):
+    from playwright.sync_api import expect
+
+    from loopnb.notebook import to_html
+    from loopnb.record import Recorder
+    from tests.notebook import scenarios as S
+    from tests.notebook.conftest import run_events
+
+    recorder = Recorder()
+    for scenario in (S.payload(), S.demo(), S.exhausted()):
+        scenario[0].subscribe(recorder)
+        run_events(scenario)
+    path = to_html(recorder, tmp_path / "report.html")
+
+    refused = offline(page)
+    page.goto(path.as_uri())
+    runs = page.locator("section.loopnb-run")
+    expect(runs).to_have_count(3)
+    expect(page.locator(".js-plotly-plot svg.main-svg").first).to_be_visible(timeout=30_000)
+    for i, turns in enumerate((4, 8, 1)):
+        expect(runs.nth(i).locator(".x2y2 .scatterlayer .point")).to_have_count(turns)
+        expect(runs.nth(i).locator("tr.loopnb-turn")).to_have_count(turns)
+    states = runs.nth(1).locator(".loopnb-breaker-state").all_inner_texts()
+    assert states == ["closed", "closed", "open", "open", "closed"]
+    expect(runs.nth(2).locator(".indicatorlayer")).to_contain_text("6 / 5")  # at the wall
+    # the hostile text is on the page, as text
+    expect(runs.nth(0).locator(".loopnb-status")).to_contain_text("<img src=x onerror=")
+    expect(runs.nth(0).locator(".js-plotly-plot")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert_inert(page, "loopnb report")
+    assert refused == [] and page.errors == []
+
+
+NOTEBOOK_CELLS = [
+    "import sys\nsys.path.insert(0, {repo!r})\n"
+    "from loopnb.notebook import NotebookRunner\nfrom tests.notebook import scenarios as S",
+    "engine, task = S.demo()\ndemo = NotebookRunner(engine)\ndemo.run(task);",
+    "engine, task = S.payload()\nhostile = NotebookRunner(engine)\nhostile.run(task);",
+    "import time\nengine, task = S.endless(delay=0.05)\nforever = NotebookRunner(engine)\n"
+    "handle = forever.start(task)\ntime.sleep(0.3)",
+]
+
+
+def write_notebook(path: pathlib.Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c.format(repo=str(REPO))) for c in NOTEBOOK_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_live_view_in_voila(page, tmp_path):
+    if not (BIN / "voila").exists():
+        unavailable("voila is not installed (the browser extra)")
+    from playwright.sync_api import expect
+
+    write_notebook(tmp_path / "live.ipynb")
+    port, token = free_port(), "test-token"
+    cmd = [
+        BIN / "voila",
+        tmp_path / "live.ipynb",
+        "--no-browser",
+        "--Voila.ip=127.0.0.1",
+        f"--port={port}",
+        f"--token={token}",
+    ]
+    with server(cmd, f"http://127.0.0.1:{port}/voila/static/", tmp_path / "voila.log"):
+        refused = offline(page)
+        page.goto(f"http://127.0.0.1:{port}/?token={token}")
+        views = page.locator(".loopnb-view")
+        expect(views).to_have_count(3, timeout=90_000)
+        demo, hostile, forever = views.nth(0), views.nth(1), views.nth(2)
+        for view in (demo, hostile):
+            expect(view.locator(".loopnb-status")).to_contain_text("finished", timeout=30_000)
+            expect(view.locator(".js-plotly-plot svg.main-svg").first).to_be_visible()
+
+        # the demo: 8 marks (+1 ring on the selected turn), breakers as text, the gauge at 2
+        expect(demo.locator(".x2y2 .scatterlayer .point")).to_have_count(9)
+        states = demo.locator(".loopnb-breaker-state").all_inner_texts()
+        assert states == ["closed", "closed", "open", "open", "closed"]
+        expect(demo.locator(".loopnb-board")).to_contain_text("20.0s of 20s")
+        expect(demo.locator(".indicatorlayer")).to_contain_text("2 / 5")
+        demo.scroll_into_view_if_needed()
+        widths = (
+            "Array.from(document.querySelectorAll('.loopnb-view .main-svg'))"
+            ".map(e => e.getBoundingClientRect().width)"
+        )
+        try:  # plotly sizes a plot to its container once that is laid out
+            page.wait_for_function(f"{widths}.every(w => w > 1000)", timeout=30_000)
+        except Exception:
+            print("plot widths:", page.evaluate(widths))
+            raise
+        demo.screenshot(path=str(tmp_path / "voila_demo.png"))
+        DOCS_SHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "voila_demo.png", DOCS_SHOT)
+
+        # clicking a timeline mark reaches the kernel and the inspector shows that turn
+        inspector = demo.locator(".loopnb-inspector")
+        expect(inspector).to_contain_text("turn 8")
+        demo.locator(".x2y2 .scatterlayer .trace").nth(1).locator(".point").first.click(force=True)
+        expect(inspector).to_contain_text("turn 1", timeout=15_000)
+        expect(inspector).to_contain_text("file src/mian.rs not found")
+
+        # hostile text stays text: in the status line, the inspector, the hover labels
+        expect(hostile.locator(".loopnb-status")).to_contain_text("<img src=x onerror=")
+        expect(hostile.locator(".loopnb-inspector")).to_contain_text("<script>window.__pwned=2")
+        assert hostile.locator(".loopnb-inspector img, .loopnb-status img").count() == 0
+        hostile.scroll_into_view_if_needed()
+        hostile.locator(".x2y2 .scatterlayer .trace").nth(1).locator(".point").nth(1).hover(force=True)
+        expect(hostile.locator(".hoverlayer")).to_contain_text("turn 2: soft (not_advertised)")
+        expect(hostile.locator(".hoverlayer")).to_contain_text("<img src=x onerror=")
+        assert hostile.locator(".hoverlayer img, .hoverlayer script").count() == 0
+        hostile.screenshot(path=str(tmp_path / "voila_hostile.png"))
+        assert_inert(page, page.title())
+        assert page.title() != "pwned"
+
+        # a running background run: the Stop button reaches it and it ends as Cancelled, visibly
+        expect(forever.locator(".loopnb-status")).to_contain_text("running", timeout=30_000)
+        forever.get_by_role("button", name="Stop").click()
+        expect(forever.locator(".loopnb-status")).to_contain_text("Cancelled", timeout=30_000)
+        expect(forever.locator(".loopnb-status")).to_contain_text("stopped from the live view")
+        forever.screenshot(path=str(tmp_path / "voila_stopped.png"))
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert all("127.0.0.1" not in url for url in refused)
+        (tmp_path / "refused.json").write_text(json.dumps(refused))
