@@ -30,6 +30,10 @@ _LAZY = {
     "audit": "loopnb.record",
     "load": "loopnb.record",
     "load_many": "loopnb.record",
+    "LiveView": "loopnb.notebook",
+    "NotebookRunner": "loopnb.notebook",
+    "ViewModel": "loopnb.notebook",
+    "replay": "loopnb.notebook",
 }
 
 __all__ = sorted([*_engine_all, *_LAZY, "__version__"])
