@@ -6,6 +6,9 @@ from typing import Any
 
 from loopnb import LoopError
 
+# live_view.ipynb is executed by test_notebook_exec.py (nbclient), not collected by nbval
+collect_ignore_glob = ["*.ipynb"]
+
 
 class Events(list):
     """An observer that keeps every event."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 
 import pandas as pd
 import pytest
@@ -223,6 +225,8 @@ def test_recorder_recording_is_redacted_and_complete(recorder):
     assert rec.meta["redacted"] is True and rec.run_ids == ["r1", "r2"]
 
 
-def test_to_html_is_a_seam_for_the_notebook_layer(recorder, tmp_path):
-    with pytest.raises(NotImplementedError, match=r"loopnb\.notebook\.report"):
-        recorder.recording().to_html(tmp_path / "r.html")
+def test_to_html_writes_one_offline_report(recorder, tmp_path):
+    path = recorder.recording().to_html(tmp_path / "r.html") or tmp_path / "r.html"
+    html = pathlib.Path(path).read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html")
+    assert not re.search(r"<script[^>]+src=[\"']?https?:", html), "scripts must be inlined, not fetched"
