@@ -395,7 +395,7 @@ def apply_patch(fig: go.Figure, patch: Patch, last: Mapping[str, Mapping[str, An
     return len(relayout) + sum(len(d) for d in restyles.values())
 
 
-_ARRAYS = {"x": np.int64, "y": np.int8, "customdata": object}
+_ARRAYS = {"x": np.int32, "y": np.int8, "customdata": object}  # the widget's JS has no int64
 
 
 def _array(key: str, value: Any) -> Any:

@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -101,7 +102,10 @@ def free_port() -> int:
 @contextlib.contextmanager
 def server(cmd, ready_url, log):
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
+        # its own session, so that the server and every kernel it started can be ended together
+        proc = subprocess.Popen(
+            [str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             deadline = time.time() + 60
             while True:
@@ -116,8 +120,27 @@ def server(cmd, ready_url, log):
                     time.sleep(0.25)
             yield
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop_group(proc)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """End the server and its kernels: politely, then for good."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=15)
+
+
+def shoot(page, locator, path: pathlib.Path) -> None:
+    """A screenshot of one view's box (a page whose widgets keep updating is never "stable",
+    which an element screenshot would wait for)."""
+    locator.scroll_into_view_if_needed(timeout=60_000)
+    box = locator.bounding_box()
+    assert box is not None
+    page.screenshot(path=str(path), clip=box, full_page=True, timeout=60_000)
 
 
 def test_exported_report_renders_offline_and_stays_inert(page, tmp_path):
@@ -213,7 +236,7 @@ def test_live_view_in_voila(page, tmp_path):
         except Exception:
             print("plot widths:", page.evaluate(widths))
             raise
-        demo.screenshot(path=str(tmp_path / "voila_demo.png"))
+        shoot(page, demo, tmp_path / "voila_demo.png")
         DOCS_SHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp_path / "voila_demo.png", DOCS_SHOT)
 
@@ -233,7 +256,7 @@ def test_live_view_in_voila(page, tmp_path):
         expect(hostile.locator(".hoverlayer")).to_contain_text("turn 2: soft (not_advertised)")
         expect(hostile.locator(".hoverlayer")).to_contain_text("<img src=x onerror=")
         assert hostile.locator(".hoverlayer img, .hoverlayer script").count() == 0
-        hostile.screenshot(path=str(tmp_path / "voila_hostile.png"))
+        shoot(page, hostile, tmp_path / "voila_hostile.png")
         assert_inert(page, page.title())
         assert page.title() != "pwned"
 
@@ -242,7 +265,7 @@ def test_live_view_in_voila(page, tmp_path):
         forever.get_by_role("button", name="Stop").click()
         expect(forever.locator(".loopnb-status")).to_contain_text("Cancelled", timeout=30_000)
         expect(forever.locator(".loopnb-status")).to_contain_text("stopped from the live view")
-        forever.screenshot(path=str(tmp_path / "voila_stopped.png"))
+        shoot(page, forever, tmp_path / "voila_stopped.png")
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert all("127.0.0.1" not in url for url in refused)
         (tmp_path / "refused.json").write_text(json.dumps(refused))
