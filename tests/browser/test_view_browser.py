@@ -243,7 +243,18 @@ def test_live_view_in_voila(page, tmp_path):
         # clicking a timeline mark reaches the kernel and the inspector shows that turn
         inspector = demo.locator(".loopnb-inspector")
         expect(inspector).to_contain_text("turn 8")
-        demo.locator(".x2y2 .scatterlayer .trace").nth(1).locator(".point").first.click(force=True)
+        first_mark = demo.locator(".x2y2 .scatterlayer .trace").nth(1).locator(".point").first
+        for _ in range(5):  # plotly takes a click only after its hover landed on the mark
+            first_mark.hover(force=True)
+            expect(demo.locator(".hoverlayer")).to_contain_text("turn 1", timeout=10_000)
+            box = first_mark.bounding_box()
+            assert box is not None
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            try:
+                expect(inspector).to_contain_text("turn 1", timeout=5_000)
+                break
+            except AssertionError:
+                continue
         expect(inspector).to_contain_text("turn 1", timeout=15_000)
         expect(inspector).to_contain_text("file src/mian.rs not found")
 
