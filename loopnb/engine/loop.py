@@ -18,7 +18,7 @@ from typing import Any
 from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock, SystemClock
-from loopnb.engine.context import ContextBudget, drop_oldest_turns, item_tokens
+from loopnb.engine.context import ContextBudget, approx_tokens, drop_oldest_turns, item_tokens
 from loopnb.engine.dispatch import Dispatcher, Hook
 from loopnb.engine.errors import (
     ContextExceeded,
@@ -335,7 +335,7 @@ class _Run:
         self.state.messages.append(item)
         if self.tokens is not None:
             counter = self.engine.context.counter if self.engine.context else None
-            self.tokens.append(item_tokens(item, counter or _approx))
+            self.tokens.append(item_tokens(item, counter or approx_tokens))
 
     async def _turn(self) -> TurnFinished | None:
         s, e = self.state, self.engine
@@ -515,7 +515,7 @@ class _Run:
     def _tokens(self) -> list[int]:
         if self.tokens is None:
             budget = self.engine.context
-            counter = budget.counter if budget else _approx
+            counter = budget.counter if budget else approx_tokens
             self.tokens = [item_tokens(i, counter) for i in self.state.messages]
         return self.tokens
 
@@ -635,10 +635,6 @@ class _Run:
                 scratchpad_discarded=discard,
             )
         )
-
-
-def _approx(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 def _verdict(done: DoneCheck | None, text: str) -> str | None:
