@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,8 +101,15 @@ class Dispatcher:
         self.recovery = recovery
         self.clock = clock
 
-    async def dispatch(self, call: ToolCall, state: RunState, watch: LoopWatch | None) -> ToolResult:
-        """The one result the model reads for ``call``."""
+    def dispatch(
+        self, call: ToolCall, state: RunState, watch: LoopWatch | None
+    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+        """The one result the model reads for ``call``.
+
+        A sync tool with no timeout and no recovery strategy is answered right here, and so is
+        every refusal: the result comes back as is. Anything that has to wait (an async tool,
+        the timeout middleware, recovery) comes back as a coroutine for the caller to await.
+        """
         if watch is not None and watch.streaks:
             signal = watch.check(call)
             if signal is not None:
@@ -111,12 +118,29 @@ class Dispatcher:
                 state.signal("loop", "refuse", signal.text, signal.count)
                 text = f"dispatch refused before execution: {signal.text}"
                 return self._refused(call, state, text, "loop_refusal")
-        result = await self._dispatch(call, state)
+        name = call.name
+        tool = self.registry.get(name)
+        if tool is None or name not in self.advertised or self.hooks or self.breakers:
+            admitted = self._admit(call, state)
+            if type(admitted) is ToolResult:
+                result = admitted
+                if watch is not None:
+                    watch.record(call, result)
+                return result
+            tool, breaker = admitted  # type: ignore[misc]
+        else:
+            breaker = None
+        if tool.is_async or self.timeout is not None or self.recovery is not None:
+            return self._dispatch_async(tool, breaker, call, state, watch)
+        result = self._attempt(tool, call, 0, state)
+        if breaker is not None:
+            self._settle(breaker, result, result, state)
         if watch is not None and (result.is_error or watch.streaks):
             watch.record(call, result)
         return result
 
-    async def _dispatch(self, call: ToolCall, state: RunState) -> ToolResult:
+    def _admit(self, call: ToolCall, state: RunState) -> ToolResult | tuple[Tool, CircuitBreaker | None]:
+        """Stages 2-5: a refusal, or the tool to run and its breaker."""
         name = call.name
         if name not in self.advertised:
             return self._refused(call, state, f"tool '{name}' is not available", "not_advertised")
@@ -137,20 +161,39 @@ class Dispatcher:
             if not allowed:
                 text = "tool temporarily unavailable: circuit breaker open"
                 return self._refused(call, state, text, "breaker_open")
-        first = await self._attempt(tool, call, 0, state)
+        return tool, breaker
+
+    async def _dispatch_async(
+        self,
+        tool: Tool,
+        breaker: CircuitBreaker | None,
+        call: ToolCall,
+        state: RunState,
+        watch: LoopWatch | None,
+    ) -> ToolResult:
+        """Stages 7-8 for a call that has to wait: an async tool, a timeout, or recovery."""
+        first = await self._attempt_async(tool, call, 0, state)
         result = first
         if first.is_error and self.recovery is not None and first.producer in RECOVERABLE:
             result = await self._recover(tool, call, first, state)
         if breaker is not None:
-            before = breaker.state
-            if not result.is_error:
-                breaker.record_success()
-            elif (result.producer if result.producer != "recovery_gave_up" else first.producer) in (
-                BREAKER_FAILURES
-            ):
-                breaker.record_failure()
-            state.note_breaker(breaker, before, "tool")
+            self._settle(breaker, first, result, state)
+        if watch is not None and (result.is_error or watch.streaks):
+            watch.record(call, result)
         return result
+
+    def _settle(
+        self, breaker: CircuitBreaker, first: ToolResult, result: ToolResult, state: RunState
+    ) -> None:
+        """Count the call's outcome on its tool's breaker (invalid arguments do not count)."""
+        before = breaker.state
+        if not result.is_error:
+            breaker.record_success()
+        elif (result.producer if result.producer != "recovery_gave_up" else first.producer) in (
+            BREAKER_FAILURES
+        ):
+            breaker.record_failure()
+        state.note_breaker(breaker, before, "tool")
 
     def _veto(self, call: ToolCall, state: RunState) -> str | None:
         ctx = HookContext(state.run_id, state.turn, state.cancel)
@@ -206,7 +249,7 @@ class Dispatcher:
                 )
 
         async def execute(retry_call: ToolCall, attempt: int) -> ToolResult:
-            return await self._attempt(tool, retry_call, attempt, state)
+            return await self._attempt_async(tool, retry_call, attempt, state)
 
         return await drive(
             self.recovery,
@@ -219,44 +262,55 @@ class Dispatcher:
             before_retry=state.checkpoint,
         )
 
-    async def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
-        """Validate and run one attempt; every outcome becomes a ``ToolResult``."""
-        args = call.arguments
-        if type(args) is not dict:
-            args = parse_arguments(tool.name, args)
-        executed = False
+    def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
+        """Validate and run one attempt of a sync tool, here and now (no timeout)."""
         observing = state.observing
         t0 = self.clock.monotonic() if observing else 0.0
+        kwargs = _arguments(tool, call)
         producer: SoftProducer | None
-        if isinstance(args, str):
-            content, producer = args, "invalid_arguments"
+        if isinstance(kwargs, str):
+            content, producer, executed = kwargs, "invalid_arguments", False
         else:
-            try:
-                kwargs = tool.validate(args)
-            except ValidationError as exc:
-                content, producer = invalid_arguments_text(tool, exc), "invalid_arguments"
-            else:
-                executed = True
-                if tool.is_async or self.timeout is not None:
-                    content, producer = await self._run(tool, kwargs)
-                else:
-                    content, producer = _call_inline(tool, kwargs)
+            content, producer = _call_inline(tool, kwargs)
+            executed = True
         result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
         if observing:
-            state.emit(
-                ToolDispatched(
-                    seq=state.next_seq(),
-                    run_id=state.run_id,
-                    at=self.clock.time(),
-                    turn=state.turn,
-                    call=call,
-                    attempt=attempt,
-                    result=result,
-                    executed=executed,
-                    latency_ms=(self.clock.monotonic() - t0) * 1000.0,
-                )
-            )
+            self._report(call, attempt, result, executed, t0, state)
         return result
+
+    async def _attempt_async(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
+        """One attempt that may have to wait: an async tool, or a sync one under the timeout."""
+        if not tool.is_async and self.timeout is None:
+            return self._attempt(tool, call, attempt, state)
+        t0 = self.clock.monotonic() if state.observing else 0.0
+        kwargs = _arguments(tool, call)
+        producer: SoftProducer | None
+        if isinstance(kwargs, str):
+            content, producer, executed = kwargs, "invalid_arguments", False
+        else:
+            content, producer = await self._run(tool, kwargs)
+            executed = True
+        result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
+        if state.observing:
+            self._report(call, attempt, result, executed, t0, state)
+        return result
+
+    def _report(
+        self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
+    ) -> None:
+        state.emit(
+            ToolDispatched(
+                seq=state.next_seq(),
+                run_id=state.run_id,
+                at=self.clock.time(),
+                turn=state.turn,
+                call=call,
+                attempt=attempt,
+                result=result,
+                executed=executed,
+                latency_ms=(self.clock.monotonic() - t0) * 1000.0,
+            )
+        )
 
     async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
         """Call an async tool, or a sync one under the timeout; producer None on success."""
@@ -279,6 +333,19 @@ class Dispatcher:
         return _content(tool.name, value)
 
 
+def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
+    """Validated keyword arguments, or the text that tells the model why they do not fit."""
+    args = call.arguments
+    if type(args) is not dict:
+        args = parse_arguments(tool.name, args)
+        if isinstance(args, str):
+            return args
+    try:
+        return tool.validate(args)
+    except ValidationError as exc:
+        return invalid_arguments_text(tool, exc)
+
+
 def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
     """A sync tool with no timeout runs right here: no thread hop on the hot path."""
     try:
@@ -289,6 +356,8 @@ def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer 
         raise
     except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
         return panic_text(tool.name, exc), "tool_panic"
+    if type(value) is str:  # the common case, without a call
+        return value, None
     return _content(tool.name, value)
 
 

@@ -255,8 +255,14 @@ class _Run:
 
     async def complete(self) -> RunResult:
         """Every remaining turn, to the end (what ``arun`` does)."""
-        while self.result is None:
-            await self.turn()
+        if not self.started:
+            self._start()
+        try:
+            while self.result is None:
+                await self._turn()
+        except BaseException as exc:
+            self._ended_by(exc)
+            raise
         return self.result
 
     async def steps(self) -> AsyncGenerator[TurnFinished | None, None]:
@@ -272,21 +278,24 @@ class _Run:
     async def turn(self) -> TurnFinished | None:
         """One turn, with the hard-error handling every driver shares."""
         if not self.started:
-            self.started = True
             self._start()
         try:
             return await self._turn()
-        except LoopError as err:
-            self._finalize(err)
+        except BaseException as exc:
+            self._ended_by(exc)
             raise
-        except (KeyboardInterrupt, asyncio.CancelledError):
+
+    def _ended_by(self, exc: BaseException) -> None:
+        """A turn raised: finalise a hard error; an interrupt becomes ``Cancelled`` (raised here)."""
+        if isinstance(exc, LoopError):
+            self._finalize(exc)
+        elif isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
             self.state.cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
             try:
                 self.state.checkpoint()
             except LoopError as err:
                 self._finalize(err)
                 raise err from None
-            raise
 
     def _closed_error(self) -> LoopError:
         try:
@@ -296,12 +305,14 @@ class _Run:
         raise AssertionError("unreachable: the token was fired")
 
     def _start(self) -> None:
+        self.started = True
         s, e = self.state, self.engine
         if e.system:
             self._append(Message(role="system", content=e.system))
         self._append(Message(role="user", content=self.task))
         self.head = len(s.messages)
         s.committed_messages = self.head
+        self.transcript = Transcript(s.messages)  # one read-only view of the list, for every request
         if s.observing:
             s.emit(
                 RunStarted(
@@ -351,7 +362,7 @@ class _Run:
         if e.context is not None:
             self._fit(e.context.max_tokens)
         try:
-            reply, model = await e.chain.ask(Transcript(s.messages), e.specs, s)
+            reply, model = await e.chain.ask(self.transcript, e.specs, s)
         except ModelContextOverflow:
             reply, model = await self._ask_after_overflow()
         calls = reply.tool_calls
@@ -373,7 +384,9 @@ class _Run:
             for call in calls:
                 if token.cancelled:
                     s.checkpoint()
-                result = await dispatch(call, s, watch)
+                result = dispatch(call, s, watch)
+                if type(result) is not ToolResult:  # it had to wait: an async tool, a timeout, recovery
+                    result = await result
                 results.append(result)
                 append(result)
                 s.tool_results.append(result)
@@ -508,7 +521,7 @@ class _Run:
         while True:
             self._fit(max(0, sum(self._tokens()) - 1), forced=True)
             try:
-                return await e.chain.ask(Transcript(s.messages), e.specs, s)
+                return await e.chain.ask(self.transcript, e.specs, s)
             except ModelContextOverflow:
                 continue
 

@@ -75,7 +75,14 @@ class ToolResult(BaseModel):
 
 
 _new = object.__new__
-_set = object.__setattr__
+_set_dict = BaseModel.__dict__["__dict__"].__set__  # the slot setters, looked up once
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+# Shared by every trusted result: pydantic copies a model's fields-set before changing it
+# (``model_copy``) and a frozen model never adds to it, so one set object is safe to share.
+_FIELDS = {"content", "is_error", "name", "call_id", "producer", "attempts"}
+_FIELDS_NOTE = _FIELDS | {"note"}
 
 
 def trusted_result(
@@ -93,9 +100,8 @@ def trusted_result(
     the object ``ToolResult(...)`` would (the tests compare the two).
     """
     result: ToolResult = _new(ToolResult)
-    _set(
+    _set_dict(
         result,
-        "__dict__",
         {
             "role": "tool",
             "content": content,
@@ -107,11 +113,9 @@ def trusted_result(
             "attempts": attempts,
         },
     )
-    _set(
-        result, "__pydantic_fields_set__", {"content", "is_error", "name", "call_id", "producer", "attempts"}
-    )
-    _set(result, "__pydantic_extra__", None)
-    _set(result, "__pydantic_private__", None)
+    _set_fields(result, _FIELDS if note is None else _FIELDS_NOTE)
+    _set_extra(result, None)
+    _set_private(result, None)
     return result
 
 

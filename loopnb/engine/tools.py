@@ -58,14 +58,21 @@ class Tool:
         is the same); anything else goes through the full validation.
         """
         simple = self._simple
-        if simple is not None and len(arguments) <= len(simple[0]):
-            types, required = simple
-            for key, value in arguments.items():
-                if type(value) is not types.get(key):
-                    break
-            else:
-                if required.issubset(arguments):
+        if simple is not None:
+            pairs, types, required = simple
+            if len(arguments) == len(pairs):  # every field given: check each declared one
+                for key, kind in pairs:
+                    if type(arguments.get(key)) is not kind:
+                        break
+                else:
                     return arguments
+            elif len(arguments) < len(pairs):  # some left to their defaults
+                for key, value in arguments.items():
+                    if type(value) is not types.get(key):
+                        break
+                else:
+                    if required.issubset(arguments):
+                        return arguments
         return self.args_model.model_validate(arguments).__dict__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -83,15 +90,17 @@ def _is_wire_name(name: str) -> bool:
 _SCALARS = (str, int, float, bool)
 
 
-def _simple_signature(model: type[BaseModel]) -> tuple[dict[str, type], frozenset[str]] | None:
-    """Field types and required names when every field is a plain str/int/float/bool."""
+def _simple_signature(
+    model: type[BaseModel],
+) -> tuple[tuple[tuple[str, type], ...], dict[str, type], frozenset[str]] | None:
+    """(name, type) pairs, types by name and required names when every field is a plain scalar."""
     types: dict[str, type] = {}
     for name, field in model.model_fields.items():
         if field.annotation not in _SCALARS or field.metadata:
             return None
         types[name] = field.annotation  # type: ignore[assignment]
     required = frozenset(n for n, f in model.model_fields.items() if f.is_required())
-    return types, required
+    return tuple(types.items()), types, required
 
 
 def _summary(fn: Callable[..., Any]) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from loopnb import ContextBudget, FakeClock, ToolResult, ToolSpec, tool
@@ -79,6 +81,16 @@ def test_trusted_results_equal_validated_ones():
     assert fast == slow
     assert fast.model_dump() == slow.model_dump()
     assert ToolResult.model_validate_json(fast.model_dump_json()) == slow
+    assert fast.model_fields_set == slow.model_fields_set
+
+
+def test_trusted_results_share_nothing_a_copy_can_change():
+    a = trusted_result("a", False, "read", "c1", None, 1)
+    b = trusted_result("b", False, "read", "c2", None, 1)
+    changed = a.model_copy(update={"note": "added"})
+    assert changed.note == "added" and "note" in changed.model_fields_set
+    assert "note" not in a.model_fields_set and "note" not in b.model_fields_set
+    assert (a.content, b.content) == ("a", "b")
 
 
 def test_registry_keeps_registration_order_and_refuses_duplicates():
@@ -138,3 +150,28 @@ def test_the_fake_clock_moves_only_when_told():
     assert clock.monotonic() == 12.5 and clock.slept == [2.5]
     with pytest.raises(ValueError):
         clock.advance(-1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c", "d", "zzz"]),
+        st.one_of(st.integers(), st.text(max_size=3), st.floats(allow_nan=False), st.booleans(), st.none()),
+    )
+)
+def test_fast_validation_agrees_with_pydantic_on_any_arguments(arguments):
+    @tool
+    def mix(a: int, b: str, c: float = 1.5, d: bool = False) -> str:
+        """Mix."""
+        return ""
+
+    defaults = {"c": 1.5, "d": False}
+    try:
+        slow = mix.args_model.model_validate(arguments).__dict__
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            mix.validate(arguments)
+        return
+    fast = mix.validate(arguments)
+    assert {**defaults, **fast} == slow
+    assert {k: type(v) for k, v in {**defaults, **fast}.items()} == {k: type(v) for k, v in slow.items()}

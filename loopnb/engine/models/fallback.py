@@ -48,6 +48,8 @@ class FallbackChain:
             self.names.append(name)
         self.breakers: dict[str, CircuitBreaker] = {name: template.spawn(name) for name in self.names}
         self.name = " > ".join(self.names)
+        pairs = zip(self.models, self.names, strict=True)
+        self._links = [(model, name, self.breakers[name]) for model, name in pairs]
 
     def bind(self, clock: Clock) -> None:
         """Put every breaker on the engine's clock."""
@@ -65,8 +67,7 @@ class FallbackChain:
         """The first reply any model gives, and the name of the model that gave it."""
         errors: dict[str, str] = {}
         env_var: str | None = None
-        for model, name in zip(self.models, self.names, strict=True):
-            breaker = self.breakers[name]
+        for model, name, breaker in self._links:
             clock = breaker.clock
             while True:
                 if breaker.state != "closed":
