@@ -120,16 +120,14 @@ class Dispatcher:
                 return self._refused(call, state, text, "loop_refusal")
         name = call.name
         tool = self.registry.get(name)
+        breaker: CircuitBreaker | None = None
         if tool is None or name not in self.advertised or self.hooks or self.breakers:
             admitted = self._admit(call, state)
-            if type(admitted) is ToolResult:
-                result = admitted
+            if isinstance(admitted, ToolResult):
                 if watch is not None:
-                    watch.record(call, result)
-                return result
-            tool, breaker = admitted  # type: ignore[misc]
-        else:
-            breaker = None
+                    watch.record(call, admitted)
+                return admitted
+            tool, breaker = admitted
         if tool.is_async or self.timeout is not None or self.recovery is not None:
             return self._dispatch_async(tool, breaker, call, state, watch)
         result = self._attempt(tool, call, 0, state)

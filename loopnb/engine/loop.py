@@ -385,7 +385,7 @@ class _Run:
                 if token.cancelled:
                     s.checkpoint()
                 result = dispatch(call, s, watch)
-                if type(result) is not ToolResult:  # it had to wait: an async tool, a timeout, recovery
+                if not isinstance(result, ToolResult):  # it has to wait: an async tool, a timeout, recovery
                     result = await result
                 results.append(result)
                 append(result)
