@@ -119,7 +119,7 @@ class Dispatcher:
                 text = f"dispatch refused before execution: {signal.text}"
                 return self._refused(call, state, text, "loop_refusal")
         name = call.name
-        tool = self.registry.get(name)
+        tool = self.registry.lookup(name)
         breaker: CircuitBreaker | None = None
         if tool is None or name not in self.advertised or self.hooks or self.breakers:
             admitted = self._admit(call, state)

@@ -358,7 +358,8 @@ class _Run:
             s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=self.turn_started, turn=s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
             s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
-        s.checkpoint()
+        if s.cancel.cancelled:
+            s.checkpoint()
         if e.context is not None:
             self._fit(e.context.max_tokens)
         try:
@@ -374,13 +375,12 @@ class _Run:
         self.turn_model, self.turn_reply = model, reply
         if model not in self.models_used:
             self.models_used[model] = None
-        self._append(reply)
+        append = s.messages.append if self.tokens is None else self._append
+        append(reply)
         results: list[ToolResult] = []
         feedback: list[Message] = []
         if calls:
-            dispatch, watch = e.dispatcher.dispatch, self.loop_watch
-            append = s.messages.append if self.tokens is None else self._append
-            token = s.cancel
+            dispatch, watch, token = e.dispatcher.dispatch, self.loop_watch, s.cancel
             for call in calls:
                 if token.cancelled:
                     s.checkpoint()
@@ -389,7 +389,7 @@ class _Run:
                     result = await result
                 results.append(result)
                 append(result)
-                s.tool_results.append(result)
+            s.tool_results += results
         else:
             feedback = self._judge(reply.text or "")
             for message in feedback:

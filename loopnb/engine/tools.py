@@ -160,6 +160,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.lookup = self._tools.get  # ``get`` without a Python call: the dispatcher's hot path
         for item in tools:
             self.register(item)
 

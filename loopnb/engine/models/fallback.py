@@ -67,6 +67,7 @@ class FallbackChain:
         """The first reply any model gives, and the name of the model that gave it."""
         errors: dict[str, str] = {}
         env_var: str | None = None
+        observing = state is not None and state.observing
         for model, name, breaker in self._links:
             clock = breaker.clock
             while True:
@@ -79,11 +80,10 @@ class FallbackChain:
                         left = breaker.cooldown_left()
                         errors.setdefault(name, f"breaker open, {left:.3g}s of cooldown left")
                         break
-                observing = state is not None and state.observing
                 t0 = clock.monotonic() if observing else 0.0
                 try:
                     reply = await model.complete(messages, tools)
-                    if not isinstance(reply, ModelReply):
+                    if reply.__class__ is not ModelReply and not isinstance(reply, ModelReply):
                         raise ModelUnavailable(f"{name} returned {type(reply).__name__}, not a ModelReply")
                 except ModelContextOverflow:
                     raise
@@ -122,7 +122,8 @@ class FallbackChain:
                     breaker.record_success()
                     if state is not None:
                         state.note_breaker(breaker, before, "model")
-                if state is not None and state.observing:
+                if observing:
+                    assert state is not None
                     state.emit(
                         ModelReplied(
                             seq=state.next_seq(),
