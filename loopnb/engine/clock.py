@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "FakeClock", "SystemClock"]
@@ -29,11 +30,10 @@ class Clock(Protocol):
 class SystemClock:
     """The real clock."""
 
-    def monotonic(self) -> float:
-        return time.perf_counter()
-
-    def time(self) -> float:
-        return time.time()
+    def __init__(self) -> None:
+        # The functions themselves, not methods wrapping them: events read both on every turn.
+        self.monotonic: Callable[[], float] = time.perf_counter
+        self.time: Callable[[], float] = time.time
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

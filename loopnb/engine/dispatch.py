@@ -31,7 +31,7 @@ from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock
 from loopnb.engine.errors import SoftProducer, ToolError
-from loopnb.engine.events import RecoveryDecided, ToolDispatched
+from loopnb.engine.events import RecoveryDecided, ToolDispatched, new_tool_dispatched
 from loopnb.engine.messages import ToolCall, ToolResult, trusted_result
 from loopnb.engine.recovery import (
     RECOVERABLE,
@@ -296,17 +296,18 @@ class Dispatcher:
     def _report(
         self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
     ) -> None:
-        state.emit(
-            ToolDispatched(
-                seq=state.next_seq(),
-                run_id=state.run_id,
-                at=self.clock.time(),
-                turn=state.turn,
-                call=call,
-                attempt=attempt,
-                result=result,
-                executed=executed,
-                latency_ms=(self.clock.monotonic() - t0) * 1000.0,
+        latency_ms = (self.clock.monotonic() - t0) * 1000.0
+        state.emit(  # positional, in field order: seq, run_id, at, turn, call, attempt, result, ...
+            new_tool_dispatched(
+                state.next_seq(),
+                state.run_id,
+                self.clock.time(),
+                state.turn,
+                call,
+                attempt,
+                result,
+                executed,
+                latency_ms,
             )
         )
 

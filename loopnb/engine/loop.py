@@ -34,9 +34,10 @@ from loopnb.engine.events import (
     HardErrorRaised,
     RunFinished,
     RunStarted,
-    SoftErrorReturned,
     TurnFinished,
-    TurnStarted,
+    new_soft_error_returned,
+    new_turn_finished,
+    new_turn_started,
 )
 from loopnb.engine.messages import Message, ModelReply, ToolResult, ToolSpec, Transcript
 from loopnb.engine.models.base import Model
@@ -120,6 +121,7 @@ class Engine:
             recovery=recovery,
             clock=self.clock,
         )
+        self._every_breaker = [*self.tool_breakers.items(), *self.chain.breakers.items()]
         self._observers: list[Observer] = []
         for observer in observers:
             self.subscribe(observer)
@@ -168,9 +170,7 @@ class Engine:
 
     def breaker_states(self) -> dict[str, BreakerState]:
         """Every tool's and model's breaker state, by name."""
-        states: dict[str, BreakerState] = {name: b.state for name, b in self.tool_breakers.items()}
-        states.update({name: b.state for name, b in self.chain.breakers.items()})
-        return states
+        return {name: breaker.state for name, breaker in self._every_breaker}
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Deliver every event of every later run to ``observer``; returns an unsubscribe function."""
@@ -355,7 +355,7 @@ class _Run:
         self.turn_reply: ModelReply | None = None
         if s.observing:
             self.turn_started, self.turn_t0 = s.clock.time(), s.clock.monotonic()
-            s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=self.turn_started, turn=s.turn))
+            s.emit(new_turn_started(s.next_seq(), s.run_id, self.turn_started, s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
             s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
         if s.cancel.cancelled:
@@ -431,22 +431,23 @@ class _Run:
                 errors.append(self._soft(message.producer, message.content, None, None))
                 producer = producer or message.producer
         now = s.clock.time()
-        event = TurnFinished(
-            seq=s.next_seq(),
-            run_id=s.run_id,
-            at=now,
-            turn=s.turn,
-            started_at=self.turn_started,
-            latency_ms=(s.clock.monotonic() - self.turn_t0) * 1000.0,
-            channel="ok" if producer is None else "soft",
-            producer=producer,
-            model=self.turn_model,
-            reply=self.turn_reply,
-            results=tuple(results),
-            feedback=tuple(feedback),
-            recovery_attempts=retries,
-            breakers=self.engine.breaker_states(),
-            error_text="\n".join(errors) or None,
+        event = new_turn_finished(  # positional, in field order (see events.TurnFinished)
+            s.next_seq(),  # seq
+            s.run_id,  # run_id
+            now,  # at
+            s.turn,  # turn
+            self.turn_started,  # started_at
+            (s.clock.monotonic() - self.turn_t0) * 1000.0,  # latency_ms
+            "ok" if producer is None else "soft",  # channel
+            producer,  # producer
+            self.turn_model,  # model
+            self.turn_reply,  # reply
+            tuple(results),  # results
+            tuple(feedback),  # feedback
+            retries,  # recovery_attempts
+            self.engine.breaker_states(),  # breakers
+            False,  # dropped
+            "\n".join(errors) or None,  # error_text
         )
         s.emit(event)
         return event
@@ -455,15 +456,8 @@ class _Run:
         s = self.state
         assert producer is not None
         s.emit(
-            SoftErrorReturned(
-                seq=s.next_seq(),
-                run_id=s.run_id,
-                at=s.clock.time(),
-                turn=s.turn,
-                producer=producer,
-                text=text,
-                tool=tool,
-                call_id=call_id,
+            new_soft_error_returned(
+                s.next_seq(), s.run_id, s.clock.time(), s.turn, producer, text, tool, call_id
             )
         )
         return text

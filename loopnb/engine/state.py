@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable
 from typing import Any, Literal
@@ -40,16 +41,13 @@ class RunState:
         self.observers = observers
         self.on_detach = on_detach
         self.observing = bool(observers) or always_emit
-        self.seq = 0
+        self.next_seq: Callable[[], int] = itertools.count().__next__
+        """The next event's ``seq``: 0, 1, 2, ... within the run (a C call on the per-event path)."""
         self.turn = 0
         self.messages: list[Item] = []
         self.tool_results: list[ToolResult] = []
         self.committed_messages = 0
         self.committed_results = 0
-
-    def next_seq(self) -> int:
-        self.seq += 1
-        return self.seq - 1
 
     def emit(self, event: object) -> None:
         """Deliver an event; an observer that raises is detached with a warning."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -27,6 +30,7 @@ from loopnb import (
     ToolCall,
     tool,
 )
+from loopnb.engine import events as events_module
 
 from .conftest import Events, read_file
 
@@ -231,6 +235,35 @@ def test_events_round_trip_through_the_json_adapter():
         assert back == event
     seqs = [e.seq for e in events]
     assert seqs == list(range(len(events)))
+
+
+@pytest.mark.parametrize(
+    ("new", "cls"),
+    [
+        (events_module.new_turn_started, events_module.TurnStarted),
+        (events_module.new_model_replied, events_module.ModelReplied),
+        (events_module.new_tool_dispatched, events_module.ToolDispatched),
+        (events_module.new_soft_error_returned, events_module.SoftErrorReturned),
+        (events_module.new_turn_finished, events_module.TurnFinished),
+    ],
+)
+def test_positional_event_constructors_build_the_same_frozen_event(new, cls):
+    names = [f.name for f in dataclasses.fields(cls) if f.name != "kind"]
+    values = [f"value of {name}" for name in names]
+    fast = new(*values)
+    slow = cls(**dict(zip(names, values, strict=True)))
+    assert type(fast) is cls and fast == slow and repr(fast) == repr(slow)
+    assert copy.copy(fast) == slow and pickle.loads(pickle.dumps(fast)) == slow
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.seq = 99
+    required = [f for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    with pytest.raises(TypeError):
+        new(*values[: len(required) - 1])  # every field without a default is required
+
+
+def test_positional_constructors_refuse_a_class_they_cannot_build():
+    with pytest.raises(TypeError, match="plain slotted fields"):
+        events_module._positional(events_module.RunStarted)  # settings has a default factory
 
 
 # -- bad input -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from loopnb.engine.errors import (
     ModelContextOverflow,
     ModelUnavailable,
 )
-from loopnb.engine.events import ModelFailed, ModelReplied
+from loopnb.engine.events import ModelFailed, new_model_replied
 from loopnb.engine.messages import ModelReply, ToolSpec, Transcript
 from loopnb.engine.models.base import Model
 from loopnb.engine.state import RunState
@@ -124,15 +124,10 @@ class FallbackChain:
                         state.note_breaker(breaker, before, "model")
                 if observing:
                     assert state is not None
-                    state.emit(
-                        ModelReplied(
-                            seq=state.next_seq(),
-                            run_id=state.run_id,
-                            at=clock.time(),
-                            turn=state.turn,
-                            model=name,
-                            reply=reply,
-                            latency_ms=(clock.monotonic() - t0) * 1000.0,
+                    latency_ms = (clock.monotonic() - t0) * 1000.0
+                    state.emit(  # positional, in field order: seq, run_id, at, turn, model, reply, latency
+                        new_model_replied(
+                            state.next_seq(), state.run_id, clock.time(), state.turn, name, reply, latency_ms
                         )
                     )
                 return reply, name
