@@ -42,16 +42,26 @@ class _Painter:
 
     The first redraw waits ``first`` seconds (a run over by then is drawn once, at its end), and
     after each redraw it rests ``busy`` times the CPU that redraw took, so that redrawing never
-    takes more than about 1 / (1 + ``busy``) of the time, whatever the turn rate.
+    takes more than about 1 / (1 + ``busy``) of the time, whatever the turn rate. Before the next
+    redraw it calls ``settle(stop)``, which waits for the page to catch up (see ``_Page``).
     """
 
     def __init__(
-        self, draw: Callable[[], None], interval: float, *, first: float = 0.0, busy: float = 4.0
+        self,
+        draw: Callable[[], None],
+        interval: float,
+        *,
+        first: float = 0.0,
+        busy: float = 4.0,
+        settle: Callable[[threading.Event], None] | None = None,
+        release: Callable[[], None] | None = None,
     ) -> None:
         self._draw = draw
         self._interval = interval
         self._first = max(first, interval)
         self._busy = busy
+        self._settle = settle
+        self._release = release
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="loopnb-painter", daemon=True)
@@ -74,25 +84,36 @@ class _Painter:
             rest = max(self._interval, self._busy * (time.thread_time() - started))
             if self._stop.wait(rest):
                 return
+            if self._settle is not None:
+                self._settle(self._stop)
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        if self._release is not None:
+            self._release()
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
 
-class _Sizer(anywidget.AnyWidget):
-    """Tells plotly the view's real width once the view is on the page.
+class _Page(anywidget.AnyWidget):
+    """The view's link to the page it is shown on: sizes plotly, and says when a frame is drawn.
 
-    plotly's widget draws at its default 700 px when it renders before its element is attached
-    (as it does under anywidget), and a ``responsive`` plot re-measures on a window ``resize``.
-    This invisible widget watches the view's width and dispatches that event when it changes.
-    Trusted code of ours, no network.
+    Sizing: plotly's widget draws at its default 700 px when it renders before its element is
+    attached (as it does under anywidget), and a ``responsive`` plot re-measures on a window
+    ``resize``. This invisible widget watches the view's width and dispatches that event when it
+    changes.
+
+    Pacing: after each redraw the painter sends ``{"frame": n}``; the page answers
+    ``{"drawn": n}`` on its next animation frame, that is once it has applied every update sent
+    before and painted. While a page answers, the painter waits for the answer before the next
+    redraw, so a browser that draws slowly (a long timeline, a busy machine) gets fewer frames
+    instead of a growing queue. Where no page answers (no front end, or a kernel busy running a
+    cell cannot read the answers) the painter keeps its own pace. Trusted code of ours, no network.
     """
 
     _esm = """
-    function render({ el }) {
+    function render({ model, el }) {
       el.style.display = "none";
       let observer = null, last = -1, tries = 0;
       const poke = () => window.dispatchEvent(new Event("resize"));
@@ -113,10 +134,62 @@ class _Sizer(anywidget.AnyWidget):
         observer.observe(host);
       };
       requestAnimationFrame(watch);
-      return () => observer && observer.disconnect();
+      const answer = (msg) => {
+        if (msg && Number.isInteger(msg.frame)) {
+          requestAnimationFrame(() => model.send({ drawn: msg.frame }));
+        }
+      };
+      model.on("msg:custom", answer);
+      return () => {
+        model.off("msg:custom", answer);
+        if (observer) observer.disconnect();
+      };
     }
     export default { render };
     """
+
+    def __init__(self, *, patience: float = 2.0) -> None:
+        super().__init__()
+        self.patience = patience
+        self.sent = 0
+        self.drawn = 0
+        self.answering = False  # a page answered lately: wait for it
+        self._changed = threading.Condition()
+        self.on_msg(self._on_msg)
+
+    def ping(self) -> None:
+        """Ask the page to say when it has drawn everything sent so far."""
+        with self._changed:
+            self.sent += 1
+            frame = self.sent
+        self.send({"frame": frame})
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        drawn = content.get("drawn") if isinstance(content, dict) else None
+        if isinstance(drawn, int) and not isinstance(drawn, bool):
+            with self._changed:
+                self.drawn = max(self.drawn, min(drawn, self.sent))
+                self.answering = True
+                self._changed.notify_all()
+
+    def settle(self, stop: threading.Event) -> None:
+        """Wait until the page has drawn the last frame, if a page answers; at most ``patience``.
+
+        A page silent for that long is not waited for again until it answers.
+        """
+        with self._changed:
+            if not self.answering:
+                return
+            caught_up = self._changed.wait_for(
+                lambda: self.drawn >= self.sent or stop.is_set(), timeout=self.patience
+            )
+            if not caught_up:
+                self.answering = False
+
+    def release(self) -> None:
+        """Wake a waiting ``settle`` (its ``stop`` was set)."""
+        with self._changed:
+            self._changed.notify_all()
 
 
 class LiveView:
@@ -164,7 +237,7 @@ class LiveView:
         apply_patch(base, empty)  # built as the empty view: the first redraw sends only changes
         self._last = empty
         self.figure = go.FigureWidget(base)
-        # responsive: plotly re-measures on a window resize, which _Sizer sends once attached
+        # responsive: plotly re-measures on a window resize, which _Page sends once attached
         self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
         self.header = widgets.HTML(f"<b>{title}</b>")
         self.status = widgets.HTML(status_html(self._state))
@@ -197,7 +270,7 @@ class LiveView:
             bar.append(self.play)
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
-        self._sizer = _Sizer()
+        self._page = _Page()
         self.board.layout = widgets.Layout(width="40%")
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(
@@ -206,7 +279,7 @@ class LiveView:
                 self.figure,
                 self.controls,
                 widgets.HBox([self.board, _spacer(), self.inspector]),
-                self._sizer,
+                self._page,
             ],
             layout=widgets.Layout(width="100%"),
         )
@@ -229,7 +302,13 @@ class LiveView:
             self.finish()
         elif kind == "run_started":
             self.finished = False
-            self._painter = _Painter(self.draw, self.interval, first=self.first_frame)
+            self._painter = _Painter(
+                self._paint,
+                self.interval,
+                first=self.first_frame,
+                settle=self._page.settle,
+                release=self._page.release,
+            )
             self._painter.poke()
 
     def finish(self) -> None:
@@ -290,6 +369,11 @@ class LiveView:
                 self._drawing = False
             self._last = patch
             self.redraws += 1
+
+    def _paint(self) -> None:
+        """The painter's redraw: draw, then ask the page to say when it has caught up."""
+        self.draw()
+        self._page.ping()
 
     def _patch(self, state: ViewState, selected: int | None) -> Patch:
         return figure_patch(state, selected, self._timeline)
@@ -372,7 +456,7 @@ class LiveView:
             self.inspector,
             self.slider,
             self.header,
-            self._sizer,
+            self._page,
         ):
             child.close()
         for button in self.buttons.values():

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from loopnb import Cancelled, CancelToken
 from loopnb.notebook.live import LiveView
 from loopnb.notebook.markup import BREAKER_COLOR, board_html, inspector_html
 from loopnb.notebook.render import T_GAUGE, T_HARD, T_LIT, T_OK, T_SELECTED, T_SOFT, figure_patch
@@ -141,6 +142,116 @@ def test_a_slow_run_is_redrawn_while_it_goes():
     assert not view.finished and view.state.run.phase == "running" and len(view.state.turns) == 3
     view(events[-1])
     assert view.finished and view.state.run.phase == "ok"
+
+
+def answer(page, content) -> None:
+    """What the page's script sends back, as the kernel would deliver it."""
+    page._on_msg(page, content, [])
+
+
+def test_without_a_page_answering_the_painter_keeps_its_own_pace():
+    view = LiveView()
+    page = view._page
+    page.ping()
+    stop = threading.Event()
+    t0 = time.monotonic()
+    page.settle(stop)  # nobody has ever answered: no wait at all
+    assert time.monotonic() - t0 < 0.5 and not page.answering
+
+
+def test_while_the_page_answers_the_next_frame_waits_for_it():
+    page = LiveView()._page
+    page.ping()
+    answer(page, {"drawn": 1})
+    assert page.answering and page.drawn == 1
+    page.ping()  # frame 2 sent, not drawn yet
+    settled = threading.Event()
+    waiter = threading.Thread(target=lambda: (page.settle(threading.Event()), settled.set()))
+    waiter.start()
+    assert not settled.wait(0.2)  # still waiting for the page
+    answer(page, {"drawn": 2})
+    assert settled.wait(5)
+    waiter.join(5)
+    assert page.answering
+
+
+def test_a_page_that_falls_silent_is_not_waited_for_again_until_it_answers():
+    page = LiveView()._page
+    page.patience = 0.05
+    page.ping()
+    answer(page, {"drawn": 1})
+    page.ping()
+    page.settle(threading.Event())  # waits out its patience
+    assert not page.answering
+    t0 = time.monotonic()
+    page.settle(threading.Event())
+    assert time.monotonic() - t0 < page.patience  # silent: no wait
+    answer(page, {"drawn": 2})
+    assert page.answering
+
+
+def test_stopping_releases_a_wait_at_once():
+    page = LiveView()._page
+    page.patience = 30.0
+    page.ping()
+    answer(page, {"drawn": 1})
+    page.ping()
+    stop = threading.Event()
+    waiter = threading.Thread(target=page.settle, args=(stop,))
+    waiter.start()
+    time.sleep(0.05)
+    stop.set()
+    page.release()
+    waiter.join(5)
+    assert not waiter.is_alive()
+
+
+@pytest.mark.parametrize("content", ["drawn", {"drawn": "1"}, {"drawn": True}, {"frame": 1}, None, [1]])
+def test_the_page_ignores_answers_that_are_not_frame_numbers(content):
+    page = LiveView()._page
+    page.ping()
+    answer(page, content)
+    assert page.drawn == 0 and not page.answering
+
+
+def test_an_answer_beyond_the_frames_sent_counts_only_up_to_them():
+    page = LiveView()._page
+    page.ping()
+    answer(page, {"drawn": 99})
+    assert page.drawn == 1
+
+
+def test_a_run_is_paced_by_an_answering_page():
+    """Once the page answers, no frame is sent before the page has drawn the one before it."""
+    view = LiveView(max_fps=100, first_frame=0)
+    page = view._page
+    in_flight: list[int] = []  # frames sent but not yet drawn, at each new frame once answering
+    send = page.ping
+
+    def ping() -> None:
+        if page.answering:
+            in_flight.append(page.sent - page.drawn)
+        send()
+        frame = page.sent
+        threading.Timer(0.05, answer, args=(page, {"drawn": frame})).start()  # a page 50 ms behind
+
+    page.ping = ping
+    engine, task = S.endless(delay=0.002)
+    engine.subscribe(view)
+    token = CancelToken()
+    runner = threading.Thread(target=run_until_cancelled, args=(engine, task, token))
+    runner.start()
+    time.sleep(0.8)
+    token.cancel("enough")
+    runner.join(10)
+    assert view.finished and len(in_flight) >= 3
+    assert set(in_flight) == {0}
+    assert page.sent <= 0.8 / 0.05 + 10  # unpaced, 100 fps would have sent ~80 frames
+
+
+def run_until_cancelled(engine, task, token) -> None:
+    with pytest.raises(Cancelled):
+        engine.run(task, cancel=token)
 
 
 def test_saved_state_is_the_final_figure():
