@@ -10,13 +10,13 @@ The order within a run is fixed: ``RunStarted`` first, then per turn ``TurnStart
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
 from loopnb.engine.errors import Channel, HardProducer, SoftProducer
+from loopnb.engine.frozen import positional
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult
 
 __all__ = [
@@ -278,7 +278,6 @@ class RunFinished:
 
 
 _MISSING = object()
-_E = TypeVar("_E")
 
 
 def _fast_init(cls: type) -> None:
@@ -347,45 +346,11 @@ for _cls in (
     _fast_init(_cls)
 
 
-def _positional(cls: type[_E]) -> Callable[..., _E]:
-    """A positional constructor for a per-turn event class: the engine's fast way to build one.
-
-    ``new(seq, run_id, at, ...)`` takes the fields in declaration order (fields with a default may
-    be left off) and returns an instance equal to ``cls(seq=..., run_id=..., ...)``. Passing a
-    dozen keywords to a class costs more than the rest of building the event, and a frozen class
-    refuses plain attribute stores, so the object is filled in as an instance of a mutable twin
-    with the very same slots and then becomes ``cls`` (the twin is never seen outside).
-    """
-    declared = fields(cls)  # type: ignore[arg-type]
-    slots: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
-    if tuple(f.name for f in declared) != slots or any(f.default_factory is not MISSING for f in declared):
-        raise TypeError(f"{cls.__name__}: a positional constructor needs plain slotted fields")
-    env: dict[str, Any] = {
-        "_new": object.__new__,
-        "_twin": type(f"_{cls.__name__}Builder", (), {"__slots__": slots}),
-        "_cls": cls,
-    }
-    params = []
-    for f in declared:
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            env[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-    lines = [f"def new({', '.join(params)}):", "    self = _new(_twin)"]
-    lines += [f"    self.{f.name} = {f.name}" for f in declared]
-    lines += ["    self.__class__ = _cls", "    return self"]
-    exec("\n".join(lines), env)  # generated from the class's own field list, nothing else
-    new: Callable[..., _E] = env["new"]
-    new.__qualname__ = new.__name__ = f"new_{cls.__name__}"
-    return new
-
-
-new_turn_started = _positional(TurnStarted)
-new_model_replied = _positional(ModelReplied)
-new_tool_dispatched = _positional(ToolDispatched)
-new_soft_error_returned = _positional(SoftErrorReturned)
-new_turn_finished = _positional(TurnFinished)
+new_turn_started = positional(TurnStarted)
+new_model_replied = positional(ModelReplied)
+new_tool_dispatched = positional(ToolDispatched)
+new_soft_error_returned = positional(SoftErrorReturned)
+new_turn_finished = positional(TurnFinished)
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates and serialises any event: ``EVENT_ADAPTER.dump_json(e)``, ``validate_json(b)``."""

@@ -63,12 +63,14 @@ class _Painter:
         self._settle = settle
         self._release = release
         self._wake = threading.Event()
+        self._poked = False  # a plain flag in front of the Event: poking costs one attribute read
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="loopnb-painter", daemon=True)
         self._thread.start()
 
     def poke(self) -> None:
-        if not self._wake.is_set():
+        if not self._poked:
+            self._poked = True
             self._wake.set()
 
     def _loop(self) -> None:
@@ -79,6 +81,7 @@ class _Painter:
             if self._stop.is_set():
                 return
             self._wake.clear()
+            self._poked = False  # after the clear: a poke from now on wakes the next round
             started = time.thread_time()  # this thread's CPU: the run's share of the GIL is not ours
             self._draw()
             rest = max(self._interval, self._busy * (time.thread_time() - started))

@@ -25,6 +25,7 @@ from loopnb.engine.events import (
     TurnFinished,
     TurnStarted,
 )
+from loopnb.engine.frozen import positional
 from loopnb.engine.messages import ToolCall
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 
@@ -389,6 +390,8 @@ HANDLED: frozenset[str] = frozenset(_HANDLERS)
 """The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
 already in the ``TurnFinished`` that follows them."""
 
+_new_turn_view = positional(TurnView)  # one per turn: built without the frozen __init__
+
 _HARD_BY_CLASS = {
     "Cancelled": "cancelled",
     "ContextExceeded": "context_exceeded",
@@ -416,7 +419,7 @@ def turn_view(e: TurnFinished, error: str | None = None) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of the event)."""
     calls = e.reply.tool_calls if e.reply is not None else ()
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
-    return TurnView(e.turn, e.channel, e.producer, e.model, tools, e.dropped, error, e)
+    return _new_turn_view(e.turn, e.channel, e.producer, e.model, tools, e.dropped, error, e)
 
 
 def runs_of(events: Iterable[Any]) -> dict[str, list[Any]]:

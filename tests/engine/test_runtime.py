@@ -31,6 +31,7 @@ from loopnb import (
     tool,
 )
 from loopnb.engine import events as events_module
+from loopnb.engine.frozen import positional
 
 from .conftest import Events, read_file
 
@@ -263,7 +264,7 @@ def test_positional_event_constructors_build_the_same_frozen_event(new, cls):
 
 def test_positional_constructors_refuse_a_class_they_cannot_build():
     with pytest.raises(TypeError, match="plain slotted fields"):
-        events_module._positional(events_module.RunStarted)  # settings has a default factory
+        positional(events_module.RunStarted)  # settings has a default factory
 
 
 # -- bad input -----------------------------------------------------------------------------
@@ -345,3 +346,16 @@ def test_a_sigint_handler_is_left_as_it_was():
     Engine(ScriptedModel(SCRIPT), tools=[read_file]).run("task")
     assert signal.getsignal(signal.SIGINT) is before
     assert os.getpid()
+
+
+def test_positional_constructors_refuse_a_post_init_they_would_skip():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        value: int
+
+        def __post_init__(self) -> None:
+            if self.value < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(TypeError, match="plain slotted fields"):
+        positional(Checked)
