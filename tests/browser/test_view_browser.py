@@ -136,10 +136,16 @@ def stop_group(proc: subprocess.Popen) -> None:
     proc.wait(timeout=15)
 
 
+def scroll_to(locator) -> None:
+    """Scroll an element into view without waiting for it to be "stable": on a page whose live
+    views keep redrawing, playwright's own scrolling can wait for that in vain on a busy machine."""
+    locator.evaluate("element => element.scrollIntoView({block: 'start'})")
+
+
 def shoot(page, locator, path: pathlib.Path) -> None:
     """A screenshot of one view's box (a page whose widgets keep updating is never "stable",
     which an element screenshot would wait for)."""
-    locator.scroll_into_view_if_needed(timeout=60_000)
+    scroll_to(locator)
     box = locator.bounding_box()
     assert box is not None
     page.screenshot(path=str(path), clip=box, full_page=True, timeout=60_000)
@@ -239,7 +245,7 @@ def test_live_view_in_voila(page, tmp_path):
         assert states == ["closed", "closed", "open", "open", "closed"]
         expect(demo.locator(".loopnb-board")).to_contain_text("20.0s of 20s")
         expect(demo.locator(".indicatorlayer")).to_contain_text("2 / 5")
-        demo.scroll_into_view_if_needed()
+        scroll_to(demo)
         widths = (
             "Array.from(document.querySelectorAll('.loopnb-view .main-svg'))"
             ".map(e => e.getBoundingClientRect().width)"
