@@ -32,6 +32,8 @@ __all__ = [
     "VERSION",
     "JsonlWriter",
     "dump_event",
+    "dump_event_bytes",
+    "dump_events",
     "make_header",
     "parse_event",
     "parse_events",
@@ -77,12 +79,26 @@ def _serializers() -> dict[type, Any]:
 _SERIALIZERS = _serializers()
 
 
-def dump_event(event: Event) -> str:
-    """One event as one line of JSON text (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
+def dump_event_bytes(event: Event) -> bytes:
+    """One event as one line of UTF-8 JSON (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
     serializer = _SERIALIZERS.get(type(event))
     if serializer is None:
-        return EVENT_ADAPTER.dump_json(event).decode()
-    return serializer.to_json(event).decode()
+        return EVENT_ADAPTER.dump_json(event)
+    return serializer.to_json(event)  # type: ignore[no-any-return]
+
+
+def dump_event(event: Event) -> str:
+    """One event as one line of JSON text (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
+    return dump_event_bytes(event).decode()
+
+
+def dump_events(events: list[Event]) -> list[bytes]:
+    """The lines of ``events``, as ``dump_event_bytes`` makes them (one lookup per event, no call)."""
+    serializers = _SERIALIZERS
+    try:
+        return [serializers[type(e)].to_json(e) for e in events]
+    except KeyError:
+        return [dump_event_bytes(e) for e in events]
 
 
 def redact_line(line: str, redact: Redact | None) -> str:
@@ -222,13 +238,17 @@ class JsonlWriter:
     A new (or empty) file gets a header. An existing one must be a recording of a supported
     version; a torn last line left by a killed writer is cut off (with a warning) before
     appending, so the file stays readable.
+
+    ``write`` only keeps the event; ``flush`` serialises what it kept, redacts it in one pass and
+    hands it to the OS in one ``write`` call on an unbuffered file (and to the disk, with
+    ``fsync=True``). The recorder flushes once per turn.
     """
 
     def __init__(self, path: str | Path, *, redact: Redact | None, fsync: bool = False) -> None:
         self.path = Path(path)
         self.redact = redact
         self.fsync = fsync
-        self._pending: list[str] = []
+        self._pending: list[Event] = []
         self._file: BinaryIO = self._open()
 
     def _open(self) -> BinaryIO:
@@ -249,32 +269,40 @@ class JsonlWriter:
                 )
                 with path.open("r+b") as f:
                     f.truncate(cut)
-            file = path.open("ab")
+            file = path.open("ab", buffering=0)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            file = path.open("ab")
+            file = path.open("ab", buffering=0)
             header = make_header(redacted=self.redact is not None)
-            file.write(json.dumps(header).encode() + b"\n")
-        self._sync(file)
+            self._put(file, json.dumps(header).encode() + b"\n")
         return file
 
-    def _sync(self, file: BinaryIO) -> None:
-        file.flush()
+    def _put(self, file: BinaryIO, data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # a write to a regular file takes it whole but for a full disk or a signal
+            view = view[file.write(view) or 0 :]
         if self.fsync:
             os.fsync(file.fileno())
 
     def write(self, event: Event) -> None:
-        """Buffer one event's line (written, redacted, at the next ``flush``)."""
-        self._pending.append(dump_event(event))
+        """Keep one event, to be written (serialised, redacted) at the next ``flush``."""
+        self._pending.append(event)
 
     def flush(self) -> None:
-        """Redact and write everything buffered, and hand it to the OS (and to the disk, with
-        ``fsync=True``). One redaction pass covers the whole batch (a turn's events)."""
-        if self._pending:
-            chunk = "\n".join(self._pending)
+        """Write everything kept since the last flush: one redaction pass over the batch (a
+        turn's events), one ``write`` to the OS. Events kept after ``close`` are dropped."""
+        if not self._pending or self._file.closed:
             self._pending.clear()
-            self._file.write(redact_line(chunk, self.redact).encode() + b"\n")
-        self._sync(self._file)
+            return
+        lines = dump_events(self._pending)
+        self._pending.clear()
+        chunk = b"\n".join(lines)
+        if self.redact is not None:
+            text = chunk.decode()
+            redacted = redact_line(text, self.redact)
+            if redacted != text:
+                chunk = redacted.encode()
+        self._put(self._file, chunk + b"\n")
 
     def close(self) -> None:
         if not self._file.closed:

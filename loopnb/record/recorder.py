@@ -1,7 +1,8 @@
 """The ``Recorder``: the engine observer that keeps a run as data, the only writer of rows.
 
-The hot path only appends the event to a list (and, with a path, writes its line); rows and
-frames are built on demand, linearly, and cached until the next event arrives::
+The hot path only appends the event to a list (and, with a path, writes the turn's lines when
+it ends); rows and frames are built on demand, linearly, and cached until the next event
+arrives::
 
     recorder = Recorder("runs/today.jsonl")
     engine = Engine(model, tools=[...], observers=[recorder])
@@ -82,9 +83,9 @@ class Recorder:
         self._events.append(event)
         writer = self._writer
         if writer is not None:
-            with self._lock:
-                writer.write(event)
-                if event.kind in _FLUSH_KINDS:
+            writer.write(event)
+            if event.kind in _FLUSH_KINDS:
+                with self._lock:
                     writer.flush()
         if self._listeners:
             self._notify(event)
