@@ -161,15 +161,17 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def _fresh_turns(rec: Recorder) -> None:
+    """``rec.turns`` from scratch: the turns' values and the frame (nothing cached)."""
     rec._frames.clear()
-    rec._turn_rows.clear()
+    rec._turn_values.clear()
+    rec._discarded.clear()
     rec._turn_upto = 0
     rec.turns  # noqa: B018
 
 
 def _fresh_events(rec: Recorder) -> None:
+    """``rec.events`` from scratch."""
     rec._frames.clear()
-    rec._event_rows.clear()
     rec.events  # noqa: B018
 
 

@@ -31,7 +31,7 @@ from loopnb.record.jsonl import (
     write_jsonl,
 )
 from loopnb.record.redact import DEFAULT_REDACTOR, Redact
-from loopnb.record.rows import event_row, turn_row
+from loopnb.record.rows import turn_row, turn_row_of, turn_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,8 +70,8 @@ class Recorder:
         self._events: list[Event] = []
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
-        self._turn_rows: list[dict[str, Any]] = []
-        self._event_rows: list[dict[str, Any]] = []
+        self._turn_values: list[tuple[Any, ...]] = []
+        self._discarded: set[str] = set()
         self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
@@ -129,38 +129,34 @@ class Recorder:
     def __len__(self) -> int:
         return len(self._events)
 
-    def _sync_turn_rows(self, n: int) -> list[dict[str, Any]]:
+    def _sync_turns(self, n: int) -> tuple[list[tuple[Any, ...]], set[str]]:
+        """The turns' values among the first ``n`` events (kept, and extended as events come) and
+        the runs whose scratchpad was discarded."""
         with self._lock:
             for event in self._events[self._turn_upto : n]:
                 if isinstance(event, TurnFinished):
-                    self._turn_rows.append(turn_row(event))
+                    self._turn_values.append(turn_values(event))
                 elif isinstance(event, RunFinished) and event.scratchpad_discarded:
-                    for row in reversed(self._turn_rows):
-                        if row["run_id"] == event.run_id:
-                            row["dropped"] = True
+                    self._discarded.add(event.run_id)
             self._turn_upto = max(self._turn_upto, n)
-            return list(self._turn_rows)
-
-    def _sync_event_rows(self, n: int) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._event_rows
-            rows.extend(event_row(e) for e in self._events[len(rows) : n])
-            return rows[:n]
+            return self._turn_values[:], set(self._discarded)
 
     def turn_rows(self) -> list[dict[str, Any]]:
-        """The turn rows so far (the same dicts the frame is built from; do not mutate)."""
-        return self._sync_turn_rows(len(self._events))
+        """The turn rows so far (fresh dicts, as ``turn_rows`` of the events makes them)."""
+        values, discarded = self._sync_turns(len(self._events))
+        rows = [turn_row_of(v) for v in values]
+        for row in rows:
+            if row["run_id"] in discarded:
+                row["dropped"] = True
+        return rows
 
     def _frame(self, name: str) -> pd.DataFrame:
-        from loopnb.record.frames import event_frame, turn_frame
+        from loopnb.record.frames import event_table, turn_values_frame
 
         n = len(self._events)
         cached = self._frames.get(name)
         if cached is None or cached[0] != n:
-            if name == "turns":
-                df = turn_frame(self._sync_turn_rows(n))
-            else:
-                df = event_frame(self._sync_event_rows(n))
+            df = turn_values_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
             self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 
