@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, get_args
@@ -92,7 +92,7 @@ def dump_event(event: Event) -> str:
     return dump_event_bytes(event).decode()
 
 
-def dump_events(events: list[Event]) -> list[bytes]:
+def dump_events(events: Sequence[Event]) -> list[bytes]:
     """The lines of ``events``, as ``dump_event_bytes`` makes them (one lookup per event, no call)."""
     serializers = _SERIALIZERS
     try:
@@ -239,16 +239,16 @@ class JsonlWriter:
     version; a torn last line left by a killed writer is cut off (with a warning) before
     appending, so the file stays readable.
 
-    ``write`` only keeps the event; ``flush`` serialises what it kept, redacts it in one pass and
-    hands it to the OS in one ``write`` call on an unbuffered file (and to the disk, with
-    ``fsync=True``). The recorder flushes once per turn.
+    ``write`` takes a batch of events (the recorder gives it a turn's): it serialises them,
+    redacts them in one pass and hands them to the OS in one ``write`` call on an unbuffered file
+    (and to the disk, with ``fsync=True``), so that a killed process leaves every batch written
+    readable.
     """
 
     def __init__(self, path: str | Path, *, redact: Redact | None, fsync: bool = False) -> None:
         self.path = Path(path)
         self.redact = redact
         self.fsync = fsync
-        self._pending: list[Event] = []
         self._file: BinaryIO = self._open()
 
     def _open(self) -> BinaryIO:
@@ -284,19 +284,11 @@ class JsonlWriter:
         if self.fsync:
             os.fsync(file.fileno())
 
-    def write(self, event: Event) -> None:
-        """Keep one event, to be written (serialised, redacted) at the next ``flush``."""
-        self._pending.append(event)
-
-    def flush(self) -> None:
-        """Write everything kept since the last flush: one redaction pass over the batch (a
-        turn's events), one ``write`` to the OS. Events kept after ``close`` are dropped."""
-        if not self._pending or self._file.closed:
-            self._pending.clear()
+    def write(self, events: Sequence[Event]) -> None:
+        """Append ``events``, one line each, in one pass of the redactor and one ``write`` call."""
+        if not events:
             return
-        lines = dump_events(self._pending)
-        self._pending.clear()
-        chunk = b"\n".join(lines)
+        chunk = b"\n".join(dump_events(events))
         if self.redact is not None:
             text = chunk.decode()
             redacted = redact_line(text, self.redact)
@@ -305,9 +297,7 @@ class JsonlWriter:
         self._put(self._file, chunk + b"\n")
 
     def close(self) -> None:
-        if not self._file.closed:
-            self.flush()
-            self._file.close()
+        self._file.close()
 
     @property
     def closed(self) -> bool:

@@ -75,20 +75,25 @@ class Recorder:
         self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
+        self._written = 0  # the events before this one are in the file
 
     # -- the hot path -------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         """Observe one event."""
         self._events.append(event)
-        writer = self._writer
-        if writer is not None:
-            writer.write(event)
-            if event.kind in _FLUSH_KINDS:
-                with self._lock:
-                    writer.flush()
+        if self._writer is not None and event.kind in _FLUSH_KINDS:
+            self._write()
         if self._listeners:
             self._notify(event)
+
+    def _write(self) -> None:
+        """Append the events not yet in the file (a turn's, when a turn or a run ends)."""
+        with self._lock:
+            n = len(self._events)
+            if self._writer is not None and self._written < n:
+                self._writer.write(self._events[self._written : n])
+            self._written = n
 
     # -- listeners ----------------------------------------------------------------------------
 
@@ -227,6 +232,7 @@ class Recorder:
     def close(self) -> None:
         """Flush and close the streaming file (further events are kept in memory only)."""
         if self._writer is not None:
+            self._write()
             with self._lock:
                 self._writer.close()
                 self._writer = None

@@ -122,6 +122,13 @@ class Redactor:
         )
         self.replacement = replacement
         self._rules = [(p, *_triggers_of(p)) for p in self.patterns]
+        # Every trigger of every rule in one flat list, for the quick look at the whole text; only
+        # when all the patterns have triggers can a miss skip them all.
+        self._screen: list[tuple[str, re.Pattern[str], bool]] | None = None
+        if all(triggers is not None for _, triggers, _ in self._rules):
+            self._screen = [
+                (gate, trigger, fold) for _, triggers, fold in self._rules for gate, trigger in triggers or ()
+            ]
 
     def extend(self, *patterns: str | re.Pattern[str]) -> Redactor:
         """A new redactor with these patterns added to this one's."""
@@ -135,7 +142,18 @@ class Redactor:
         text = match.group(0)
         return text[: start - whole_start] + self.replacement + text[end - whole_start :]
 
+    def _any_trigger(self, text: str, screen: list[tuple[str, re.Pattern[str], bool]]) -> bool:
+        folded = text.casefold()
+        for gate, trigger, fold in screen:
+            haystack = folded if fold else text
+            if (not gate or gate in haystack) and trigger.search(haystack) is not None:
+                return True
+        return False
+
     def __call__(self, text: str) -> str:
+        screen = self._screen
+        if screen is not None and not self._any_trigger(text, screen):
+            return text  # the common case: no trigger at all, so no pattern can match
         folded = None
         for pattern, triggers, fold in self._rules:
             if triggers is not None:
