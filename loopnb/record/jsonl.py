@@ -13,6 +13,7 @@ is ever executed.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import warnings
@@ -160,8 +161,26 @@ def parse_event(raw: bytes | str) -> Event:
 
 
 def parse_events(body: bytes | str) -> list[Event]:
-    """Events from the JSON text of an array of them."""
-    return _EVENTS_ADAPTER.validate_json(body)
+    """Events from the JSON text of an array of them.
+
+    The cyclic garbage collector is paused meanwhile: events hold no cycles, and while a long
+    list of them is built, each full collection would walk the whole growing heap again (loading
+    took 3x as long at 100,000 turns). After a large batch, one full collection settles the new
+    objects at once, instead of the young generations each walking all of them later.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        events = _EVENTS_ADAPTER.validate_json(body)
+    finally:
+        if enabled:
+            gc.enable()
+    if enabled and len(events) >= _SETTLE_AFTER:
+        gc.collect()
+    return events
+
+
+_SETTLE_AFTER = 100_000
 
 
 def _parse_line(raw: bytes, path: Path, line: int) -> Event:
