@@ -165,7 +165,7 @@ def parse_events(body: bytes | str) -> list[Event]:
 
     The cyclic garbage collector is paused meanwhile: events hold no cycles, and while a long
     list of them is built, each full collection would walk the whole growing heap again (loading
-    took 3x as long at 100,000 turns). After a large batch, one full collection settles the new
+    took twice as long at 100,000 turns). After a large batch, one full collection settles the new
     objects at once, instead of the young generations each walking all of them later.
     """
     enabled = gc.isenabled()
@@ -252,7 +252,7 @@ def _parse_body(body: list[bytes], path: Path) -> list[Event]:
 
 
 class JsonlWriter:
-    """Appends events to a recording file; ``flush`` makes everything written so far durable.
+    """Appends batches of events to a recording file, each handed to the OS as it is written.
 
     A new (or empty) file gets a header. An existing one must be a recording of a supported
     version; a torn last line left by a killed writer is cut off (with a warning) before
@@ -298,8 +298,11 @@ class JsonlWriter:
 
     def _put(self, file: BinaryIO, data: bytes) -> None:
         view = memoryview(data)
-        while view:  # a write to a regular file takes it whole but for a full disk or a signal
-            view = view[file.write(view) or 0 :]
+        while view:  # a regular file takes the whole write but for a signal or a full disk
+            taken = file.write(view)
+            if not taken:
+                raise RecordingError("the file took none of the bytes written to it", path=self.path)
+            view = view[taken:]
         if self.fsync:
             os.fsync(file.fileno())
 

@@ -50,12 +50,13 @@ _FLUSH_KINDS = frozenset({"turn_finished", "run_finished"})
 class Recorder:
     """Records every event it observes; ``turns`` and ``events`` are its DataFrames.
 
-    With ``path``, each event is also appended to that JSON Lines file (created with a header,
-    or appended to when it is already a recording) and the file is flushed when a turn or a run
-    ends (and fsynced with ``fsync=True``), so a killed process leaves every completed turn
-    readable. ``redact`` is applied to everything written to disk or exported (``None`` turns it
-    off); the in-memory frames keep exactly what the model read. One recorder may observe many
-    runs; ``run_id`` tells them apart.
+    With ``path``, every event is also appended to that JSON Lines file (created with a header,
+    or appended to when it is already a recording): a turn's events are written when the turn
+    ends (and a run's last ones when it ends), in one ``write`` call that hands them to the OS
+    (and fsynced with ``fsync=True``), so a killed process leaves every completed turn readable.
+    ``redact`` is applied to everything written to disk or exported (``None`` turns it off); the
+    in-memory frames keep exactly what the model read. One recorder may observe many runs;
+    ``run_id`` tells them apart.
     """
 
     def __init__(
@@ -88,12 +89,12 @@ class Recorder:
             self._notify(event)
 
     def _write(self) -> None:
-        """Append the events not yet in the file (a turn's, when a turn or a run ends)."""
+        """Append the events not yet in the file (a turn's, when a turn or a run ends). A batch
+        the writer refuses (a redaction hook that breaks the JSON) is not offered again."""
         with self._lock:
-            n = len(self._events)
-            if self._writer is not None and self._written < n:
-                self._writer.write(self._events[self._written : n])
-            self._written = n
+            start, self._written = self._written, len(self._events)
+            if self._writer is not None and start < self._written:
+                self._writer.write(self._events[start : self._written])
 
     # -- listeners ----------------------------------------------------------------------------
 
