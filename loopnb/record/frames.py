@@ -71,14 +71,21 @@ def _column(values: list[Any], dtype: Any) -> Any:
         return pd.Categorical.from_codes(codes, dtype=dtype)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return pd.DatetimeIndex(values, dtype=dtype) if values else pd.array([], dtype=dtype)
-    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and dtype.na_value is pd.NA:
+    if (
+        isinstance(dtype, pd.StringDtype)
+        and dtype.storage == "pyarrow"
+        and dtype.na_value is pd.NA
+        and set(map(type, values)) <= _TEXT
+    ):
         import pyarrow as pa
 
-        try:  # what pd.array makes of str and None, without its pass over every value first
-            return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
-        except (TypeError, pa.ArrowException):
-            pass  # anything else: pd.array decides (it turns other scalars into text)
+        # What pd.array makes of str and None, without its own pass over every value first;
+        # anything else is left to pd.array (it turns other scalars into text).
+        return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
     return pd.array(values, dtype=dtype)
+
+
+_TEXT = {str, type(None)}
 
 
 _MASKED = (pd.Int64Dtype, pd.Float64Dtype, pd.BooleanDtype)

@@ -145,3 +145,12 @@ def test_a_subclass_of_an_event_has_its_base_row():
     e = Marked(seq=1, run_id="r", at=1.0, turn=3)
     assert event_row(e)["turn"] == 3
     assert event_table([e])["turn"].tolist() == [3]
+
+
+def test_text_columns_take_other_values_as_pandas_does():
+    from loopnb.record.frames import _column, pandas_dtypes
+    from loopnb.record.schema import TurnRow
+
+    dtype = pandas_dtypes(TurnRow)["tools"]
+    for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
+        pd.testing.assert_extension_array_equal(_column(list(values), dtype), pd.array(values, dtype=dtype))
