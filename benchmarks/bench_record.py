@@ -7,11 +7,12 @@ A script that prints figures (not a timed test). Every figure is the median of s
 
 1. Recorder overhead per turn against the engine's own per-turn time, in the same process and
    round: the engine runs a scripted model (one tool call per turn, no timeout, loop detector on)
-   with no observer, with a no-op observer (the engine then builds its events), with an
-   in-memory ``Recorder`` and with a streaming one (a flush per turn).
+   with no observer, with a no-op observer (the engine then builds its events), with one that
+   only keeps the events in a list, with an in-memory ``Recorder`` and with a streaming one (a
+   write per turn). Ratios against the bare and the no-op-observed engine; growth with size.
 2. The recorder fed pre-built synthetic events (its own hot path, no engine).
-3. Building the frames; writing and reading JSON Lines and Parquet; loading 1,000,000 turns
-   from Parquet.
+3. Building the frames from scratch; writing and reading JSON Lines and Parquet; growth with
+   size. 4. Loading 1,000,000 turns from Parquet (10,000 in the quick run).
 """
 
 from __future__ import annotations
@@ -69,9 +70,13 @@ def _growth(label: str, figures: dict[int, float], *, against: dict[int, float] 
 def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[str, float]]:
     print("\n## 1. Engine per-turn time (us) and the recorder's overhead")
     print("(interleaved runs, medians; ratios against the bare engine and the no-op-observed engine)")
+    print(
+        "(+retain: an observer that only appends each event to a list; it shows what merely holding\n"
+        " the events costs, in cyclic-GC passes over a growing heap, which the recorder must do too)"
+    )
     header = (
-        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+memory':>8} {'+stream':>8} "
-        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/no-op':>13} {'stream/engine':>14}"
+        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+retain':>8} {'+memory':>8} {'+stream':>8} "
+        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/no-op':>13} {'stream/engine':>14} {'mem/retain':>11}"
     )
     print(header)
     counter = iter(range(10**9))
@@ -82,6 +87,7 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
     variants = {
         "engine": lambda: [],
         "noop": lambda: [lambda event: None],
+        "retain": lambda: [[].append],
         "memory": lambda: [Recorder()],
         "stream": streaming,
     }
@@ -93,10 +99,10 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
                 samples[name].append(engine_turn_us(n, make))
         m = {k: statistics.median(v) for k, v in samples.items()}
         print(
-            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['memory']:>8.1f} "
+            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['retain']:>8.1f} {m['memory']:>8.1f} "
             f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
             f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['noop']:>13.2f} "
-            f"{m['stream'] / m['engine']:>14.2f}{note}"
+            f"{m['stream'] / m['engine']:>14.2f} {m['memory'] / m['retain']:>11.2f}{note}"
         )
         return m
 
