@@ -61,14 +61,17 @@ def _codes(dtype: pd.CategoricalDtype) -> dict[Any, int]:
     return {value: i for i, value in enumerate(dtype.categories)} | {None: -1}
 
 
+def _category_codes(values: Sequence[Any], dtype: pd.CategoricalDtype) -> np.ndarray:
+    index = _codes(dtype)
+    try:
+        return np.array(list(map(index.__getitem__, values)), dtype=np.int16)
+    except KeyError as exc:
+        raise ValueError(f"{exc.args[0]!r} is not one of {list(dtype.categories)}") from exc
+
+
 def _column(values: list[Any], dtype: Any) -> Any:
     if isinstance(dtype, pd.CategoricalDtype):
-        index = _codes(dtype)
-        try:
-            codes = np.array(list(map(index.__getitem__, values)), dtype=np.int16)
-        except KeyError as exc:
-            raise ValueError(f"{exc.args[0]!r} is not one of {list(dtype.categories)}") from exc
-        return pd.Categorical.from_codes(codes, dtype=dtype)
+        return pd.Categorical.from_codes(_category_codes(values, dtype), dtype=dtype)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return pd.DatetimeIndex(values, dtype=dtype) if values else pd.array([], dtype=dtype)
     if (
@@ -102,6 +105,11 @@ def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: A
             data[index] = part.to_numpy(dtype=dtype.numpy_dtype, na_value=dtype.numpy_dtype.type(0))
             mask[index] = part.isna()
         return dtype.construct_array_type()(data, mask)
+    if isinstance(dtype, pd.CategoricalDtype):
+        codes = np.full(n, -1, dtype=np.int16)
+        for index, values in parts:
+            codes[index] = _category_codes(values, dtype)
+        return pd.Categorical.from_codes(codes, dtype=dtype)
     full = np.full(n, None, dtype=object)
     for index, values in parts:
         part = np.empty(len(values), dtype=object)
