@@ -297,14 +297,15 @@ class JsonlWriter:
         return file
 
     def _put(self, file: BinaryIO, data: bytes) -> None:
-        view = memoryview(data)
-        while view:  # a regular file takes the whole write but for a signal or a full disk
-            taken = file.write(view)
+        fd = file.fileno()
+        written = os.write(fd, data)
+        while written < len(data):  # a regular file takes it all but for a signal or a full disk
+            taken = os.write(fd, memoryview(data)[written:])
             if not taken:
                 raise RecordingError("the file took none of the bytes written to it", path=self.path)
-            view = view[taken:]
+            written += taken
         if self.fsync:
-            os.fsync(file.fileno())
+            os.fsync(fd)
 
     def write(self, events: Sequence[Event]) -> None:
         """Append ``events``, one line each, in one pass of the redactor and one ``write`` call."""

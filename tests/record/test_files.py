@@ -279,3 +279,20 @@ def test_to_html_writes_one_offline_report(recorder, tmp_path):
     html = pathlib.Path(path).read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html")
     assert not re.search(r"<script[^>]+src=[\"']?https?:", html), "scripts must be inlined, not fetched"
+
+
+def test_a_short_write_is_finished_and_a_write_that_takes_nothing_raises(tmp_path, monkeypatch):
+    import os
+
+    from loopnb.record import jsonl
+
+    real_write = os.write
+    monkeypatch.setattr(jsonl.os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    path = tmp_path / "short.jsonl"
+    with Recorder(path) as rec:
+        for e in typo_run().events:
+            rec(e)
+    assert load(path).event_objects == rec.event_objects
+    monkeypatch.setattr(jsonl.os, "write", lambda fd, data: 0)
+    with pytest.raises(RecordingError, match="took none"):
+        Recorder(tmp_path / "none.jsonl")
