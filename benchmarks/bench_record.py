@@ -7,11 +7,12 @@ A script that prints figures (not a timed test). Every figure is the median of s
 
 1. Recorder overhead per turn against the engine's own per-turn time, in the same process and
    round: the engine runs a scripted model (one tool call per turn, no timeout, loop detector on)
-   with no observer, with a no-op observer (the engine then builds its events), with an
-   in-memory ``Recorder`` and with a streaming one (a flush per turn).
+   with no observer, with a no-op observer (the engine then builds its events), with one that
+   only keeps the events in a list, with an in-memory ``Recorder`` and with a streaming one (a
+   write per turn). Ratios against the bare and the no-op-observed engine; growth with size.
 2. The recorder fed pre-built synthetic events (its own hot path, no engine).
-3. Building the frames; writing and reading JSON Lines and Parquet; loading 1,000,000 turns
-   from Parquet.
+3. Building the frames from scratch; writing and reading JSON Lines and Parquet; growth with
+   size. 4. Loading 1,000,000 turns from Parquet (10,000 in the quick run).
 """
 
 from __future__ import annotations
@@ -50,12 +51,34 @@ def engine_turn_us(n: int, make_observers: Callable[[], list]) -> float:
     return (time.perf_counter() - start) / (n + 1) * 1e6
 
 
-def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> None:
+def _growth(label: str, figures: dict[int, float], *, against: dict[int, float] | None = None) -> str:
+    """``label: x1.00 -> x1.23 at 10k -> ...``: each figure over the smallest size's, and that
+    growth over ``against``'s (the engine's own) when given."""
+    sizes = sorted(figures)
+    first = sizes[0]
+    parts = []
+    for n in sizes[1:]:
+        g = figures[n] / figures[first]
+        text = f"x{g:.2f} at {n:,}"
+        if against is not None:
+            base = against[n] / against[first]
+            text += f" (÷ engine's x{base:.2f} = {g / base:.2f})"
+        parts.append(text)
+    return f"  {label:<14} from {first:,}: " + ", ".join(parts)
+
+
+def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[str, float]]:
     print("\n## 1. Engine per-turn time (us) and the recorder's overhead")
+    print("(interleaved runs, medians; ratios against the bare engine and the no-op-observed engine)")
     print(
-        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+memory':>8} {'+stream':>8} "
-        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/engine':>14} {'stream/no-op':>13}"
+        "(+retain: an observer that only appends each event to a list; it shows what merely holding\n"
+        " the events costs, in cyclic-GC passes over a growing heap, which the recorder must do too)"
     )
+    header = (
+        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+retain':>8} {'+memory':>8} {'+stream':>8} "
+        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/no-op':>13} {'stream/engine':>14} {'mem/retain':>11}"
+    )
+    print(header)
     counter = iter(range(10**9))
 
     def streaming() -> list:
@@ -64,34 +87,37 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> None:
     variants = {
         "engine": lambda: [],
         "noop": lambda: [lambda event: None],
+        "retain": lambda: [[].append],
         "memory": lambda: [Recorder()],
         "stream": streaming,
     }
-    for n in sizes:
-        r = repeats if n <= 10_000 else max(3, repeats // 2)
+
+    def row(n: int, r: int, note: str = "") -> dict[str, float]:
         samples: dict[str, list[float]] = {k: [] for k in variants}
         for _ in range(r):  # interleaved, so that machine noise hits every variant alike
             for name, make in variants.items():
                 samples[name].append(engine_turn_us(n, make))
         m = {k: statistics.median(v) for k, v in samples.items()}
         print(
-            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['memory']:>8.1f} "
+            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['retain']:>8.1f} {m['memory']:>8.1f} "
             f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
-            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['engine']:>14.2f} "
-            f"{m['stream'] / m['noop']:>13.2f}"
+            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['noop']:>13.2f} "
+            f"{m['stream'] / m['engine']:>14.2f} {m['memory'] / m['retain']:>11.2f}{note}"
         )
+        return m
+
+    by_size = {n: row(n, repeats if n <= 10_000 else max(3, repeats // 2)) for n in sizes}
     gc.disable()
     try:
-        n = sizes[min(1, len(sizes) - 1)]
-        m = {k: median_of(lambda make=make: engine_turn_us(n, make), repeats) for k, make in variants.items()}
-        print(
-            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['memory']:>8.1f} "
-            f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
-            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['engine']:>14.2f} "
-            f"{m['stream'] / m['noop']:>13.2f}   (gc disabled)"
-        )
+        row(sizes[min(1, len(sizes) - 1)], repeats, "   (gc disabled)")
     finally:
         gc.enable()
+    print("growth of the per-turn time with size:")
+    engine = {n: m["engine"] for n, m in by_size.items()}
+    for name in variants:
+        figures = {n: m[name] for n, m in by_size.items()}
+        print(_growth(name, figures, against=None if name == "engine" else engine))
+    return by_size
 
 
 def synthetic_events(turns: int, *, runs: int = 1) -> list:
@@ -144,13 +170,20 @@ def bench_hot_path(events_by_size: dict[int, list], repeats: int, tmp: Path) -> 
     def fsyncing() -> Recorder:
         return Recorder(tmp / f"fsync-{next(counter)}.jsonl", fsync=True)
 
+    mems, streams = {}, {}
     for n, events in events_by_size.items():
-        mem = statistics.median(_feed(Recorder, events, n) for _ in range(repeats))
-        stream = statistics.median(_feed(streaming, events, n) for _ in range(repeats))
+        mem_samples, stream_samples = [], []
+        for _ in range(repeats):  # interleaved
+            mem_samples.append(_feed(Recorder, events, n))
+            stream_samples.append(_feed(streaming, events, n))
+        mems[n], streams[n] = statistics.median(mem_samples), statistics.median(stream_samples)
         fsync = "-"
         if n <= 10_000:
             fsync = f"{statistics.median(_feed(fsyncing, events, n) for _ in range(3)):.1f}"
-        print(f"{n:>8} {len(events):>8} {mem:>8.2f} {stream:>8.2f} {fsync:>13}")
+        print(f"{n:>8} {len(events):>8} {mems[n]:>8.2f} {streams[n]:>8.2f} {fsync:>13}")
+    print("growth of the per-turn time with size:")
+    print(_growth("memory", mems))
+    print(_growth("stream", streams))
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -161,19 +194,21 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def _fresh_turns(rec: Recorder) -> None:
+    """``rec.turns`` from scratch: the turns' values and the frame (nothing cached)."""
     rec._frames.clear()
-    rec._turn_rows.clear()
+    rec._turn_values.clear()
+    rec._discarded.clear()
     rec._turn_upto = 0
     rec.turns  # noqa: B018
 
 
 def _fresh_events(rec: Recorder) -> None:
+    """``rec.events`` from scratch."""
     rec._frames.clear()
-    rec._event_rows.clear()
     rec.events  # noqa: B018
 
 
-def _files_row(n: int, events: list, repeats: int, tmp: Path) -> Path:
+def _files_row(n: int, events: list, repeats: int, tmp: Path) -> tuple[Path, dict[str, float]]:
     rec = Recorder()
     for e in events:
         rec(e)
@@ -183,31 +218,37 @@ def _files_row(n: int, events: list, repeats: int, tmp: Path) -> Path:
     def med(fn: Callable[[], object], k: int) -> float:
         return statistics.median(timed(fn) for _ in range(k))
 
-    t_turns = med(lambda: _fresh_turns(rec), repeats)
-    t_events = med(lambda: _fresh_events(rec), r)
-    t_save_j = med(lambda: rec.save(jsonl), r)
-    t_load_j = med(lambda: load(jsonl).turns, r)
-    t_save_p = med(lambda: rec.save(pq), r)
-    t_load_p = med(lambda: load(pq).turns, repeats)
-    t_pq_ev = med(lambda: load(pq).events, r)
+    t = {
+        "turns df": med(lambda: _fresh_turns(rec), repeats),
+        "events df": med(lambda: _fresh_events(rec), r),
+        "save jsonl": med(lambda: rec.save(jsonl), r),
+        "load jsonl": med(lambda: load(jsonl).turns, r),
+        "save pq": med(lambda: rec.save(pq), r),
+        "load pq": med(lambda: load(pq).turns, repeats),
+        "pq events": med(lambda: load(pq).events, r),
+    }
     print(
-        f"{n:>8} {t_turns:>9.3f} {t_events:>10.3f} {t_save_j:>11.3f} {t_load_j:>11.3f} "
-        f"{t_save_p:>8.3f} {t_load_p:>8.3f} {t_pq_ev:>10.3f} "
+        f"{n:>8} {t['turns df']:>9.3f} {t['events df']:>10.3f} {t['save jsonl']:>11.3f} "
+        f"{t['load jsonl']:>11.3f} {t['save pq']:>8.3f} {t['load pq']:>8.3f} {t['pq events']:>10.3f} "
         f"{jsonl.stat().st_size / 1e6:>9.1f} {pq.stat().st_size / 1e6:>7.1f}"
     )
-    return pq
+    return pq, t
 
 
 def bench_frames_and_files(events_by_size: dict[int, list], repeats: int, tmp: Path) -> Path:
-    print("\n## 3. Frames and files (seconds)")
+    print("\n## 3. Frames and files (seconds; the frames built from scratch, nothing cached)")
     print(
         f"{'turns':>8} {'turns df':>9} {'events df':>10} {'save jsonl':>11} "
         f"{'load jsonl':>11} {'save pq':>8} {'load pq':>8} {'pq events':>10} "
         f"{'jsonl MB':>9} {'pq MB':>7}"
     )
     biggest = tmp
+    rows: dict[int, dict[str, float]] = {}
     for n, events in events_by_size.items():
-        biggest = _files_row(n, events, repeats, tmp)
+        biggest, rows[n] = _files_row(n, events, repeats, tmp)
+    print("growth of the time per turn with size (x1.00 is linear):")
+    for name in next(iter(rows.values())):
+        print(_growth(name, {n: t[name] / n for n, t in rows.items()}))
     return biggest
 
 
@@ -256,7 +297,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, fewer repeats")
     args = parser.parse_args()
     quick = args.quick
-    engine_sizes = [500, 2_000] if quick else [1_000, 10_000, 100_000]
+    engine_sizes = [500, 2_000] if quick else [1_000, 2_000, 10_000, 100_000]
     sizes = [1_000, 5_000] if quick else [1_000, 10_000, 100_000]
     repeats = 3 if quick else 5
     print(f"python {sys.version.split()[0]}; medians of {repeats} repeats unless noted")

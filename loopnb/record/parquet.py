@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError
-from loopnb.record.frames import conform, event_frame, pandas_dtypes, turn_frame
+from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
 from loopnb.record.jsonl import check_header
-from loopnb.record.rows import event_row, turn_rows
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow
 
 if TYPE_CHECKING:
@@ -98,14 +97,14 @@ def _columns(df: Any, prefix: str, schema: Any, pa: Any) -> dict[str, Any]:
 
 def write_parquet(path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]) -> None:
     """Write ``events`` (already redacted, with their JSON ``lines``) as a Parquet recording."""
-    turns = turn_frame(turn_rows(events))
+    turns = turn_table(events)
     meta = {
         **header,
         "run_ids": list(dict.fromkeys(e.run_id for e in events)),
         "n_turns": len(turns),
         "n_events": len(events),
     }
-    write_frames(path, meta, [turns], [(event_frame([event_row(e) for e in events]), lines)])
+    write_frames(path, meta, [turns], [(event_table(events), lines)])
 
 
 def write_frames(

@@ -1,7 +1,8 @@
 """The ``Recorder``: the engine observer that keeps a run as data, the only writer of rows.
 
-The hot path only appends the event to a list (and, with a path, writes its line); rows and
-frames are built on demand, linearly, and cached until the next event arrives::
+The hot path only appends the event to a list (and, with a path, writes the turn's lines when
+it ends); rows and frames are built on demand, linearly, and cached until the next event
+arrives::
 
     recorder = Recorder("runs/today.jsonl")
     engine = Engine(model, tools=[...], observers=[recorder])
@@ -30,7 +31,7 @@ from loopnb.record.jsonl import (
     write_jsonl,
 )
 from loopnb.record.redact import DEFAULT_REDACTOR, Redact
-from loopnb.record.rows import event_row, turn_row
+from loopnb.record.rows import turn_row, turn_row_of, turn_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,12 +50,13 @@ _FLUSH_KINDS = frozenset({"turn_finished", "run_finished"})
 class Recorder:
     """Records every event it observes; ``turns`` and ``events`` are its DataFrames.
 
-    With ``path``, each event is also appended to that JSON Lines file (created with a header,
-    or appended to when it is already a recording) and the file is flushed when a turn or a run
-    ends (and fsynced with ``fsync=True``), so a killed process leaves every completed turn
-    readable. ``redact`` is applied to everything written to disk or exported (``None`` turns it
-    off); the in-memory frames keep exactly what the model read. One recorder may observe many
-    runs; ``run_id`` tells them apart.
+    With ``path``, every event is also appended to that JSON Lines file (created with a header,
+    or appended to when it is already a recording): a turn's events are written when the turn
+    ends (and a run's last ones when it ends), in one ``write`` call that hands them to the OS
+    (and fsynced with ``fsync=True``), so a killed process leaves every completed turn readable.
+    ``redact`` is applied to everything written to disk or exported (``None`` turns it off); the
+    in-memory frames keep exactly what the model read. One recorder may observe many runs;
+    ``run_id`` tells them apart.
     """
 
     def __init__(
@@ -69,25 +71,30 @@ class Recorder:
         self._events: list[Event] = []
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
-        self._turn_rows: list[dict[str, Any]] = []
-        self._event_rows: list[dict[str, Any]] = []
+        self._turn_values: list[tuple[Any, ...]] = []
+        self._discarded: set[str] = set()
         self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
+        self._written = 0  # the events before this one are in the file
 
     # -- the hot path -------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         """Observe one event."""
         self._events.append(event)
-        writer = self._writer
-        if writer is not None:
-            with self._lock:
-                writer.write(event)
-                if event.kind in _FLUSH_KINDS:
-                    writer.flush()
+        if self._writer is not None and event.kind in _FLUSH_KINDS:
+            self._write()
         if self._listeners:
             self._notify(event)
+
+    def _write(self) -> None:
+        """Append the events not yet in the file (a turn's, when a turn or a run ends). A batch
+        the writer refuses (a redaction hook that breaks the JSON) is not offered again."""
+        with self._lock:
+            start, self._written = self._written, len(self._events)
+            if self._writer is not None and start < self._written:
+                self._writer.write(self._events[start : self._written])
 
     # -- listeners ----------------------------------------------------------------------------
 
@@ -128,38 +135,34 @@ class Recorder:
     def __len__(self) -> int:
         return len(self._events)
 
-    def _sync_turn_rows(self, n: int) -> list[dict[str, Any]]:
+    def _sync_turns(self, n: int) -> tuple[list[tuple[Any, ...]], set[str]]:
+        """The turns' values among the first ``n`` events (kept, and extended as events come) and
+        the runs whose scratchpad was discarded."""
         with self._lock:
             for event in self._events[self._turn_upto : n]:
                 if isinstance(event, TurnFinished):
-                    self._turn_rows.append(turn_row(event))
+                    self._turn_values.append(turn_values(event))
                 elif isinstance(event, RunFinished) and event.scratchpad_discarded:
-                    for row in reversed(self._turn_rows):
-                        if row["run_id"] == event.run_id:
-                            row["dropped"] = True
+                    self._discarded.add(event.run_id)
             self._turn_upto = max(self._turn_upto, n)
-            return list(self._turn_rows)
-
-    def _sync_event_rows(self, n: int) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._event_rows
-            rows.extend(event_row(e) for e in self._events[len(rows) : n])
-            return rows[:n]
+            return self._turn_values[:], set(self._discarded)
 
     def turn_rows(self) -> list[dict[str, Any]]:
-        """The turn rows so far (the same dicts the frame is built from; do not mutate)."""
-        return self._sync_turn_rows(len(self._events))
+        """The turn rows so far (fresh dicts, as ``turn_rows`` of the events makes them)."""
+        values, discarded = self._sync_turns(len(self._events))
+        rows = [turn_row_of(v) for v in values]
+        for row in rows:
+            if row["run_id"] in discarded:
+                row["dropped"] = True
+        return rows
 
     def _frame(self, name: str) -> pd.DataFrame:
-        from loopnb.record.frames import event_frame, turn_frame
+        from loopnb.record.frames import event_table, turn_values_frame
 
         n = len(self._events)
         cached = self._frames.get(name)
         if cached is None or cached[0] != n:
-            if name == "turns":
-                df = turn_frame(self._sync_turn_rows(n))
-            else:
-                df = event_frame(self._sync_event_rows(n))
+            df = turn_values_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
             self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 
@@ -230,6 +233,7 @@ class Recorder:
     def close(self) -> None:
         """Flush and close the streaming file (further events are kept in memory only)."""
         if self._writer is not None:
+            self._write()
             with self._lock:
                 self._writer.close()
                 self._writer = None

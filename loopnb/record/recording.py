@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb.engine.events import Event, TurnFinished
 from loopnb.record.errors import RecordingError
-from loopnb.record.rows import event_row, turn_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +48,7 @@ class Recording:
         cls, events: list[Event], *, meta: dict[str, Any], path: str | Path | None = None
     ) -> Recording:
         """A recording of ``events`` (already redacted, if they are to be)."""
-        from loopnb.record.frames import event_frame, turn_frame
+        from loopnb.record.frames import event_table, turn_table
 
         run_ids = list(dict.fromkeys(e.run_id for e in events))
         full = {
@@ -61,8 +60,8 @@ class Recording:
         }
         return cls(
             meta=full,
-            turns=lambda: turn_frame(turn_rows(events)),
-            events=lambda: event_frame([event_row(e) for e in events]),
+            turns=lambda: turn_table(events),
+            events=lambda: event_table(events),
             event_objects=lambda: events,
         )
 

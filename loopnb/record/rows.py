@@ -4,14 +4,20 @@
 any event. The recorder, the loaders and the live view all call these, so a view rebuilt from a
 recording equals the live one. Rows are plain dicts keyed by the columns of ``TurnRow`` /
 ``EventRow`` (in that order); no pandas is needed to call them.
+
+Each column is defined once, here, and the frames are built from the same definitions column by
+column (``loopnb.record.frames``): ``turn_values`` gives a turn's values as a tuple in column
+order, and ``EVENT_LAYOUTS`` gives, per event class, the columns it fills and the function that
+fills them. Times are epoch seconds in those raw values; a row holds them as aware ``datetime``
+objects (``when``), a frame converts the whole column at once, to the same microsecond.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any, assert_never
+from typing import Any, get_args
 
 from loopnb.engine.errors import (
     Cancelled,
@@ -38,9 +44,23 @@ from loopnb.engine.events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.record.schema import EVENT_COLUMNS
+from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow, dtypes
 
-__all__ = ["HARD_PRODUCER_OF", "discarded_runs", "event_row", "turn_row", "turn_rows"]
+__all__ = [
+    "COMMON_EVENT_COLUMNS",
+    "EVENT_LAYOUTS",
+    "EVENT_TIMES",
+    "HARD_PRODUCER_OF",
+    "TURN_TIMES",
+    "discarded_runs",
+    "event_row",
+    "layout_of",
+    "turn_row",
+    "turn_row_of",
+    "turn_rows",
+    "turn_values",
+    "when",
+]
 
 HARD_PRODUCER_OF: dict[str, str] = {
     cls.__name__: cls.producer
@@ -55,15 +75,29 @@ HARD_PRODUCER_OF: dict[str, str] = {
 }
 """The snake_case producer of each LoopError variant, by class name (as events carry it)."""
 
+TURN_TIMES: tuple[str, ...] = tuple(
+    name for name, spec in dtypes(TurnRow).items() if spec == "datetime64[us, UTC]"
+)
+"""The ``turns`` columns that hold times (epoch seconds in raw values, datetimes in rows)."""
+EVENT_TIMES: tuple[str, ...] = tuple(
+    name for name, spec in dtypes(EventRow).items() if spec == "datetime64[us, UTC]"
+)
+"""The ``events`` columns that hold times."""
+
 _utc = UTC
 
 
-def _when(seconds: float) -> datetime:
+def when(seconds: float) -> datetime:
+    """An epoch time in seconds as the aware UTC datetime a row holds (rounded to the microsecond,
+    half to even)."""
     return datetime.fromtimestamp(seconds, _utc)
 
 
-def turn_row(event: TurnFinished) -> dict[str, Any]:
-    """The ``turns`` row of one finished turn (columns of ``TurnRow``, in order).
+# -- turns --------------------------------------------------------------------------------------
+
+
+def turn_values(event: TurnFinished) -> tuple[Any, ...]:
+    """The ``turns`` values of one finished turn, in column order (``started_at`` in epoch seconds).
 
     ``error_text`` is what the model read as errors: the engine's own ``error_text`` when the
     event carries one (the hard row's message), else the error results' content followed by the
@@ -80,36 +114,55 @@ def turn_row(event: TurnFinished) -> dict[str, Any]:
             errors += [m.content for m in event.feedback if m.is_error or m.producer is not None]
         error_text = "\n".join(errors) if errors else None
     notes = [r.note for r in results if r.note is not None]
-    calls = reply.tool_calls if reply is not None else ()
-    usage = reply.usage if reply is not None else None
+    if reply is not None:
+        calls = reply.tool_calls
+        usage = reply.usage
+        reply_text = reply.text
+        model = event.model if event.model is not None else reply.model
+    else:
+        calls, usage, reply_text, model = (), None, None, event.model
     breakers = event.breakers
     states = None
     n_open = 0
     if breakers:
         states = json.dumps(breakers)
         n_open = sum(1 for s in breakers.values() if s != "closed")
-    return {
-        "run_id": event.run_id,
-        "turn": event.turn,
-        "seq": event.seq,
-        "channel": event.channel,
-        "producer": event.producer,
-        "dropped": event.dropped,
-        "tools": ", ".join([c.name for c in calls]) if calls else None,
-        "n_calls": len(calls),
-        "n_errors": n_errors,
-        "error_text": error_text,
-        "notes": "\n".join(notes) if notes else None,
-        "reply_text": reply.text if reply is not None else None,
-        "recovery_attempts": event.recovery_attempts,
-        "breaker_states": states,
-        "breakers_open": n_open,
-        "model": event.model if event.model is not None else (reply.model if reply else None),
-        "latency_ms": event.latency_ms,
-        "input_tokens": usage.input_tokens if usage is not None else None,
-        "output_tokens": usage.output_tokens if usage is not None else None,
-        "started_at": _when(event.started_at),
-    }
+    return (
+        event.run_id,  # run_id
+        event.turn,  # turn
+        event.seq,  # seq
+        event.channel,  # channel
+        event.producer,  # producer
+        event.dropped,  # dropped
+        ", ".join([c.name for c in calls]) if calls else None,  # tools
+        len(calls),  # n_calls
+        n_errors,  # n_errors
+        error_text,  # error_text
+        "\n".join(notes) if notes else None,  # notes
+        reply_text,  # reply_text
+        event.recovery_attempts,  # recovery_attempts
+        states,  # breaker_states
+        n_open,  # breakers_open
+        model,  # model
+        event.latency_ms,  # latency_ms
+        usage.input_tokens if usage is not None else None,  # input_tokens
+        usage.output_tokens if usage is not None else None,  # output_tokens
+        event.started_at,  # started_at
+    )
+
+
+def turn_row(event: TurnFinished) -> dict[str, Any]:
+    """The ``turns`` row of one finished turn (columns of ``TurnRow``, in order); see
+    ``turn_values`` for what the columns hold."""
+    return turn_row_of(turn_values(event))
+
+
+def turn_row_of(values: tuple[Any, ...]) -> dict[str, Any]:
+    """The ``turns`` row of a turn's ``turn_values``."""
+    row = dict(zip(TURN_COLUMNS, values, strict=True))
+    for name in TURN_TIMES:
+        row[name] = when(row[name])
+    return row
 
 
 def discarded_runs(events: Iterable[Event]) -> set[str]:
@@ -129,6 +182,139 @@ def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     return rows
 
 
+# -- events -------------------------------------------------------------------------------------
+
+COMMON_EVENT_COLUMNS: tuple[str, ...] = ("run_id", "seq", "kind", "at")
+"""The ``events`` columns every event fills, straight from its own fields."""
+
+Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
+EVENT_LAYOUTS: dict[type, Layout] = {}
+"""Per event class: the other columns it fills, and the function giving their values in that
+order. Columns a class does not name are missing (``None``) in its rows."""
+
+
+def _fills(cls: type, *columns: str) -> Callable[[Callable[[Any], tuple[Any, ...]]], Any]:
+    unknown = set(columns) - set(EVENT_COLUMNS) | set(columns) & set(COMMON_EVENT_COLUMNS)
+    if unknown:
+        raise ValueError(f"{cls.__name__} fills columns it may not: {sorted(unknown)}")
+
+    def register(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], tuple[Any, ...]]:
+        EVENT_LAYOUTS[cls] = (columns, values)
+        return values
+
+    return register
+
+
+@_fills(RunStarted, "text", "model")
+def _run_started(e: RunStarted) -> tuple[Any, ...]:
+    return (e.task, ", ".join(e.models) if e.models else None)
+
+
+@_fills(TurnStarted, "turn")
+def _turn_started(e: TurnStarted) -> tuple[Any, ...]:
+    return (e.turn,)
+
+
+@_fills(ModelReplied, "turn", "model", "text", "latency_ms")
+def _model_replied(e: ModelReplied) -> tuple[Any, ...]:
+    return (e.turn, e.model, e.reply.text, e.latency_ms)
+
+
+@_fills(ModelFailed, "turn", "model", "text", "status", "latency_ms")
+def _model_failed(e: ModelFailed) -> tuple[Any, ...]:
+    return (e.turn, e.model, e.error, e.status, e.latency_ms)
+
+
+@_fills(
+    ToolDispatched,
+    "turn",
+    "tool",
+    "call_id",
+    "attempt",
+    "executed",
+    "is_error",
+    "producer",
+    "text",
+    "latency_ms",
+)
+def _tool_dispatched(e: ToolDispatched) -> tuple[Any, ...]:
+    result = e.result
+    return (
+        e.turn,
+        e.call.name,
+        e.call.id or result.call_id or None,
+        e.attempt,
+        e.executed,
+        result.is_error,
+        result.producer,
+        result.content,
+        e.latency_ms,
+    )
+
+
+@_fills(
+    RecoveryDecided,
+    "turn",
+    "tool",
+    "call_id",
+    "attempt",
+    "max_attempts",
+    "decision",
+    "valid",
+    "text",
+    "delay",
+)
+def _recovery_decided(e: RecoveryDecided) -> tuple[Any, ...]:
+    return (e.turn, e.tool, e.call_id, e.attempt, e.max_attempts, e.decision, e.valid, e.note, e.delay)
+
+
+@_fills(BreakerTransitioned, "turn", "target", "scope", "previous", "state", "failures", "cooldown")
+def _breaker_transitioned(e: BreakerTransitioned) -> tuple[Any, ...]:
+    return (e.turn, e.target, e.scope, e.previous, e.state, e.failures, e.cooldown)
+
+
+@_fills(DetectorFired, "turn", "detector", "action", "text", "count")
+def _detector_fired(e: DetectorFired) -> tuple[Any, ...]:
+    return (e.turn, e.detector, e.action, e.text, e.count)
+
+
+@_fills(CompletionRejected, "turn", "producer", "channel", "text")
+def _completion_rejected(e: CompletionRejected) -> tuple[Any, ...]:
+    return (e.turn, "completion_rejected", "soft", e.reason)
+
+
+@_fills(ContextCompacted, "turn", "count", "text")
+def _context_compacted(e: ContextCompacted) -> tuple[Any, ...]:
+    text = f"compacted {e.tokens_before} -> {e.tokens_after} tokens (budget {e.max_tokens})"
+    return (e.turn, e.dropped_items, text)
+
+
+@_fills(SoftErrorReturned, "turn", "tool", "call_id", "channel", "producer", "text")
+def _soft_error_returned(e: SoftErrorReturned) -> tuple[Any, ...]:
+    return (e.turn, e.tool, e.call_id, "soft", e.producer, e.text)
+
+
+@_fills(HardErrorRaised, "turn", "channel", "producer", "text")
+def _hard_error_raised(e: HardErrorRaised) -> tuple[Any, ...]:
+    return (e.turn, "hard", e.producer, e.message)
+
+
+@_fills(TurnFinished, "turn", "channel", "producer", "model", "latency_ms", "text", "dropped")
+def _turn_finished(e: TurnFinished) -> tuple[Any, ...]:
+    return (e.turn, e.channel, e.producer, e.model, e.latency_ms, e.error_text, e.dropped)
+
+
+@_fills(RunFinished, "channel", "count", "producer", "text")
+def _run_finished(e: RunFinished) -> tuple[Any, ...]:
+    if e.outcome == "hard":
+        return (e.outcome, e.turns, HARD_PRODUCER_OF.get(e.error or ""), e.message)
+    return (e.outcome, e.turns, None, e.output)
+
+
+_missing = set(get_args(get_args(Event)[0])) - set(EVENT_LAYOUTS)
+if _missing:  # every event class needs a layout: a new one must say what its row holds
+    raise TypeError(f"no events row layout for {sorted(c.__name__ for c in _missing)}")
+
 _EMPTY: dict[str, Any] = dict.fromkeys(EVENT_COLUMNS)
 
 
@@ -138,98 +324,20 @@ def event_row(event: Event) -> dict[str, Any]:
     row["run_id"] = event.run_id
     row["seq"] = event.seq
     row["kind"] = event.kind
-    row["at"] = _when(event.at)
-    match event:
-        case RunStarted():
-            row["text"] = event.task
-            row["model"] = ", ".join(event.models) if event.models else None
-        case TurnStarted():
-            row["turn"] = event.turn
-        case ModelReplied():
-            row["turn"] = event.turn
-            row["model"] = event.model
-            row["text"] = event.reply.text
-            row["latency_ms"] = event.latency_ms
-        case ModelFailed():
-            row["turn"] = event.turn
-            row["model"] = event.model
-            row["text"] = event.error
-            row["status"] = event.status
-            row["latency_ms"] = event.latency_ms
-        case ToolDispatched():
-            result = event.result
-            row["turn"] = event.turn
-            row["tool"] = event.call.name
-            row["call_id"] = event.call.id or result.call_id or None
-            row["attempt"] = event.attempt
-            row["executed"] = event.executed
-            row["is_error"] = result.is_error
-            row["producer"] = result.producer
-            row["text"] = result.content
-            row["latency_ms"] = event.latency_ms
-        case RecoveryDecided():
-            row["turn"] = event.turn
-            row["tool"] = event.tool
-            row["call_id"] = event.call_id
-            row["attempt"] = event.attempt
-            row["max_attempts"] = event.max_attempts
-            row["decision"] = event.decision
-            row["valid"] = event.valid
-            row["text"] = event.note
-            row["delay"] = event.delay
-        case BreakerTransitioned():
-            row["turn"] = event.turn
-            row["target"] = event.target
-            row["scope"] = event.scope
-            row["previous"] = event.previous
-            row["state"] = event.state
-            row["failures"] = event.failures
-            row["cooldown"] = event.cooldown
-        case DetectorFired():
-            row["turn"] = event.turn
-            row["detector"] = event.detector
-            row["action"] = event.action
-            row["text"] = event.text
-            row["count"] = event.count
-        case CompletionRejected():
-            row["turn"] = event.turn
-            row["producer"] = "completion_rejected"
-            row["channel"] = "soft"
-            row["text"] = event.reason
-        case ContextCompacted():
-            row["turn"] = event.turn
-            row["count"] = event.dropped_items
-            row["text"] = (
-                f"compacted {event.tokens_before} -> {event.tokens_after} tokens (budget {event.max_tokens})"
-            )
-        case SoftErrorReturned():
-            row["turn"] = event.turn
-            row["tool"] = event.tool
-            row["call_id"] = event.call_id
-            row["channel"] = "soft"
-            row["producer"] = event.producer
-            row["text"] = event.text
-        case HardErrorRaised():
-            row["turn"] = event.turn
-            row["channel"] = "hard"
-            row["producer"] = event.producer
-            row["text"] = event.message
-        case TurnFinished():
-            row["turn"] = event.turn
-            row["channel"] = event.channel
-            row["producer"] = event.producer
-            row["model"] = event.model
-            row["latency_ms"] = event.latency_ms
-            row["text"] = event.error_text
-            row["dropped"] = event.dropped
-        case RunFinished():
-            row["channel"] = event.outcome
-            row["count"] = event.turns
-            if event.outcome == "hard":
-                row["producer"] = HARD_PRODUCER_OF.get(event.error or "")
-                row["text"] = event.message
-            else:
-                row["text"] = event.output
-        case _:
-            assert_never(event)
+    row["at"] = when(event.at)
+    columns, values = layout_of(type(event))
+    row.update(zip(columns, values(event), strict=True))
     return row
+
+
+def layout_of(cls: type) -> Layout:
+    """The row layout of an event class (a subclass has its base's)."""
+    layout = EVENT_LAYOUTS.get(cls)
+    if layout is None:
+        for base in cls.__mro__:
+            if base in EVENT_LAYOUTS:
+                layout = EVENT_LAYOUTS[cls] = EVENT_LAYOUTS[base]
+                break
+        else:
+            raise TypeError(f"not an event: {cls.__name__}")
+    return layout

@@ -54,6 +54,55 @@ def test_streaming_flushes_when_a_turn_ends(tmp_path):
     rec.close()
 
 
+def test_the_streamed_file_holds_every_event_once_in_order_and_byte_for_byte(tmp_path):
+    from loopnb.record.jsonl import dump_event
+
+    path = tmp_path / "s.jsonl"
+    events = typo_run().events + hard_run().events
+    with Recorder(path, redact=None) as rec:
+        for i, e in enumerate(events):
+            rec(e)
+            lines = path.read_text().count("\n")
+            if e.kind in ("turn_finished", "run_finished"):
+                assert lines == 1 + (i + 1)  # the header and every event so far
+            else:
+                assert lines < 1 + (i + 1)  # a turn's events wait for its end
+    lines = path.read_text().splitlines()
+    assert lines[1:] == [dump_event(e) for e in events]
+
+
+def test_close_writes_the_events_of_an_unfinished_turn(tmp_path):
+    path = tmp_path / "u.jsonl"
+    events = typo_run().events
+    rec = Recorder(path)
+    for e in events[:-3]:  # stops inside the last turn
+        rec(e)
+    written = len(path.read_text().splitlines())
+    rec.close()
+    assert len(path.read_text().splitlines()) == 1 + len(events) - 3 > written
+    rec(events[-3])  # after close: kept in memory only
+    assert len(path.read_text().splitlines()) == 1 + len(events) - 3
+    assert len(rec) == len(events) - 2
+
+
+def test_a_refused_batch_is_not_offered_again(tmp_path):
+    calls = []
+
+    def breaking(text):
+        calls.append(text)
+        return text.replace("It prints nothing.", 'It "prints')
+
+    path = tmp_path / "b.jsonl"
+    rec = Recorder(path, redact=breaking)
+    events = typo_run().events
+    with pytest.raises(RecordingError, match="invalid JSON"):
+        for e in events:
+            rec(e)
+    rec.close()  # the refused turn is not written, nor refused again
+    assert len(load(path).turns) == 2
+    assert sum("It prints nothing." in c for c in calls) == 1
+
+
 def test_appending_to_an_existing_recording(tmp_path):
     path = tmp_path / "a.jsonl"
     with Recorder(path) as rec:
@@ -230,3 +279,20 @@ def test_to_html_writes_one_offline_report(recorder, tmp_path):
     html = pathlib.Path(path).read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html")
     assert not re.search(r"<script[^>]+src=[\"']?https?:", html), "scripts must be inlined, not fetched"
+
+
+def test_a_short_write_is_finished_and_a_write_that_takes_nothing_raises(tmp_path, monkeypatch):
+    import os
+
+    from loopnb.record import jsonl
+
+    real_write = os.write
+    monkeypatch.setattr(jsonl.os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    path = tmp_path / "short.jsonl"
+    with Recorder(path) as rec:
+        for e in typo_run().events:
+            rec(e)
+    assert load(path).event_objects == rec.event_objects
+    monkeypatch.setattr(jsonl.os, "write", lambda fd, data: 0)
+    with pytest.raises(RecordingError, match="took none"):
+        Recorder(tmp_path / "none.jsonl")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopnb.record import Recorder, RecordingError, Redactor, load
 from loopnb.record.redact import DEFAULT_REDACTOR
@@ -104,3 +106,80 @@ def test_a_hook_that_breaks_the_json_is_refused(tmp_path):
     with pytest.raises(RecordingError, match="invalid JSON"):
         for e in leaky_run().events:
             rec(e)
+
+
+# -- the fast path: triggers skip a pattern only when it cannot match --------------------------
+
+
+def everything(redactor: Redactor, text: str) -> str:
+    """What ``redactor`` must return: every pattern run in turn, no trigger consulted."""
+    for pattern in redactor.patterns:
+        text = pattern.sub(redactor._replace, text)
+    return text
+
+
+PIECES = [
+    OPENAI,
+    ANTHROPIC,
+    AWS,
+    GITHUB,
+    "ASIA" + "Q" * 16,
+    "AIza" + "b" * 35,
+    f"Bearer {BEARER}",
+    f"bEaReR\t{BEARER}",
+    "api_key=abcd1234",
+    '"password": "hunter2"',
+    '{\\"access_token\\":\\"abc.def\\"}',
+    "X_SECRET : s3cr3t",
+    "OPENAI_API_KEY='sk-xyz'",
+    # Case variants the regex engine matches under (?i) but str.lower() does not map: the long s
+    # and the Kelvin sign.
+    "pa\u017f\u017fword=hunter2",
+    "\u017fecret: abcdef",
+    "api_\u212aey=abcdef",
+    "to\u212aen=abcdef",
+    # Near misses that must stay as they are.
+    '"input_tokens":12,"output_tokens":3',
+    "sk-short",
+    "AKIA" + "q" * 16,
+    "keyboard monkey",
+    "the bearer of bad news",
+]
+noise = st.text(
+    alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyzAKISZ0123456789-_ :=\"'\\{}[],.\n\t"))
+    | st.sampled_from(["\u017f", "\u212a", "\u0131", "\u0130", "\u00df", "\u00e9"]),
+    max_size=40,
+)
+
+
+@given(st.lists(st.tuples(noise, st.sampled_from(PIECES)), max_size=6), noise)
+@settings(max_examples=400, deadline=None)
+def test_triggers_never_let_a_secret_through(parts, tail):
+    text = "".join(a + b for a, b in parts) + tail
+    assert DEFAULT_REDACTOR(text) == everything(DEFAULT_REDACTOR, text)
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_each_piece_alone_and_in_a_json_line(piece):
+    line = json.dumps({"seq": 1, "text": f"see {piece} here", "arguments": {"k": piece}})
+    for text in (piece, f"x {piece} y", line):
+        assert DEFAULT_REDACTOR(text) == everything(DEFAULT_REDACTOR, text)
+
+
+def test_case_variants_the_old_lower_case_test_missed_are_redacted():
+    assert DEFAULT_REDACTOR("pa\u017f\u017fword=hunter2") == "pa\u017f\u017fword=[REDACTED]"
+    assert DEFAULT_REDACTOR("\u017fecret: abcdef") == "\u017fecret: [REDACTED]"
+
+
+def test_a_default_pattern_with_other_flags_always_runs():
+    import re
+
+    loud = Redactor([re.compile(DEFAULT_REDACTOR.patterns[0].pattern, re.IGNORECASE)])
+    assert loud("SK-" + "A" * 20) == "[REDACTED]"
+    assert DEFAULT_REDACTOR("SK-" + "A" * 20) == "SK-" + "A" * 20
+
+
+def test_a_replacement_that_looks_like_a_secret_is_seen_by_the_next_patterns():
+    odd = Redactor(replacement="token=abcdef")
+    text = f"Authorization: Bearer {BEARER}"  # folded for the bearer rule, then changed by it
+    assert odd(text) == everything(odd, text)

@@ -1,0 +1,156 @@
+"""Frames built column by column equal the frames of the per-row definitions, on every scenario."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopnb import scenarios
+from loopnb.engine.messages import Message
+from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
+from loopnb.record.frames import event_frame, event_table, time_column, turn_frame, turn_table
+from loopnb.record.rows import EVENT_LAYOUTS, turn_values, when
+from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS
+from loopnb.record.synthetic import Call, RunBuilder
+
+from .conftest import hard_run, typo_run
+
+SCENARIO_EVENTS = {name: scenarios.get(name).run().events for name in scenarios.names()}
+
+
+def reference_turn_row(event) -> dict:
+    """The turns row spelled out column by column: the definition the tuple must keep to."""
+    reply = event.reply
+    errors = [r.content for r in event.results if r.is_error]
+    error_text = event.error_text
+    if error_text is None:
+        errors_read = errors + [m.content for m in event.feedback if m.is_error or m.producer is not None]
+        error_text = "\n".join(errors_read) or None
+    notes = [r.note for r in event.results if r.note is not None]
+    calls = reply.tool_calls if reply is not None else ()
+    usage = reply.usage if reply is not None else None
+    import json
+
+    return {
+        "run_id": event.run_id,
+        "turn": event.turn,
+        "seq": event.seq,
+        "channel": event.channel,
+        "producer": event.producer,
+        "dropped": event.dropped,
+        "tools": ", ".join(c.name for c in calls) or None,
+        "n_calls": len(calls),
+        "n_errors": len(errors),
+        "error_text": error_text,
+        "notes": "\n".join(notes) or None,
+        "reply_text": reply.text if reply is not None else None,
+        "recovery_attempts": event.recovery_attempts,
+        "breaker_states": json.dumps(event.breakers) if event.breakers else None,
+        "breakers_open": sum(1 for s in event.breakers.values() if s != "closed"),
+        "model": event.model if event.model is not None else (reply.model if reply else None),
+        "latency_ms": event.latency_ms,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "started_at": datetime.fromtimestamp(event.started_at, UTC),
+    }
+
+
+@pytest.mark.parametrize("name", list(SCENARIO_EVENTS))
+def test_column_wise_frames_equal_the_row_definitions(name):
+    events = SCENARIO_EVENTS[name]
+    pd.testing.assert_frame_equal(turn_table(events), turn_frame(turn_rows(events)))
+    pd.testing.assert_frame_equal(event_table(events), event_frame([event_row(e) for e in events]))
+    for e in events:
+        if e.kind == "turn_finished":
+            assert turn_row(e) == reference_turn_row(e)
+            assert list(turn_row(e)) == list(TURN_COLUMNS)
+        assert list(event_row(e)) == list(EVENT_COLUMNS)
+
+
+def test_all_scenarios_at_once_and_every_event_kind_covered():
+    events = [e for evs in SCENARIO_EVENTS.values() for e in evs]
+    events += typo_run("t").events + hard_run("h").events
+    pd.testing.assert_frame_equal(turn_table(events), turn_frame(turn_rows(events)))
+    pd.testing.assert_frame_equal(event_table(events), event_frame([event_row(e) for e in events]))
+    assert len(EVENT_LAYOUTS) == 14
+
+
+def test_synthetic_detail_rows_match(tmp_path):
+    b = RunBuilder("d")
+    b.tool_turn(
+        Call("a", content="first failed", error="tool_error", note="analysed"),
+        Call("b", content="fine"),
+        feedback=(Message(role="user", content="try harder", is_error=True, producer="completion_rejected"),),
+        usage=(10, 2),
+    )
+    b.breaker("a", "open")
+    b.tool_turn(Call("a", content="x", error="tool_error", retries=2, gave_up="skip"))
+    b.hard("context_exceeded", "too big")
+    events = b.events
+    pd.testing.assert_frame_equal(turn_table(events), turn_frame(turn_rows(events)))
+    pd.testing.assert_frame_equal(event_table(events), event_frame([event_row(e) for e in events]))
+    assert turn_table(events)["dropped"].all()
+    assert turn_table([]).equals(turn_frame([])) and event_table([]).equals(event_frame([]))
+
+
+def test_the_recorder_frames_equal_the_loaded_ones_and_the_rows(tmp_path):
+    rec = Recorder(tmp_path / "all.jsonl", redact=None)
+    for evs in SCENARIO_EVENTS.values():
+        for e in evs:
+            rec(e)
+    rec.close()
+    events = rec.event_objects
+    pd.testing.assert_frame_equal(rec.turns, turn_frame(turn_rows(events)))
+    pd.testing.assert_frame_equal(rec.events, event_frame([event_row(e) for e in events]))
+    assert rec.turn_rows() == turn_rows(events)
+    loaded = load(tmp_path / "all.jsonl")
+    pd.testing.assert_frame_equal(loaded.turns, rec.turns)
+    pd.testing.assert_frame_equal(loaded.events, rec.events)
+
+
+seconds = st.one_of(
+    st.floats(min_value=-1e10, max_value=4e10, allow_nan=False, allow_infinity=False),
+    # exact half microseconds, where rounding half to even decides
+    st.integers(-(10**16), 4 * 10**16).map(lambda k: k / 2e6),
+    st.integers(0, 2 * 10**9).map(lambda k: k + 0.9999995),
+)
+
+
+@given(st.lists(seconds, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_time_column_is_when_to_the_microsecond(values):
+    expected = pd.array([when(v) for v in values], dtype=pd.DatetimeTZDtype("us", "UTC"))
+    pd.testing.assert_extension_array_equal(time_column(values), expected)
+
+
+def test_turn_values_hold_epoch_seconds_and_the_row_a_datetime():
+    event = next(e for e in typo_run().events if e.kind == "turn_finished")
+    assert turn_values(event)[TURN_COLUMNS.index("started_at")] == event.started_at
+    assert turn_row(event)["started_at"] == when(event.started_at)
+
+
+def test_a_subclass_of_an_event_has_its_base_row():
+    from dataclasses import dataclass
+
+    from loopnb.engine.events import TurnStarted
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Marked(TurnStarted):
+        pass
+
+    e = Marked(seq=1, run_id="r", at=1.0, turn=3)
+    assert event_row(e)["turn"] == 3
+    assert event_table([e])["turn"].tolist() == [3]
+
+
+def test_text_columns_take_other_values_as_pandas_does():
+    from loopnb.record.frames import _column, pandas_dtypes
+    from loopnb.record.schema import TurnRow
+
+    dtype = pandas_dtypes(TurnRow)["tools"]
+    for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
+        pd.testing.assert_extension_array_equal(_column(list(values), dtype), pd.array(values, dtype=dtype))
