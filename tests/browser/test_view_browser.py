@@ -57,9 +57,12 @@ def page(tmp_path):
     if not os.path.exists(CHROMIUM):
         unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         unavailable("playwright is not installed (the browser extra)")
+    # A loaded CI machine can take longer than playwright's default 5 s to apply a widget update;
+    # a check that times out here should mean "never", not "slow".
+    expect.set_options(timeout=30_000)
     with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
             str(tmp_path / "profile"),
@@ -69,6 +72,7 @@ def page(tmp_path):
             viewport={"width": 1280, "height": 1100},
         )
         page = ctx.new_page()
+        page.set_default_timeout(60_000)
         page.errors = []  # type: ignore[attr-defined]
         page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
         yield page
