@@ -149,22 +149,34 @@ def answer(page, content) -> None:
     page._on_msg(page, content, [])
 
 
-def test_without_a_page_answering_the_painter_keeps_its_own_pace():
-    view = LiveView()
-    page = view._page
+def page_with_a_frame_in_flight(patience: float = 30.0):
+    """A view's page that answered frame 1 and has frame 2 sent, not yet drawn."""
+    page = LiveView()._page
+    page.patience = patience
     page.ping()
-    stop = threading.Event()
-    t0 = time.monotonic()
-    page.settle(stop)  # nobody has ever answered: no wait at all
-    assert time.monotonic() - t0 < 0.5 and not page.answering
+    answer(page, {"drawn": 1})
+    page.ping()
+    return page
+
+
+def settles_at_once(page, stop: threading.Event | None = None) -> bool:
+    """Does ``settle`` return within 5 s? (With a patience of 30 s, a wait would not.)"""
+    waiter = threading.Thread(target=page.settle, args=(stop or threading.Event(),), daemon=True)
+    waiter.start()
+    waiter.join(5)
+    return not waiter.is_alive()
+
+
+def test_without_a_page_answering_the_painter_keeps_its_own_pace():
+    page = LiveView()._page
+    page.patience = 30.0
+    page.ping()
+    assert settles_at_once(page) and not page.answering  # nobody has ever answered: no wait
 
 
 def test_while_the_page_answers_the_next_frame_waits_for_it():
-    page = LiveView()._page
-    page.ping()
-    answer(page, {"drawn": 1})
+    page = page_with_a_frame_in_flight()
     assert page.answering and page.drawn == 1
-    page.ping()  # frame 2 sent, not drawn yet
     settled = threading.Event()
     waiter = threading.Thread(target=lambda: (page.settle(threading.Event()), settled.set()))
     waiter.start()
@@ -176,31 +188,25 @@ def test_while_the_page_answers_the_next_frame_waits_for_it():
 
 
 def test_a_page_that_falls_silent_is_not_waited_for_again_until_it_answers():
-    page = LiveView()._page
-    page.patience = 0.05
-    page.ping()
-    answer(page, {"drawn": 1})
-    page.ping()
+    page = page_with_a_frame_in_flight(patience=0.05)
     page.settle(threading.Event())  # waits out its patience
     assert not page.answering
-    t0 = time.monotonic()
-    page.settle(threading.Event())
-    assert time.monotonic() - t0 < page.patience  # silent: no wait
+    page.patience = 30.0
+    assert settles_at_once(page)  # silent: no wait
     answer(page, {"drawn": 2})
     assert page.answering
 
 
 def test_stopping_releases_a_wait_at_once():
-    page = LiveView()._page
-    page.patience = 30.0
-    page.ping()
-    answer(page, {"drawn": 1})
-    page.ping()
+    page = page_with_a_frame_in_flight()
     stop = threading.Event()
-    waiter = threading.Thread(target=page.settle, args=(stop,))
+    stop.set()
+    assert settles_at_once(page, stop)
+    stop_later = threading.Event()
+    waiter = threading.Thread(target=page.settle, args=(stop_later,), daemon=True)
     waiter.start()
     time.sleep(0.05)
-    stop.set()
+    stop_later.set()
     page.release()
     waiter.join(5)
     assert not waiter.is_alive()
