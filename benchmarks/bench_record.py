@@ -41,14 +41,37 @@ def median_of(fn: Callable[[], float], repeats: int) -> float:
     return statistics.median(fn() for _ in range(repeats))
 
 
-def engine_turn_us(n: int, make_observers: Callable[[], list]) -> float:
-    """Wall time per turn of one engine run of ``n`` tool turns plus the final reply."""
+class GcTime:
+    """Seconds spent in the cyclic garbage collector's passes, summed (via ``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+
+
+GC_TIME = GcTime()
+gc.callbacks.append(GC_TIME)
+
+
+def engine_turn_us(n: int, make_observers: Callable[[], list], *, gc_us: list[float] | None = None) -> float:
+    """Wall time per turn of one engine run of ``n`` tool turns plus the final reply; with
+    ``gc_us``, the part of it spent in cyclic-GC passes is appended there (us per turn)."""
     steps = [ToolCall("read_file", {"path": f"src/{i % 7}.rs"}) for i in range(n)] + ["done"]
     engine = Engine(ScriptedModel(steps), tools=[read_file], observers=make_observers())
     gc.collect()
+    in_gc = GC_TIME.total
     start = time.perf_counter()
     engine.run("task")
-    return (time.perf_counter() - start) / (n + 1) * 1e6
+    took = time.perf_counter() - start
+    if gc_us is not None:
+        gc_us.append((GC_TIME.total - in_gc) / (n + 1) * 1e6)
+    return took / (n + 1) * 1e6
 
 
 def _growth(label: str, figures: dict[int, float], *, against: dict[int, float] | None = None) -> str:
@@ -92,12 +115,17 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
         "stream": streaming,
     }
 
+    in_gc: dict[int, dict[str, float]] = {}
+
     def row(n: int, r: int, note: str = "") -> dict[str, float]:
         samples: dict[str, list[float]] = {k: [] for k in variants}
+        gc_samples: dict[str, list[float]] = {k: [] for k in variants}
         for _ in range(r):  # interleaved, so that machine noise hits every variant alike
             for name, make in variants.items():
-                samples[name].append(engine_turn_us(n, make))
+                samples[name].append(engine_turn_us(n, make, gc_us=gc_samples[name]))
         m = {k: statistics.median(v) for k, v in samples.items()}
+        if not note:
+            in_gc[n] = {k: statistics.median(v) for k, v in gc_samples.items()}
         print(
             f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['retain']:>8.1f} {m['memory']:>8.1f} "
             f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
@@ -112,6 +140,14 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
         row(sizes[min(1, len(sizes) - 1)], repeats, "   (gc disabled)")
     finally:
         gc.enable()
+    print("of which in cyclic-GC passes (us per turn), and the ratios with that time taken out:")
+    print(f"{'turns':>8} " + " ".join(f"{k:>8}" for k in variants) + f" {'mem/no-op':>10} {'stream/no-op':>13}")
+    for n, g in in_gc.items():
+        m = {k: by_size[n][k] - g[k] for k in variants}
+        print(
+            f"{n:>8} " + " ".join(f"{g[k]:>8.2f}" for k in variants)
+            + f" {m['memory'] / m['noop']:>10.2f} {m['stream'] / m['noop']:>13.2f}"
+        )
     print("growth of the per-turn time with size:")
     engine = {n: m["engine"] for n, m in by_size.items()}
     for name in variants:
