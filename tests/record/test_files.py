@@ -8,9 +8,14 @@ import re
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from loopnb import scenarios
 from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
 from loopnb.record.cli import write_recordings
+from loopnb.record.synthetic import Call, RunBuilder
+from loopnb.scenarios import names as scenario_names
 
 from .conftest import engine_typo, hard_run, typo_run
 
@@ -296,3 +301,80 @@ def test_a_short_write_is_finished_and_a_write_that_takes_nothing_raises(tmp_pat
     monkeypatch.setattr(jsonl.os, "write", lambda fd, data: 0)
     with pytest.raises(RecordingError, match="took none"):
         Recorder(tmp_path / "none.jsonl")
+
+
+# -- the streamed bytes are the serializers' bytes, whatever the run -----------------------------
+
+
+def _streamed(path, events, redact=None):
+    with Recorder(path, redact=redact) as rec:
+        for e in events:
+            rec(e)
+    return path.read_text(encoding="utf-8").split("\n")[1:-1]
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_every_scenario_streams_byte_for_byte(tmp_path, name):
+    from loopnb.record.jsonl import dump_event, redacted_lines
+    from loopnb.record.redact import DEFAULT_REDACTOR
+
+    events = scenarios.get(name).run().events
+    assert _streamed(tmp_path / "plain.jsonl", events) == [dump_event(e) for e in events]
+    # Redacted a turn at a time, the file equals the events redacted one line at a time.
+    redacted = _streamed(tmp_path / "redacted.jsonl", events, redact=DEFAULT_REDACTOR)
+    assert redacted == redacted_lines(events, DEFAULT_REDACTOR)
+
+
+unicode_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+plain_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    unicode_text,
+)
+nested_values = st.recursive(
+    plain_values, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(unicode_text, inner, max_size=3)
+)
+arguments = st.dictionaries(unicode_text, nested_values, max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(unicode_text, arguments, st.one_of(st.none(), unicode_text), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+    unicode_text,
+    st.floats(),  # the clock's start: tiny, huge, negative zero, inf, nan...
+    st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+)
+def test_synthetic_runs_stream_byte_for_byte(tmp_path, turns, answer, start, step):
+    from loopnb.record.jsonl import dump_event
+
+    b = RunBuilder('r\u2028"\\1', task=answer, start=start, step=step)
+    for content, args, note, usage in turns:
+        call = Call("t\x00\x7f", content=content, arguments=args, note=note, error="tool_error")
+        b.tool_turn(call, text=note, usage=(len(content), 2**40) if usage else None)
+    b.final(answer)
+    path = tmp_path / "h.jsonl"
+    path.unlink(missing_ok=True)
+    assert _streamed(path, b.events) == [dump_event(e) for e in b.events]
+
+
+def test_a_lone_surrogate_fails_the_write_as_the_serializer_does(tmp_path):
+    from pydantic_core import PydanticSerializationError
+
+    from loopnb.record.jsonl import dump_event
+
+    b = RunBuilder("s")
+    b.tool_turn(Call("read_file", content="half a pair: \ud800"))
+    with pytest.raises(PydanticSerializationError):
+        dump_event(b.events[3])
+    path = tmp_path / "s.jsonl"
+    rec = Recorder(path)
+    with pytest.raises(PydanticSerializationError):
+        for e in b.events:
+            rec(e)
+    assert len(load(path).event_objects) == 0  # nothing of the failed turn reached the file

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopnb.record import Recorder, RecordingError, Redactor, load
-from loopnb.record.redact import DEFAULT_REDACTOR
+from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES
 from loopnb.record.synthetic import Call, RunBuilder
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -138,12 +138,23 @@ PIECES = [
     "\u017fecret: abcdef",
     "api_\u212aey=abcdef",
     "to\u212aen=abcdef",
+    # "key" and "token" share one scan (see DEFAULT_RULES): each word, cased and separated
+    # every way, and the one glued to the other.
+    "X_ACCESS_TOKEN=abcdef",
+    '{"my_token":"abcdef"}',
+    "ToKeN \t: 'abcdef'",
+    "monkeytoken=abcdef",
+    "tokenkey=abcdef",
+    "API-KEY = abcdef",
     # Near misses that must stay as they are.
     '"input_tokens":12,"output_tokens":3',
     "sk-short",
     "AKIA" + "q" * 16,
     "keyboard monkey",
     "the bearer of bad news",
+    "tokens=12",
+    "toke n=abcdef",
+    "kenken: abcdef",
 ]
 noise = st.text(
     alphabet=st.sampled_from(list("abcdefghijklmnopqrstuvwxyzAKISZ0123456789-_ :=\"'\\{}[],.\n\t"))
@@ -157,6 +168,24 @@ noise = st.text(
 def test_triggers_never_let_a_secret_through(parts, tail):
     text = "".join(a + b for a, b in parts) + tail
     assert DEFAULT_REDACTOR(text) == everything(DEFAULT_REDACTOR, text)
+
+
+@given(st.lists(st.tuples(noise, st.sampled_from(PIECES)), max_size=6), noise)
+@settings(max_examples=400, deadline=None)
+def test_every_match_of_a_rule_fires_one_of_its_triggers(parts, tail):
+    import re
+
+    text = "".join(a + b for a, b in parts) + tail
+    for rule in DEFAULT_RULES:
+        if re.search(rule.pattern, text) is None:
+            continue
+        haystack = text.casefold() if rule.fold else text
+        fired = [
+            regex
+            for gate, regex in rule.triggers
+            if gate in haystack and re.search(regex, haystack) is not None
+        ]
+        assert fired, (rule.pattern, text)
 
 
 @pytest.mark.parametrize("piece", PIECES)
