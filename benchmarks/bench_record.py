@@ -141,11 +141,13 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
     finally:
         gc.enable()
     print("of which in cyclic-GC passes (us per turn), and the ratios with that time taken out:")
-    print(f"{'turns':>8} " + " ".join(f"{k:>8}" for k in variants) + f" {'mem/no-op':>10} {'stream/no-op':>13}")
+    names = " ".join(f"{k:>8}" for k in variants)
+    print(f"{'turns':>8} {names} {'mem/no-op':>10} {'stream/no-op':>13}")
     for n, g in in_gc.items():
         m = {k: by_size[n][k] - g[k] for k in variants}
         print(
-            f"{n:>8} " + " ".join(f"{g[k]:>8.2f}" for k in variants)
+            f"{n:>8} "
+            + " ".join(f"{g[k]:>8.2f}" for k in variants)
             + f" {m['memory'] / m['noop']:>10.2f} {m['stream'] / m['noop']:>13.2f}"
         )
     print("growth of the per-turn time with size:")

@@ -47,6 +47,12 @@ class ToolCall(BaseModel):
     def __init__(self, name: str, arguments: dict[str, Any] | str | None = None, **data: Any) -> None:
         super().__init__(name=name, arguments={} if arguments is None else arguments, **data)
 
+    # Positional arguments are a convenience of this ``__init__`` alone: data that pydantic
+    # validates (a recording being loaded, a nested dict) always names its fields. Marked as
+    # pydantic's own ``__init__``, it is skipped there, and pydantic builds the model without a
+    # call back into Python for each one (a quarter of loading a JSON Lines recording).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
 
 class ToolResult(BaseModel):
     """The result of one tool call, exactly as the model reads it.
@@ -72,6 +78,8 @@ class ToolResult(BaseModel):
         if content is not None:
             data["content"] = content
         super().__init__(**data)
+
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # as for ToolCall
 
 
 _new = object.__new__

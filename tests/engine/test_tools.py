@@ -175,3 +175,24 @@ def test_fast_validation_agrees_with_pydantic_on_any_arguments(arguments):
     fast = mix.validate(arguments)
     assert {**defaults, **fast} == slow
     assert {k: type(v) for k, v in {**defaults, **fast}.items()} == {k: type(v) for k, v in slow.items()}
+
+
+def test_validated_calls_and_results_equal_constructed_ones_without_a_python_init():
+    # Loading a recording validates these by the hundred thousand: pydantic must build them
+    # itself (no call back into the positional ``__init__``), and the result must not differ.
+    assert ToolCall.__pydantic_custom_init__ is False
+    assert ToolResult.__pydantic_custom_init__ is False
+    assert ToolCall.model_validate({"name": "read", "arguments": {"p": 1}, "id": "c1"}) == ToolCall(
+        "read", {"p": 1}, id="c1"
+    )
+    assert ToolCall.model_validate({"name": "read"}) == ToolCall("read") == ToolCall("read", None)
+    assert ToolCall.model_validate_json('{"name": "read", "arguments": "not json"}').arguments == "not json"
+    assert ToolResult.model_validate({"content": "text", "is_error": True}) == ToolResult(
+        "text", is_error=True
+    )
+    nested = ModelReply.model_validate({"tool_calls": [{"name": "read", "arguments": {"p": 1}}]})
+    assert nested.tool_calls == (ToolCall("read", {"p": 1}),)
+    with pytest.raises(ValidationError, match="content"):
+        ToolResult.model_validate({"is_error": True})
+    with pytest.raises(TypeError):
+        ToolResult("a", content="b")  # the positional form still names what it sets once
