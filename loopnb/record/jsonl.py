@@ -17,7 +17,7 @@ import gc
 import json
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, get_args
@@ -160,18 +160,39 @@ def parse_event(raw: bytes | str) -> Event:
     return EVENT_ADAPTER.validate_json(raw)
 
 
-def parse_events(body: bytes | str) -> list[Event]:
-    """Events from the JSON text of an array of them.
+def parse_events(lines: Sequence[bytes] | Sequence[str]) -> list[Event]:
+    """Events from their JSON lines, validated: the first line that is not one whole event
+    raises its ``ValidationError`` (or ``ValueError``)."""
+    return _parse_lines(lines, lambda raw, index: parse_event(raw))
+
+
+_CHUNK = 10_000
+"""Lines per call into pydantic-core. One call for a whole large file builds the JSON of every
+line before the first event, and took half as long again (4.7 s against 3.1 s for 450,000)."""
+
+_SETTLE_AFTER = 100_000
+
+
+def _parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int], Event]) -> list[Event]:
+    """Events from JSON lines, ``_CHUNK`` lines per call into pydantic-core; a chunk that is not
+    one whole event per line is parsed again line by line with ``one(line, index)``, which
+    raises the error for the first bad line.
 
     The cyclic garbage collector is paused meanwhile: events hold no cycles, and while a long
     list of them is built, each full collection would walk the whole growing heap again (loading
     took twice as long at 100,000 turns). After a large batch, one full collection settles the new
     objects at once, instead of the young generations each walking all of them later.
     """
+    events: list[Event] = []
     enabled = gc.isenabled()
     gc.disable()
     try:
-        events = _EVENTS_ADAPTER.validate_json(body)
+        for start in range(0, len(lines), _CHUNK):
+            chunk = lines[start : start + _CHUNK]
+            parsed = _whole_chunk(chunk)
+            if parsed is None:
+                parsed = [one(line, index) for index, line in enumerate(chunk, start)]
+            events += parsed
     finally:
         if enabled:
             gc.enable()
@@ -180,7 +201,17 @@ def parse_events(body: bytes | str) -> list[Event]:
     return events
 
 
-_SETTLE_AFTER = 100_000
+def _whole_chunk(lines: Sequence[bytes] | Sequence[str]) -> list[Event] | None:
+    """The events of ``lines`` in one call, or ``None`` unless every line is one valid event."""
+    if not lines:
+        return []
+    first = lines[0]
+    body = b"[" + b",".join(lines) + b"]" if isinstance(first, bytes) else "[" + ",".join(lines) + "]"  # type: ignore[arg-type]
+    try:
+        events = _EVENTS_ADAPTER.validate_json(body)
+    except Exception:  # the line-by-line pass says what is wrong, and where
+        return None
+    return events if len(events) == len(lines) else None
 
 
 def _parse_line(raw: bytes, path: Path, line: int) -> Event:
@@ -235,20 +266,14 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
 
 
 def _parse_body(body: list[bytes], path: Path) -> list[Event]:
-    if not body:
-        return []
-    try:  # fast path: the whole body in one call into pydantic-core
-        events = parse_events(b"[" + b",".join(body) + b"]")
-        if len(events) == len(body):
-            return events
-    except Exception:
-        pass
-    events = []
-    for i, raw in enumerate(body, start=2):
+    """The events of the lines after the header (``body[0]`` is line 2 of the file)."""
+
+    def one(raw: bytes, index: int) -> Event:
         if not raw.strip():
-            raise RecordingError("empty line inside the recording", path=path, line=i)
-        events.append(_parse_line(raw, path, i))
-    return events
+            raise RecordingError("empty line inside the recording", path=path, line=index + 2)
+        return _parse_line(raw, path, index + 2)
+
+    return _parse_lines(body, one)
 
 
 class JsonlWriter:

@@ -208,9 +208,8 @@ def read_parquet(path: str | Path) -> Recording:
         if not event_groups:
             return []
         lines = pf.read_row_groups(event_groups, columns=[_PREFIX + "json"]).column(0)
-        body = ",".join(lines.to_pylist())
         try:
-            return parse_events("[" + body + "]")
+            return parse_events(lines.to_pylist())
         except Exception as exc:
             raise RecordingError(f"an event in the file is not valid: {exc}", path=path) from exc
 

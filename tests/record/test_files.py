@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopnb import scenarios
-from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
+from loopnb.record import Recorder, RecordingError, RecordingWarning, jsonl, load, load_many
 from loopnb.record.cli import write_recordings
 from loopnb.record.synthetic import Call, RunBuilder
 from loopnb.scenarios import names as scenario_names
@@ -180,6 +180,23 @@ def test_a_damaged_line_inside_raises_naming_path_and_line(tmp_path, mutate, mes
     with pytest.raises(RecordingError, match=rf"bad\.jsonl, {message}") as info:
         load(path)
     assert info.value.line == 5 and info.value.path.endswith("bad.jsonl")
+
+
+@pytest.mark.parametrize("damaged", [0, 2, 3, 4, 6])
+def test_lines_are_parsed_in_chunks_and_a_damaged_one_is_named_in_any_chunk(tmp_path, monkeypatch, damaged):
+    monkeypatch.setattr(jsonl, "_CHUNK", 3)  # 7 lines: chunks of 3, 3 and 1
+    lines = _good_lines()
+    assert len(lines) >= 7
+    lines = lines[:7]
+    good = _write(tmp_path / "good.jsonl", HEADER, *lines)
+    assert [jsonl.dump_event(e) for e in load(good).event_objects] == [line.decode() for line in lines]
+    assert jsonl.parse_events([line.decode() for line in lines]) == load(good).event_objects
+    lines[damaged] = re.sub(rb'"seq":\d+', b'"seq":"first"', lines[damaged])
+    path = _write(tmp_path / "bad.jsonl", HEADER, *lines)
+    with pytest.raises(RecordingError, match=rf"bad\.jsonl, line {damaged + 2}: not a valid event"):
+        load(path)
+    with pytest.raises(ValueError, match="seq"):
+        jsonl.parse_events(lines)
 
 
 def test_a_garbled_last_line_with_its_newline_is_an_error_not_a_tear(tmp_path):
