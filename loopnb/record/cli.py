@@ -18,13 +18,32 @@ from loopnb.record.recorder import Recorder
 __all__ = ["audit_command", "write_recordings"]
 
 
+_FRACTIONS = frozenset({"share", "rate"})
+"""Columns holding a fraction, printed as a percentage."""
+
+
+def _cell(column: str, value: object) -> str:
+    """One value as the terminal shows it: fractions as percentages, other floats to two places
+    (whole ones without), missing values as ``-``."""
+    import pandas as pd
+
+    if pd.isna(value) is True:  # None, NaN, NaT, pd.NA; a list gives an array, never True
+        return "-"
+    if isinstance(value, float):
+        if column in _FRACTIONS:
+            return f"{value:.0%}"
+        return f"{value:.0f}" if value.is_integer() else f"{value:,.2f}"
+    return str(value)
+
+
 def _table(df: object) -> str:
     import pandas as pd
 
     assert isinstance(df, pd.DataFrame)
     if not len(df):
         return "  (none)"
-    text = df.astype(object).where(df.notna(), "-").to_string(index=False)
+    shown = pd.DataFrame({c: [_cell(str(c), v) for v in df[c].astype(object)] for c in df.columns})
+    text = shown.to_string(index=False)
     return "\n".join("  " + line for line in text.splitlines())
 
 

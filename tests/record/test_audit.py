@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pandas as pd
 import pytest
@@ -208,6 +209,22 @@ def test_audit_command_prints_the_summary(rec, tmp_path):
     text = out.getvalue()
     assert "Summary" in text and "recovered on its own" in text and "tool_recovery_exhausted" in text
     assert err.getvalue() == ""
+    shares = re.search(r"producer channel turns runs share errors\n(.*?)\n\n", text, re.S)
+    assert shares is not None
+    assert all(re.search(r" \d{1,3}% +\d+$", line) for line in shares.group(1).splitlines())
+
+
+def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
+    from loopnb.record.cli import _cell
+
+    assert [_cell("share", 0.173077), _cell("rate", 1.0), _cell("rate", 0.0)] == ["17%", "100%", "0%"]
+    assert [_cell("latency_ms_mean", 4285.714286), _cell("x", 0.125594), _cell("x", 3.0)] == [
+        "4,285.71",
+        "0.13",
+        "3",
+    ]
+    assert [_cell("x", None), _cell("x", float("nan")), _cell("x", pd.NA), _cell("x", pd.NaT)] == ["-"] * 4
+    assert [_cell("tools", ["a", "b"]), _cell("turns", 7), _cell("model", "m")] == ["['a', 'b']", "7", "m"]
 
 
 def test_audit_command_reports_errors_and_warnings(tmp_path):
