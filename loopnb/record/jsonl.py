@@ -202,11 +202,9 @@ def _parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int
 
 
 def _whole_chunk(lines: Sequence[bytes] | Sequence[str]) -> list[Event] | None:
-    """The events of ``lines`` in one call, or ``None`` unless every line is one valid event."""
-    if not lines:
-        return []
-    first = lines[0]
-    body = b"[" + b",".join(lines) + b"]" if isinstance(first, bytes) else "[" + ",".join(lines) + "]"  # type: ignore[arg-type]
+    """The events of ``lines`` (at least one) in one call, or ``None`` unless every line is one
+    valid event."""
+    body = b"[" + b",".join(lines) + b"]" if isinstance(lines[0], bytes) else "[" + ",".join(lines) + "]"  # type: ignore[arg-type]
     try:
         events = _EVENTS_ADAPTER.validate_json(body)
     except Exception:  # the line-by-line pass says what is wrong, and where
