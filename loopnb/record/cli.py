@@ -55,7 +55,7 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
     import pandas as pd
 
     from loopnb.record.audit import Audit
-    from loopnb.record.recording import load, recording_paths
+    from loopnb.record.recording import load
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -64,11 +64,14 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
         return 2
     turns, events = [], []
     try:
-        files = recording_paths(paths)
+        files = _files(paths)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RecordingWarning)
             for path in files:
-                rec = load(path)
+                try:
+                    rec = load(path)
+                except ImportError as exc:  # a Parquet recording without pyarrow
+                    raise RecordingError(str(exc), path=path) from exc
                 for name, bucket in (("turns", turns), ("events", events)):
                     df = getattr(rec, name)
                     df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
@@ -88,6 +91,21 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
     ):
         print(f"\n{title}\n{_table(table)}", file=out)
     return 0
+
+
+def _files(paths: Sequence[str]) -> list[Path]:
+    """The recording files ``paths`` name, each path looked up on its own so that one naming
+    nothing (an empty folder, a glob matching no file) is an error naming it, not skipped."""
+    from loopnb.record.recording import recording_paths
+
+    files: list[Path] = []
+    for item in paths:
+        try:
+            files.extend(recording_paths(item))
+        except RecordingError:
+            what = "no .jsonl or .parquet file in this folder" if Path(item).is_dir() else "matches no file"
+            raise RecordingError(what, path=item) from None
+    return list(dict.fromkeys(files))
 
 
 def write_recordings(recorder: Recorder, folder: str | Path, *, suffix: str = ".jsonl") -> list[Path]:

@@ -1,0 +1,64 @@
+"""``loopnb audit`` on bad input: every path that names nothing is named, and a recording that
+cannot be read says why, with no traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopnb.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_audit_without_paths_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["audit"])
+    assert exit_info.value.code == 2
+    assert "the following arguments are required: PATH" in capsys.readouterr().err
+
+
+@pytest.fixture
+def recording(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
+    assert main(["demo", "mistyped_path", "--record", str(tmp_path / "runs")]) == 0
+    capsys.readouterr()
+    return tmp_path / "runs" / "mistyped_path.jsonl"
+
+
+def test_audit_names_a_pattern_that_matches_nothing(
+    capsys: pytest.CaptureFixture[str], recording: Path, tmp_path: Path
+) -> None:
+    pattern = str(tmp_path / "nomatch*.jsonl")
+    code, out, err = run(capsys, "audit", str(recording), pattern)
+    assert code == 1 and out == ""
+    assert err == f"loopnb audit: error: {pattern}: matches no file\n"
+
+
+def test_audit_names_a_folder_without_recordings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "audit", str(tmp_path))
+    assert code == 1
+    assert err == f"loopnb audit: error: {tmp_path}: no .jsonl or .parquet file in this folder\n"
+
+
+def test_audit_of_parquet_without_pyarrow_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.parquet"
+    path.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    code, out, err = run(capsys, "audit", str(path))
+    assert code == 1 and out == ""
+    assert err.startswith(f"loopnb audit: error: {path}: Parquet recordings need pyarrow")
+
+
+def test_audit_prints_to_the_commands_output(capsys: pytest.CaptureFixture[str], recording: Path) -> None:
+    code, out, err = run(capsys, "audit", str(recording))
+    assert code == 0 and err == ""
+    assert out.startswith("loopnb audit: 1 recording(s)\n")
