@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
-__all__ = ["CancelToken"]
+__all__ = ["CancelToken", "task_cancelling"]
+
+
+def task_cancelling() -> bool:
+    """True when the running task is being cancelled (Ctrl-C, or the caller cancelled the run).
+
+    Tells that apart from a ``CancelledError`` a tool or a model raised by itself, which is only
+    their failure: the run was not cancelled, and goes on.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class CancelToken:

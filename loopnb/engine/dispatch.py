@@ -11,14 +11,16 @@ The stages, in order (the first that answers wins):
 7. the call itself, under the timeout middleware, with any exception caught ("panic");
 8. recovery: a strategy may retry a failed call within the ceiling of 5.
 
-Nothing a tool does escapes this module as an exception, except ``KeyboardInterrupt`` and task
-cancellation, which the loop turns into ``Cancelled``.
+Nothing a tool does escapes this module as an exception, except ``KeyboardInterrupt`` and the
+cancellation of the run's own task, which the loop turns into ``Cancelled``. A ``CancelledError``
+the tool raises by itself (nothing is cancelling the run) is a panic like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import threading
 from collections.abc import Callable, Coroutine, Iterable
@@ -28,9 +30,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from loopnb.engine.breakers import CircuitBreaker
-from loopnb.engine.cancel import CancelToken
+from loopnb.engine.cancel import CancelToken, task_cancelling
 from loopnb.engine.clock import Clock
-from loopnb.engine.errors import SoftProducer, ToolError
+from loopnb.engine.errors import SoftProducer, ToolError, exception_text
 from loopnb.engine.events import RecoveryDecided, ToolDispatched, new_tool_dispatched
 from loopnb.engine.messages import ToolCall, ToolResult, trusted_result
 from loopnb.engine.recovery import (
@@ -73,7 +75,8 @@ Hook = Callable[[ToolCall, HookContext], "str | bool | None"]
 
 def panic_text(name: str, exc: BaseException) -> str:
     """``Tool "x" panicked: <message>``; the message is the exception's string payload."""
-    payload = exc.args[0] if exc.args and isinstance(exc.args[0], str) else "(unknown payload)"
+    args = exc.args
+    payload = str.__str__(args[0]) if args and isinstance(args[0], str) else "(unknown payload)"
     return f'Tool "{name}" panicked: {payload}'
 
 
@@ -130,7 +133,10 @@ class Dispatcher:
             tool, breaker = admitted
         if tool.is_async or self.timeout is not None or self.recovery is not None:
             return self._dispatch_async(tool, breaker, call, state, watch)
-        result = self._attempt(tool, call, 0, state)
+        try:
+            result = self._attempt(tool, call, 0, state)
+        except _Pending as pending:  # a sync tool returned an awaitable: it has to wait after all
+            return self._dispatch_async(tool, breaker, call, state, watch, pending.awaitable)
         if breaker is not None:
             self._settle(breaker, result, result, state)
         if watch is not None and (result.is_error or watch.streaks):
@@ -168,9 +174,13 @@ class Dispatcher:
         call: ToolCall,
         state: RunState,
         watch: LoopWatch | None,
+        pending: Any = None,
     ) -> ToolResult:
-        """Stages 7-8 for a call that has to wait: an async tool, a timeout, or recovery."""
-        first = await self._attempt_async(tool, call, 0, state)
+        """Stages 7-8 for a call that has to wait: an async tool, a timeout, or recovery.
+
+        ``pending`` is the awaitable a sync tool already returned for attempt 0, if it did.
+        """
+        first = await self._attempt_async(tool, call, 0, state, pending)
         result = first
         if first.is_error and self.recovery is not None and first.producer in RECOVERABLE:
             result = await self._recover(tool, call, first, state)
@@ -199,7 +209,8 @@ class Dispatcher:
             try:
                 reason = hook(call, ctx)
             except Exception as exc:  # a broken hook fails closed, and says so
-                return f"hook {getattr(hook, '__name__', hook)!r} raised {type(exc).__name__}: {exc}"
+                name = getattr(hook, "__name__", hook)
+                return f"hook {name!r} raised {type(exc).__name__}: {exception_text(exc)}"
             if reason is not None and reason is not True:
                 return str(reason) if reason is not False else "vetoed by a hook"
         return None
@@ -276,17 +287,23 @@ class Dispatcher:
             self._report(call, attempt, result, executed, t0, state)
         return result
 
-    async def _attempt_async(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
-        """One attempt that may have to wait: an async tool, or a sync one under the timeout."""
-        if not tool.is_async and self.timeout is None:
-            return self._attempt(tool, call, attempt, state)
+    async def _attempt_async(
+        self, tool: Tool, call: ToolCall, attempt: int, state: RunState, pending: Any = None
+    ) -> ToolResult:
+        """One attempt that may have to wait: an async tool, a sync one under the timeout, or a
+        sync one that returned an awaitable (``pending``: the attempt's call already happened)."""
+        if pending is None and not tool.is_async and self.timeout is None:
+            try:
+                return self._attempt(tool, call, attempt, state)
+            except _Pending as caught:
+                pending = caught.awaitable
         t0 = self.clock.monotonic() if state.observing else 0.0
-        kwargs = _arguments(tool, call)
+        kwargs = _arguments(tool, call) if pending is None else {}
         producer: SoftProducer | None
         if isinstance(kwargs, str):
             content, producer, executed = kwargs, "invalid_arguments", False
         else:
-            content, producer = await self._run(tool, kwargs)
+            content, producer = await self._run(tool, kwargs, pending)
             executed = True
         result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
         if state.observing:
@@ -311,22 +328,45 @@ class Dispatcher:
             )
         )
 
-    async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
-        """Call an async tool, or a sync one under the timeout; producer None on success."""
+    async def _run(
+        self, tool: Tool, kwargs: dict[str, Any], pending: Any = None
+    ) -> tuple[str, SoftProducer | None]:
+        """Call an async tool, or a sync one under the timeout; producer None on success.
+
+        An awaitable the tool returns (a sync function wrapping a coroutine) is awaited, within the
+        same deadline; ``pending`` is one a sync tool already returned.
+        """
+        timeout = self.timeout
         try:
-            if not tool.is_async:
-                assert self.timeout is not None
-                value = await _in_thread(tool.fn, kwargs, self.timeout)
-            elif self.timeout is None:
+            if pending is not None:
+                value = pending
+            elif not tool.is_async:
+                assert timeout is not None
+                deadline = asyncio.get_running_loop().time() + timeout
+                ok, value = await _in_thread(tool.fn, kwargs, timeout)
+                if not ok:  # raised here, a StopIteration would turn into "coroutine raised ..."
+                    if isinstance(value, StopIteration):
+                        return panic_text(tool.name, value), "tool_panic"
+                    raise value
+                if type(value) is not str and inspect.isawaitable(value):
+                    left = deadline - asyncio.get_running_loop().time()
+                    value = await _with_timeout(value, max(left, 0.0))
+            elif timeout is None:
                 value = await tool.fn(**kwargs)
             else:
-                value = await _with_timeout(tool.fn(**kwargs), self.timeout)
+                value = await _with_timeout(tool.fn(**kwargs), timeout)
+            if type(value) is not str and inspect.isawaitable(value):
+                value = await (value if timeout is None else _with_timeout(value, timeout))
         except ToolError as exc:
-            return str(exc), "tool_error"
+            return _error_text(tool.name, exc)
         except _TimedOut:
-            return f"Tool '{tool.name}' timed out after {self.timeout:g}s", "timeout"
-        except (KeyboardInterrupt, asyncio.CancelledError):
+            return f"Tool '{tool.name}' timed out after {timeout:g}s", "timeout"
+        except KeyboardInterrupt:
             raise
+        except asyncio.CancelledError as exc:
+            if task_cancelling():  # the run is being cancelled: not the tool's failure
+                raise
+            return panic_text(tool.name, exc), "tool_panic"
         except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
             return panic_text(tool.name, exc), "tool_panic"
         return _content(tool.name, value)
@@ -346,35 +386,80 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
 
 
 def _call_inline(tool: Tool, kwargs: dict[str, Any]) -> tuple[str, SoftProducer | None]:
-    """A sync tool with no timeout runs right here: no thread hop on the hot path."""
+    """A sync tool with no timeout runs right here: no thread hop on the hot path.
+
+    Raises ``_Pending`` when the tool returned an awaitable, which only the async path can await.
+    A ``CancelledError`` here is always the tool's own: no task is cancelled inside a sync call.
+    """
     try:
         value = tool.fn(**kwargs)
     except ToolError as exc:
-        return str(exc), "tool_error"
-    except (KeyboardInterrupt, asyncio.CancelledError):
+        return _error_text(tool.name, exc)
+    except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
         return panic_text(tool.name, exc), "tool_panic"
     if type(value) is str:  # the common case, without a call
         return value, None
+    if inspect.isawaitable(value):
+        raise _Pending(value)
     return _content(tool.name, value)
+
+
+def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
+    """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
+    try:
+        return str(exc), "tool_error"
+    except Exception:
+        return panic_text(name, exc), "tool_panic"
+
+
+class _Pending(Exception):
+    """A sync tool returned an awaitable (e.g. a plain function wrapping a coroutine function)."""
+
+    def __init__(self, awaitable: Any) -> None:
+        super().__init__()
+        self.awaitable = awaitable
 
 
 class _TimedOut(Exception):
     """Our own deadline fired (distinct from a TimeoutError a tool raises itself)."""
 
 
-async def _with_timeout(coro: Any, seconds: float) -> Any:
-    task = asyncio.ensure_future(coro)
-    done, _ = await asyncio.wait({task}, timeout=seconds)
+async def _captured(awaitable: Any) -> tuple[bool, Any]:
+    """Await in a task of its own without letting ``SystemExit`` or ``KeyboardInterrupt`` escape it.
+
+    asyncio re-raises those two out of the event loop when a task ends with them, past every
+    ``except`` of the run; caught here, they are handed back to the run's own task instead.
+    """
+    try:
+        return True, await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return False, exc
+
+
+async def _with_timeout(awaitable: Any, seconds: float) -> Any:
+    task = asyncio.ensure_future(_captured(awaitable))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    finally:
+        if not task.done():  # the deadline, or the run itself is being cancelled
+            task.cancel()
     if not done:
-        task.cancel()
         raise _TimedOut
-    return task.result()
+    ok, value = task.result()
+    if not ok:
+        raise value
+    return value
 
 
-async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float) -> Any:
-    """Run a sync tool on a daemon thread so that a hung tool holds neither the run nor exit."""
+async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float) -> tuple[bool, Any]:
+    """Run a sync tool on a daemon thread so that a hung tool holds neither the run nor exit.
+
+    Returns ``(True, value)`` or ``(False, the exception the tool raised)``.
+    """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
 
@@ -395,10 +480,7 @@ async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: fl
     if not done:
         future.cancel()
         raise _TimedOut
-    ok, value = future.result()
-    if not ok:
-        raise value
-    return value
+    return future.result()
 
 
 def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
@@ -406,15 +488,15 @@ def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
     kind = type(value)
     if kind is str:
         return value, None
-    if kind is int:
-        return str(value), None
     if kind is bool:
         return ("true" if value else "false"), None
-    if isinstance(value, str):
-        return str(value), None
+    if isinstance(value, str):  # a subclass: its text, without running its own __str__
+        return str.__str__(value), None
     if isinstance(value, ToolResult):
         return value.content, ("tool_error" if value.is_error else None)
     try:
+        if kind is int:
+            return str(value), None  # may fail: past 4300 digits, int -> str refuses
         if value is None:
             return "", None
         if isinstance(value, bytes):

@@ -48,6 +48,7 @@ __all__ = [
     "ToolRecoveryExhausted",
     "UserInputRequired",
     "channel_of",
+    "exception_text",
 ]
 
 Channel = Literal["ok", "soft", "hard"]
@@ -113,6 +114,17 @@ def channel_of(producer: str | None) -> Channel:
     if producer in HARD_PRODUCERS:
         return "hard"
     raise ValueError(f"unknown producer {producer!r}; expected one of {SOFT_PRODUCERS + HARD_PRODUCERS}")
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or ``<unprintable X>`` when the exception cannot even say what it is.
+
+    For failure paths, which must not fail in turn: a ``__str__`` that raises is reported, not raised.
+    """
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
 
 
 class LoopnbWarning(UserWarning):

@@ -255,9 +255,9 @@ class _Run:
 
     async def complete(self) -> RunResult:
         """Every remaining turn, to the end (what ``arun`` does)."""
-        if not self.started:
-            self._start()
         try:
+            if not self.started:
+                self._start()
             while self.result is None:
                 await self._turn()
         except BaseException as exc:
@@ -277,9 +277,9 @@ class _Run:
 
     async def turn(self) -> TurnFinished | None:
         """One turn, with the hard-error handling every driver shares."""
-        if not self.started:
-            self._start()
         try:
+            if not self.started:
+                self._start()
             return await self._turn()
         except BaseException as exc:
             self._ended_by(exc)

@@ -40,8 +40,11 @@ def call_key(call: ToolCall) -> str:
         return f"{call.name}({args})"
     try:
         canon = json.dumps(args, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError):
-        canon = repr(sorted(args.items(), key=lambda kv: kv[0]))
+    except (TypeError, ValueError, RecursionError):
+        try:
+            canon = repr(sorted(args.items(), key=lambda kv: repr(kv[0])))
+        except Exception:  # nested too deep, or not a dict at all: this call is like no other
+            canon = f"<{type(args).__name__} {id(args):#x}>"
     return f"{call.name}({canon})"
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock
-from loopnb.engine.errors import Cancelled, LoopDetected, LoopnbWarning
+from loopnb.engine.errors import Cancelled, LoopDetected, LoopnbWarning, exception_text
 from loopnb.engine.events import BreakerTransitioned, DetectorFired
 from loopnb.engine.messages import Message, ModelReply, ToolResult
 
@@ -50,16 +50,22 @@ class RunState:
         self.committed_results = 0
 
     def emit(self, event: object) -> None:
-        """Deliver an event; an observer that raises is detached with a warning."""
+        """Deliver an event; an observer that raises is detached with a warning.
+
+        Whatever it raises (``SystemExit`` and ``CancelledError`` too: no task is cancelled inside
+        a plain call), except ``KeyboardInterrupt``, which is Ctrl-C landing there: ``Cancelled``.
+        """
         for observer in self.observers:
             try:
                 observer(event)
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
                 self.observers = [o for o in self.observers if o is not observer]
                 self.on_detach(observer)
                 warnings.warn(
-                    f"loopnb: observer {observer!r} raised {type(exc).__name__}: {exc}; "
-                    "it was detached and the run goes on",
+                    f"loopnb: observer {_name(observer)} raised {type(exc).__name__}: "
+                    f"{exception_text(exc)}; it was detached and the run goes on",
                     LoopnbWarning,
                     stacklevel=2,
                 )
@@ -112,3 +118,11 @@ class RunState:
                     cooldown=breaker.cooldown,
                 )
             )
+
+
+def _name(observer: Observer) -> str:
+    """The observer's repr, for the warning; one whose ``__repr__`` fails is named by its type."""
+    try:
+        return repr(observer)
+    except Exception:
+        return f"<{type(observer).__name__} object>"

@@ -212,10 +212,19 @@ def registry_miss_text(name: str, names: list[str], *, suggestions: bool) -> str
     return text
 
 
-def parse_arguments(tool_name: str, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
-    """Arguments as a dict, or the soft error text saying why they are not a JSON object."""
+def parse_arguments(tool_name: str, arguments: object) -> dict[str, Any] | str:
+    """Arguments as a dict, or the soft error text saying why they are not a JSON object.
+
+    ``arguments`` is what the model sent: a dict or a JSON string, or anything at all from a model
+    that built its reply without validation.
+    """
     if isinstance(arguments, dict):
         return arguments
+    if not isinstance(arguments, str):  # a model built its reply without validation
+        return (
+            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
+            f"arguments, got {type(arguments).__name__} {_clip(arguments)}"
+        )
     try:
         value = json.loads(arguments) if arguments.strip() else {}
     except (json.JSONDecodeError, RecursionError) as exc:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 
 from loopnb.engine.breakers import CircuitBreaker
+from loopnb.engine.cancel import task_cancelling
 from loopnb.engine.clock import Clock
 from loopnb.engine.errors import (
     FallbackExhausted,
     ModelAuthError,
     ModelContextOverflow,
     ModelUnavailable,
+    exception_text,
 )
 from loopnb.engine.events import ModelFailed, new_model_replied
 from loopnb.engine.messages import ModelReply, ToolSpec, Transcript
@@ -23,10 +26,11 @@ __all__ = ["FallbackChain"]
 class FallbackChain:
     """Ask each model in turn; a model whose breaker is open is skipped until its cooldown ends.
 
-    A failure (``ModelUnavailable`` or any other exception from the model) counts on that model's
-    breaker. While the breaker stays closed the same model is asked again; once it opens, the next
-    model is asked, within the same turn. When every breaker is open the run ends with
-    ``FallbackExhausted``. A single model given to ``Engine`` is a chain of one.
+    A failure (``ModelUnavailable`` or any other exception from the model, even ``SystemExit`` or a
+    ``CancelledError`` of its own) counts on that model's breaker. While the breaker stays closed
+    the same model is asked again; once it opens, the next model is asked, within the same turn.
+    When every breaker is open the run ends with ``FallbackExhausted``. A single model given to
+    ``Engine`` is a chain of one.
     """
 
     def __init__(self, models: Iterable[Model], *, breaker: CircuitBreaker | None = None) -> None:
@@ -85,10 +89,12 @@ class FallbackChain:
                     reply = await model.complete(messages, tools)
                     if reply.__class__ is not ModelReply and not isinstance(reply, ModelReply):
                         raise ModelUnavailable(f"{name} returned {type(reply).__name__}, not a ModelReply")
-                except ModelContextOverflow:
+                except (ModelContextOverflow, KeyboardInterrupt):
                     raise
-                except Exception as exc:
-                    text = str(exc) or type(exc).__name__
+                except BaseException as exc:  # whatever a model raises is its failure, not the run's
+                    if isinstance(exc, asyncio.CancelledError) and task_cancelling():
+                        raise
+                    text = exception_text(exc) or type(exc).__name__
                     if not isinstance(exc, ModelUnavailable):
                         text = f"{type(exc).__name__}: {text}"
                     if isinstance(exc, ModelAuthError) and exc.env_var:
