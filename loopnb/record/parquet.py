@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError
 from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
-from loopnb.record.jsonl import check_header
+from loopnb.record.jsonl import check_header, replacing
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow
 
 if TYPE_CHECKING:
@@ -119,10 +119,20 @@ def write_frames(
     pa, pq = _pyarrow()
     path = Path(path)
     schema = _schema(pa, meta)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    with replacing(path) as tmp:
+        _write_chunks(pq.ParquetWriter(tmp, schema), schema, pa, turns, events, meta.get("n_turns"))
+
+
+def _write_chunks(
+    writer: Any,
+    schema: Any,
+    pa: Any,
+    turns: Iterable[pd.DataFrame],
+    events: Iterable[tuple[pd.DataFrame, list[str]]],
+    n_turns: Any,
+) -> None:
     written = 0
-    with pq.ParquetWriter(tmp, schema) as writer:
+    with writer:
         for chunk in turns:
             if len(chunk):
                 cols = _columns(chunk, "", schema, pa)
@@ -135,10 +145,8 @@ def write_frames(
                 cols[_PREFIX + "json"] = pa.array(lines, type=pa.large_string())
                 table = _table(pa, schema, "event", cols, len(chunk))
                 writer.write_table(table, row_group_size=_ROW_GROUP)
-    if written != meta.get("n_turns"):
-        tmp.unlink()
-        raise ValueError(f"meta says n_turns={meta.get('n_turns')} but {written} were given")
-    tmp.replace(path)
+    if written != n_turns:
+        raise ValueError(f"meta says n_turns={n_turns} but {written} were given")
 
 
 def _row_groups(pf: Any, n_turns: int) -> tuple[list[int], list[int]]:
