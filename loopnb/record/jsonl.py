@@ -310,20 +310,17 @@ class JsonlWriter:
             raise RecordingError(f"cannot append to it: {exc.strerror or exc}", path=self.path) from exc
 
     def _open_file(self) -> BinaryIO:
-        path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        file = _open_append(self.path)
         try:
-            # O_EXCL: of two writers creating the same file at once, only one writes the header.
-            file = open(path, "ab", buffering=0, opener=_exclusive)  # noqa: SIM115 - kept open
-        except FileExistsError:
-            data = path.read_bytes()
-            if data:
-                self._mend_tail(data)
-            file = path.open("ab", buffering=0)
-            if data:
-                return file
-        try:
-            self._put(file, json.dumps(make_header(redacted=self.redact is not None)).encode() + b"\n")
+            # Locked, so that of two writers opening one file at once only one writes the header,
+            # and none mends a tail the other is writing.
+            with _locked(file):
+                if os.fstat(file.fileno()).st_size == 0:
+                    header = make_header(redacted=self.redact is not None)
+                    self._put(file, json.dumps(header).encode() + b"\n")
+                else:
+                    self._mend_tail(self.path.read_bytes())
         except BaseException:
             file.close()
             raise
@@ -404,8 +401,23 @@ def replacing(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def _exclusive(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_EXCL, 0o666)
+def _open_append(path: Path) -> BinaryIO:
+    return path.open("ab", buffering=0)
+
+
+@contextmanager
+def _locked(file: BinaryIO) -> Iterator[None]:
+    """An exclusive advisory lock on ``file`` while the block runs (where the OS has ``flock``)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock
+        yield
+        return
+    fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(file.fileno(), fcntl.LOCK_UN)
 
 
 def write_jsonl(path: str | Path, header: dict[str, Any], lines: Iterable[str]) -> None:

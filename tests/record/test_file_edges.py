@@ -65,10 +65,10 @@ def test_a_recorder_on_a_folder_is_a_recording_error(tmp_path):
 def test_a_recorder_that_cannot_open_its_file_says_so(tmp_path, monkeypatch):
     from loopnb.record import jsonl
 
-    def refuse(path, flags):
+    def refuse(path):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(jsonl, "_exclusive", refuse)
+    monkeypatch.setattr(jsonl, "_open_append", refuse)
     with pytest.raises(RecordingError, match=r"x\.jsonl: cannot append to it: Permission denied"):
         Recorder(tmp_path / "x.jsonl")
 
@@ -152,3 +152,58 @@ def test_saving_onto_the_file_being_streamed_is_refused(tmp_path):
     assert load(path).run_ids == ["before", "s1", "s2"]
     rec.save(path)  # closed: the recorder no longer writes there, so a save may replace it
     assert load(path).run_ids == ["s1", "s2"]
+
+
+# -- values that parse but fit no column ---------------------------------------------------------
+
+
+def _tampered(tmp_path, index, field, value):
+    lines = _lines()
+    event = json.loads(lines[index])
+    event[field] = value
+    lines[index] = json.dumps(event).encode()
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(HEADER).encode(), *lines]) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "table"),
+    [
+        ("seq", 10**30, "events"),
+        ("seq", 2**63, "turns"),
+        ("at", 1e300, "events"),
+        ("started_at", -1e20, "turns"),
+        ("at", 253_402_300_800.0, "events"),
+    ],
+)
+def test_a_value_no_column_can_hold_is_an_error_naming_the_line(tmp_path, field, value, table):
+    index = next(i for i, line in enumerate(_lines()) if b'"turn_finished"' in line)
+    recording = load(_tampered(tmp_path, index, field, value))
+    with pytest.raises(
+        RecordingError, match=rf"t\.jsonl, line {index + 2}: a value of this event does not fit"
+    ):
+        getattr(recording, table)
+    assert len(recording.event_objects) == len(_lines())  # the events themselves are kept
+
+
+def test_a_nan_time_is_an_error_naming_the_line(tmp_path):
+    lines = _lines()
+    lines[2] = lines[2].replace(b'"at":', b'"at":NaN,"was":')
+    path = tmp_path / "n.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(HEADER).encode(), *lines]) + b"\n")
+    with pytest.raises(RecordingError, match=r"line 4: .*NaN"):
+        _ = load(path).events
+
+
+def test_times_past_the_year_9999_raise_instead_of_wrapping_around():
+    from datetime import UTC, datetime
+
+    from loopnb.record.frames import time_column
+
+    with pytest.raises((ValueError, OverflowError)):
+        time_column([0.0, 1e300])
+    with pytest.raises((ValueError, OverflowError)):
+        time_column([253_402_300_800.0])
+    edge = time_column([-62_135_596_800.0, 253_402_300_799.0])
+    assert list(edge) == [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)]
