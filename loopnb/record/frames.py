@@ -228,9 +228,21 @@ def conform(df: pd.DataFrame, row_model: type[BaseModel]) -> pd.DataFrame:
     for name, dtype in types.items():
         col = df[name]
         if col.dtype != dtype:
-            if isinstance(dtype, pd.CategoricalDtype) and isinstance(col.dtype, pd.CategoricalDtype):
-                col = col.cat.set_categories(dtype.categories)
-            else:
-                col = col.astype(dtype)
+            try:
+                col = _converted(col, dtype)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise ValueError(f"column {name!r}: {exc}") from exc
         data[name] = col.array
     return pd.DataFrame(data, index=pd.RangeIndex(len(df)))
+
+
+def _converted(col: pd.Series, dtype: Any) -> pd.Series:
+    """``col`` as ``dtype``; a value outside a category's values raises (rather than going missing)."""
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return col.astype(dtype)
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("category")
+    unknown = [v for v in col.cat.remove_unused_categories().cat.categories if v not in dtype.categories]
+    if unknown:
+        raise ValueError(f"{unknown[:5]!r} not among {list(dtype.categories)}")
+    return col.cat.set_categories(dtype.categories)

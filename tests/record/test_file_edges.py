@@ -177,6 +177,7 @@ def _tampered(tmp_path, index, field, value):
         ("at", 253_402_300_800.0, "events"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 def test_a_value_no_column_can_hold_is_an_error_naming_the_line(tmp_path, field, value, table):
     index = next(i for i, line in enumerate(_lines()) if b'"turn_finished"' in line)
     recording = load(_tampered(tmp_path, index, field, value))
