@@ -214,8 +214,8 @@ def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         text = str(item)
         if Path(item).is_dir():
-            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES)
-        elif any(ch in text for ch in "*?["):
+            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file())
+        elif any(ch in text for ch in "*?[") and not Path(item).is_file():  # "runs[1].jsonl" is a name
             found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
         else:
             found = [Path(item)]

@@ -208,3 +208,22 @@ def test_times_past_the_year_9999_raise_instead_of_wrapping_around():
         time_column([253_402_300_800.0])
     edge = time_column([-62_135_596_800.0, 253_402_300_799.0])
     assert list(edge) == [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)]
+
+
+# -- load_many -----------------------------------------------------------------------------------
+
+
+def test_load_many_of_a_folder_skips_folders_named_like_recordings(recorder, tmp_path):
+    from loopnb.record import load_many
+
+    recorder.save(tmp_path / "a.jsonl")
+    (tmp_path / "old.jsonl").mkdir()
+    (tmp_path / "notes.txt").write_text("not a recording")
+    assert load_many(tmp_path).source.unique().tolist() == [str(tmp_path / "a.jsonl")]
+
+
+def test_load_many_takes_a_name_with_brackets_literally(recorder, tmp_path):
+    from loopnb.record import load_many
+
+    path = recorder.save(tmp_path / "run[1].jsonl")
+    assert len(load_many(str(path))) == 6
