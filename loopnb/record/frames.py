@@ -118,12 +118,18 @@ def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: A
     return _column(full.tolist(), dtype)
 
 
+_FIRST_SECOND = -62_135_596_800.0  # 0001-01-01T00:00:00Z, the first time a datetime holds
+_PAST_LAST_SECOND = 253_402_300_800.0  # 10000-01-01T00:00:00Z
+
+
 def time_column(seconds: Sequence[float]) -> Any:
     """Epoch seconds as a ``datetime64[us, UTC]`` array: to the microsecond what ``when`` gives
     for each value (the fraction rounded half to even, as ``datetime.fromtimestamp`` does)."""
     dtype = pd.DatetimeTZDtype("us", "UTC")
     s = np.asarray(seconds, dtype=np.float64)
-    if not np.isfinite(s).all():  # let ``when`` raise the error it raises for such a value
+    if not ((s >= _FIRST_SECOND) & (s < _PAST_LAST_SECOND)).all():
+        # NaN, infinite or beyond the years 1 to 9999: ``when`` raises the error it raises for
+        # such a value (numpy would wrap it around into a wrong date without a word)
         return pd.array([when(x) for x in s.tolist()], dtype=dtype)
     whole = np.trunc(s)
     micros = np.round((s - whole) * 1e6)  # s - trunc(s) is exact, as C's modf
@@ -222,9 +228,21 @@ def conform(df: pd.DataFrame, row_model: type[BaseModel]) -> pd.DataFrame:
     for name, dtype in types.items():
         col = df[name]
         if col.dtype != dtype:
-            if isinstance(dtype, pd.CategoricalDtype) and isinstance(col.dtype, pd.CategoricalDtype):
-                col = col.cat.set_categories(dtype.categories)
-            else:
-                col = col.astype(dtype)
+            try:
+                col = _converted(col, dtype)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise ValueError(f"column {name!r}: {exc}") from exc
         data[name] = col.array
     return pd.DataFrame(data, index=pd.RangeIndex(len(df)))
+
+
+def _converted(col: pd.Series, dtype: Any) -> pd.Series:
+    """``col`` as ``dtype``; a value outside a category's values raises (rather than going missing)."""
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return col.astype(dtype)
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("category")
+    unknown = [v for v in col.cat.remove_unused_categories().cat.categories if v not in dtype.categories]
+    if unknown:
+        raise ValueError(f"{unknown[:5]!r} not among {list(dtype.categories)}")
+    return col.cat.set_categories(dtype.categories)

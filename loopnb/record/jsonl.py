@@ -16,8 +16,10 @@ from __future__ import annotations
 import gc
 import json
 import os
+import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, get_args
@@ -138,7 +140,7 @@ def check_header(raw: bytes, path: Path) -> dict[str, Any]:
             line=1,
         )
     version = header.get("version")
-    if version not in SUPPORTED_VERSIONS:
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
         raise RecordingError(
             f"format version {version!r} is not supported: this loopnb "
             f"({_loopnb_version()}) reads version {', '.join(map(str, SUPPORTED_VERSIONS))}",
@@ -210,6 +212,14 @@ def _whole_chunk(lines: Sequence[bytes] | Sequence[str]) -> list[Event] | None:
     except Exception:  # the line-by-line pass says what is wrong, and where
         return None
     return events if len(events) == len(lines) else None
+
+
+def _is_event(raw: bytes) -> bool:
+    try:
+        parse_event(raw)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def _parse_line(raw: bytes, path: Path, line: int) -> Event:
@@ -294,30 +304,48 @@ class JsonlWriter:
         self._file: BinaryIO = self._open()
 
     def _open(self) -> BinaryIO:
-        path = self.path
-        if path.exists() and path.stat().st_size > 0:
-            data = path.read_bytes()
-            first, _, _ = data.partition(b"\n")
-            check_header(first, path)
-            if not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:
-                    raise RecordingError("the header line is incomplete", path=path, line=1)
-                last = data.count(b"\n") + 1
-                warnings.warn(
-                    f"{path}, line {last}: torn last line cut off before appending",
-                    RecordingWarning,
-                    stacklevel=4,
-                )
-                with path.open("r+b") as f:
-                    f.truncate(cut)
-            file = path.open("ab", buffering=0)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            file = path.open("ab", buffering=0)
-            header = make_header(redacted=self.redact is not None)
-            self._put(file, json.dumps(header).encode() + b"\n")
+        try:
+            return self._open_file()
+        except OSError as exc:
+            raise RecordingError(f"cannot append to it: {exc.strerror or exc}", path=self.path) from exc
+
+    def _open_file(self) -> BinaryIO:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        file = _open_append(self.path)
+        try:
+            # Locked, so that of two writers opening one file at once only one writes the header,
+            # and none mends a tail the other is writing.
+            with _locked(file):
+                if os.fstat(file.fileno()).st_size == 0:
+                    header = make_header(redacted=self.redact is not None)
+                    self._put(file, json.dumps(header).encode() + b"\n")
+                else:
+                    self._mend_tail(self.path.read_bytes())
+        except BaseException:
+            file.close()
+            raise
         return file
+
+    def _mend_tail(self, data: bytes) -> None:
+        """Check the header; end a last line missing only its newline, cut off a torn one."""
+        path = self.path
+        first, newline, _ = data.partition(b"\n")
+        check_header(first, path)
+        if data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        if not newline or _is_event(data[cut:]):  # whole, as the reader keeps it
+            with path.open("ab") as f:
+                f.write(b"\n")
+            return
+        last = data.count(b"\n") + 1
+        warnings.warn(
+            f"{path}, line {last}: torn last line cut off before appending",
+            RecordingWarning,
+            stacklevel=6,
+        )
+        with path.open("r+b") as f:
+            f.truncate(cut)
 
     def _put(self, file: BinaryIO, data: bytes) -> None:
         fd = file.fileno()
@@ -350,15 +378,53 @@ class JsonlWriter:
         return self._file.closed
 
 
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A fresh temporary file beside ``path``, renamed onto it when the block ends without error
+    and removed otherwise: ``path`` ends up either untouched or whole. A failure to write is a
+    ``RecordingError`` naming ``path``."""
+    if path.is_dir():
+        raise RecordingError("cannot save a recording there: it is a folder", path=path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _open_append(path: Path) -> BinaryIO:
+    return path.open("ab", buffering=0)
+
+
+@contextmanager
+def _locked(file: BinaryIO) -> Iterator[None]:
+    """An exclusive advisory lock on ``file`` while the block runs (where the OS has ``flock``)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock
+        yield
+        return
+    fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+
+
 def write_jsonl(path: str | Path, header: dict[str, Any], lines: Iterable[str]) -> None:
     """Write a whole recording at once, atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
+    with replacing(Path(path)) as tmp, tmp.open("wb") as f:
         f.write(json.dumps(header).encode() + b"\n")
         for line in lines:
             f.write(line.encode() + b"\n")
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -67,6 +67,11 @@ class Recorder:
         fsync: bool = False,
     ) -> None:
         self.path = None if path is None else Path(path)
+        if self.path is not None and self.path.suffix.lower() == ".parquet":
+            raise ValueError(
+                f"a recorder streams JSON Lines, not Parquet: give it a .jsonl path instead of "
+                f"{self.path.name!r}, and save(...) a .parquet copy when the run is over"
+            )
         self.redact = redact
         self._events: list[Event] = []
         self._listeners: list[Listener] = []
@@ -216,6 +221,7 @@ class Recorder:
         the events (needs pyarrow, the ``parquet`` extra). Redacted either way. Returns the path.
         """
         path = Path(path)
+        self._refuse_own_stream(path)
         header = make_header(redacted=self.redact is not None)
         suffix = path.suffix.lower()
         if suffix == ".jsonl":
@@ -229,6 +235,21 @@ class Recorder:
         else:
             raise ValueError(f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix")
         return path
+
+    def _refuse_own_stream(self, path: Path) -> None:
+        """Replacing the file this recorder streams to would lose what it writes next (into the
+        replaced file) and whatever other runs the file held before."""
+        if self.path is None or self._writer is None:
+            return
+        try:
+            same = path.exists() and path.samefile(self.path)
+        except OSError:
+            same = False
+        if same:
+            raise ValueError(
+                f"{path} is the file this recorder streams to; it already holds every "
+                "finished turn (save a copy under another name)"
+            )
 
     def close(self) -> None:
         """Flush and close the streaming file (further events are kept in memory only)."""

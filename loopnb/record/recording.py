@@ -143,7 +143,64 @@ def load(path: str | Path) -> Recording:
     from loopnb.record.jsonl import read_jsonl
 
     header, events = read_jsonl(path)
-    return Recording.from_events(events, meta=header, path=path)
+    recording = Recording.from_events(events, meta=header, path=path)
+    for name, build in _TABLES.items():
+        recording._loaders[name] = _located(build, events, path)
+    return recording
+
+
+def _turn_table(events: list[Event]) -> pd.DataFrame:
+    from loopnb.record.frames import turn_table
+
+    return turn_table(events)
+
+
+def _event_table(events: list[Event]) -> pd.DataFrame:
+    from loopnb.record.frames import event_table
+
+    return event_table(events)
+
+
+_TABLES: dict[str, Callable[[list[Event]], pd.DataFrame]] = {"turns": _turn_table, "events": _event_table}
+_SCAN = 1000
+
+
+def _located(
+    build: Callable[[list[Event]], pd.DataFrame], events: list[Event], path: Path
+) -> Callable[[], pd.DataFrame]:
+    """``build(events)``, where a value no frame column can hold (an integer past 64 bits, a time
+    past the year 9999) is a ``RecordingError`` naming the line of the first such event."""
+
+    def checked() -> pd.DataFrame:
+        try:
+            return build(events)
+        except (ValueError, TypeError, OverflowError) as exc:
+            index = _first_failing(build, events)
+            line = None if index is None else index + 2  # line 1 is the header
+            raise RecordingError(
+                f"a value of this event does not fit its column: {exc}", path=path, line=line
+            ) from exc
+
+    return checked
+
+
+def _first_failing(build: Callable[[list[Event]], Any], events: list[Event]) -> int | None:
+    """The index of the first event ``build`` fails on alone: chunk by chunk, then one by one."""
+    for start in range(0, len(events), _SCAN):
+        chunk = events[start : start + _SCAN]
+        if _fails(build, chunk):
+            for offset, event in enumerate(chunk):
+                if _fails(build, [event]):
+                    return start + offset
+    return None
+
+
+def _fails(build: Callable[[list[Event]], Any], events: list[Event]) -> bool:
+    try:
+        build(events)
+    except (ValueError, TypeError, OverflowError):
+        return True
+    return False
 
 
 def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
@@ -157,8 +214,8 @@ def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         text = str(item)
         if Path(item).is_dir():
-            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES)
-        elif any(ch in text for ch in "*?["):
+            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file())
+        elif any(ch in text for ch in "*?[") and not Path(item).is_file():  # "runs[1].jsonl" is a name
             found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
         else:
             found = [Path(item)]
