@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import os
-import tempfile
+import secrets
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -387,11 +387,9 @@ def replacing(path: Path) -> Iterator[Path]:
         raise RecordingError("cannot save a recording there: it is a folder", path=path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = _fresh_file(path)
     except OSError as exc:
         raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
-    os.close(fd)
-    tmp = Path(name)
     try:
         yield tmp
         os.replace(tmp, path)
@@ -399,6 +397,19 @@ def replacing(path: Path) -> Iterator[Path]:
         raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _fresh_file(path: Path) -> Path:
+    """Create a new, empty file of a name no one else uses, beside ``path``. Made with the
+    permissions any new file gets (the umask's), not ``mkstemp``'s owner-only ones: the saved
+    recording keeps them."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
 
 
 def _open_append(path: Path) -> BinaryIO:

@@ -128,14 +128,26 @@ def test_a_failed_save_leaves_the_old_file_and_no_temporary_file(recorder, tmp_p
 
 
 def test_saving_into_a_folder_that_cannot_be_written(recorder, tmp_path, monkeypatch):
-    import tempfile
+    real_open = os.open
 
-    def denied(*args, **kwargs):
-        raise PermissionError(13, "Permission denied")
+    def denied(path, flags, *args, **kwargs):
+        if flags & os.O_EXCL:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(RecordingError, match=r"x\.jsonl: cannot write: Permission denied"):
         recorder.save(tmp_path / "x.jsonl")
+
+
+@pytest.mark.parametrize("name", ["x.jsonl", "x.parquet"])
+def test_a_saved_recording_has_the_permissions_of_any_new_file(recorder, tmp_path, name):
+    old = os.umask(0o022)
+    try:
+        recorder.save(tmp_path / name)
+    finally:
+        os.umask(old)
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
 
 
 def test_saving_onto_the_file_being_streamed_is_refused(tmp_path):
