@@ -42,7 +42,7 @@ from loopnb.engine.events import (
 from loopnb.engine.messages import Message, ModelReply, ToolResult, ToolSpec, Transcript
 from loopnb.engine.models.base import Model
 from loopnb.engine.models.fallback import FallbackChain
-from loopnb.engine.models.scripted import with_call_ids
+from loopnb.engine.models.scripted import distinct_ids, with_call_ids
 from loopnb.engine.recovery import RecoveryStrategy
 from loopnb.engine.result import RunResult
 from loopnb.engine.safety import ConvergenceDetector, LoopDetector
@@ -367,11 +367,9 @@ class _Run:
         except ModelContextOverflow:
             reply, model = await self._ask_after_overflow()
         calls = reply.tool_calls
-        for call in calls:
-            if not call.id:
-                reply = with_call_ids(reply, f"t{s.turn}")
-                calls = reply.tool_calls
-                break
+        if calls and not distinct_ids(calls):  # results are matched to calls by id
+            reply = with_call_ids(reply, f"t{s.turn}")
+            calls = reply.tool_calls
         self.turn_model, self.turn_reply = model, reply
         if model not in self.models_used:
             self.models_used[model] = None

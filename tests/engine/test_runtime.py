@@ -32,6 +32,8 @@ from loopnb import (
 )
 from loopnb.engine import events as events_module
 from loopnb.engine.frozen import positional
+from loopnb.engine.messages import ModelReply
+from loopnb.engine.models.scripted import with_call_ids
 
 from .conftest import Events, read_file
 
@@ -107,6 +109,50 @@ def test_several_calls_in_one_turn_each_get_one_result_in_order():
     ]
     turn = events.of("turn_finished")[0]
     assert (turn.channel, turn.producer, len(turn.results)) == ("soft", "tool_error", 3)
+
+
+class _RepeatingIds:
+    """A model of its own (no loopnb helper in between) that gives two calls one id."""
+
+    name = "repeater"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def complete(self, messages, tools):
+        self.asked += 1
+        if self.asked > 1:
+            return ModelReply(text="done")
+        calls = (
+            ToolCall("read_file", {"path": "a"}, id="c"),
+            ToolCall("read_file", {"path": "src/main.rs"}, id="c"),
+        )
+        return ModelReply(tool_calls=calls)
+
+
+def test_calls_sharing_an_id_are_told_apart_so_each_result_answers_one_call():
+    events = Events()
+    result = Engine(_RepeatingIds(), tools=[read_file], observers=[events]).run("t")
+    calls = events.of("turn_finished")[0].reply.tool_calls
+    assert [c.id for c in calls] == ["c", "c_1"]
+    assert [(r.call_id, r.content) for r in result.tool_results] == [
+        ("c", "file a not found"),
+        ("c_1", "fn main() {}"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (["", ""], ["t_0", "t_1"]),
+        (["x", "x", "x"], ["x", "x_1", "x_2"]),
+        (["", "t_0"], ["t_0", "t_0_1"]),
+        (["a", "b"], ["a", "b"]),
+    ],
+)
+def test_every_call_gets_an_id_of_its_own(given, expected):
+    reply = ModelReply(tool_calls=tuple(ToolCall("read_file", {}, id=i) for i in given))
+    assert [c.id for c in with_call_ids(reply, "t").tool_calls] == expected
 
 
 def test_stepping_a_run_a_turn_at_a_time():

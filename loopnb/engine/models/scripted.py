@@ -9,7 +9,7 @@ from typing import TypeAlias
 from loopnb.engine.errors import ModelUnavailable
 from loopnb.engine.messages import ModelReply, ToolCall, ToolSpec, Transcript
 
-__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply", "with_call_ids"]
+__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply", "distinct_ids", "with_call_ids"]
 
 Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
@@ -35,15 +35,29 @@ def as_reply(step: object, *, model: str, where: str = "reply", ids: str = "call
     )
 
 
+def distinct_ids(calls: tuple[ToolCall, ...]) -> bool:
+    """Whether every call has an id and no two share one (results are matched to calls by id)."""
+    if len(calls) == 1:
+        return bool(calls[0].id)
+    ids = {call.id for call in calls}
+    return len(ids) == len(calls) and "" not in ids
+
+
 def with_call_ids(reply: ModelReply, prefix: str) -> ModelReply:
-    """``reply`` with an id on every tool call (calls that have one keep it)."""
-    if all(call.id for call in reply.tool_calls):
+    """``reply`` with a distinct id on every tool call: a call without one gets ``{prefix}_{i}``,
+    a call repeating an earlier call's id gets that id with ``_{i}`` appended (``i`` being its
+    place in the reply), and every other call keeps its own."""
+    if distinct_ids(reply.tool_calls):
         return reply
-    calls = tuple(
-        call if call.id else call.model_copy(update={"id": f"{prefix}_{i}"})
-        for i, call in enumerate(reply.tool_calls)
-    )
-    return reply.model_copy(update={"tool_calls": calls})
+    seen: set[str] = set()
+    calls = []
+    for i, call in enumerate(reply.tool_calls):
+        new = call.id or f"{prefix}_{i}"
+        while new in seen:
+            new = f"{new}_{i}"
+        seen.add(new)
+        calls.append(call if new == call.id else call.model_copy(update={"id": new}))
+    return reply.model_copy(update={"tool_calls": tuple(calls)})
 
 
 class ScriptedModel:
