@@ -11,7 +11,7 @@ import html
 from collections.abc import Iterable
 
 from loopnb.notebook.flow import EDGES, NODE_INDEX, NODES
-from loopnb.notebook.render import CHANNEL_COLOR, CHANNEL_FILL
+from loopnb.notebook.render import CHANNEL_COLOR, CHANNEL_FILL, CONTROL_PICTURES
 from loopnb.notebook.viewmodel import BreakerView, Gauge, RunView, TurnView, ViewState
 
 __all__ = [
@@ -39,11 +39,14 @@ _PRE = (
 
 
 def esc(text: object, limit: int | None = None) -> str:
-    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut."""
+    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
+
+    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish.
+    """
     s = str(text)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
+    return html.escape(s.translate(CONTROL_PICTURES), quote=True)
 
 
 def _badge(text: str, color: str) -> str:

@@ -24,6 +24,7 @@ from loopnb.notebook.viewmodel import Gauge, TurnView, ViewState
 __all__ = [
     "CHANNEL_COLOR",
     "CHANNEL_FILL",
+    "CONTROL_PICTURES",
     "FIGURE_HEIGHT",
     "HOVER_LIMIT",
     "Patch",
@@ -55,12 +56,17 @@ Patch = dict[str, dict[str, Any]]
 """``{"data.3": {"x": [...]}, "layout.annotations.2": {"bgcolor": "#..."}}``; property paths dotted."""
 
 
+CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if chr(c) not in "\t\n\r"} | {0x7F: 0x2421}
+"""``str.translate`` table: control characters as their visible pictures (NUL as ␀), because
+browsers drop a NUL from HTML and draw nothing for the others."""
+
+
 def plain(text: object, limit: int | None = None) -> str:
     """``text`` made safe for plotly's HTML-like labels: escaped, newlines as ``<br>``, cut."""
     s = str(text)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False).replace("\n", "<br>")
+    return html.escape(s.translate(CONTROL_PICTURES), quote=False).replace("\n", "<br>")
 
 
 def _pos(node_id: str) -> tuple[float, float]:
