@@ -62,7 +62,7 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
         runs = {run_id: runs[run_id]}
     sections = []
     first = True
-    for rid, events in runs.items():
+    for index, (rid, events) in enumerate(runs.items()):
         state = ViewModel.fold(events)
         fig = figure(state)
         fig.update_layout(width=1100)
@@ -71,7 +71,8 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
             include_plotlyjs=first,
             full_html=False,
             config={"displaylogo": False, "displayModeBar": False},
-            div_id=f"loopnb-{esc(rid)}",
+            # plotly writes the id into a script's string literal as is: never the untrusted run id
+            div_id=f"loopnb-run-{index}",
         )
         first = False
         sections.append(
