@@ -409,7 +409,10 @@ def _array(key: str, value: Any) -> Any:
     dtype = _ARRAYS.get(key)
     if dtype is None or not isinstance(value, list) or len(value) < 64 or None in value[:1]:
         return value
-    return np.asarray(value, dtype=dtype)
+    try:
+        return np.asarray(value, dtype=dtype)
+    except OverflowError:  # turn numbers past int32, from a damaged or hand-made recording
+        return value
 
 
 def figure(state: ViewState, selected: int | None = None) -> go.Figure:
