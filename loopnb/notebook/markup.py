@@ -16,6 +16,7 @@ from loopnb.notebook.viewmodel import BreakerView, Gauge, RunView, TurnView, Vie
 
 __all__ = [
     "BREAKER_COLOR",
+    "NAME_LIMIT",
     "board_html",
     "esc",
     "gauge_text",
@@ -30,6 +31,8 @@ BREAKER_COLOR = {
     "half_open": CHANNEL_COLOR["soft"],
     "open": CHANNEL_COLOR["hard"],
 }
+NAME_LIMIT = 80
+"""Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
 _BOX = "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35"
 _PRE = (
@@ -41,11 +44,12 @@ _PRE = (
 def esc(text: object, limit: int | None = None) -> str:
     """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
 
-    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish.
+    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish, and a
+    cut says how much it left out.
     """
     s = str(text)
     if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
+        s = f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
     return html.escape(s.translate(CONTROL_PICTURES), quote=True)
 
 
@@ -66,15 +70,15 @@ def status_html(state: ViewState, note: str | None = None) -> str:
     if run.run_id is None:
         body = "waiting for a run to start"
     else:
-        head = f"run <code>{esc(run.run_id)}</code> · turn {run.turn}"
+        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code> · turn {run.turn}"
         if run.phase == "running":
             tail = _badge("running", "#3b73b9")
         elif run.phase == "ok":
             tail = f"{_badge('finished', CHANNEL_COLOR['ok'])} output: <i>{esc(run.output or '', 300)}</i>"
         else:
             tail = (
-                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} <b>{esc(run.error or 'LoopError')}</b>: "
-                f"{esc(run.message or '', 300)}"
+                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} "
+                f"<b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
             )
         body = f"{head} · {tail}"
         if run.task:
@@ -133,7 +137,7 @@ def inspector_html(turn: TurnView | None) -> str:
     parts = [
         f"<b>turn {turn.turn}</b> {_channel_badge(turn.channel)}",
         f" <code>{esc(turn.producer)}</code>" if turn.producer else "",
-        f" · model <code>{esc(turn.model)}</code>" if turn.model else "",
+        f" · model <code>{esc(turn.model, NAME_LIMIT)}</code>" if turn.model else "",
         f" · {turn.latency_ms:.1f} ms",
         f" · {turn.recovery_attempts} recovery retr{'y' if turn.recovery_attempts == 1 else 'ies'}"
         if turn.recovery_attempts
@@ -168,7 +172,7 @@ def inspector_html(turn: TurnView | None) -> str:
     if turn.channel == "hard":
         body.append(
             f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: '
-            f"<b>{esc(turn.error or turn.producer)}"
+            f"<b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
             f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
             f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
         )
@@ -232,12 +236,14 @@ def turns_table_html(turns: Iterable[TurnView]) -> str:
             for r in t.read
         )
         if t.channel == "hard":
-            read += f'<pre style="{_PRE}">{esc(t.error or "")}: {esc(t.error_text or "", 2000)}</pre>'
+            read += (
+                f'<pre style="{_PRE}">{esc(t.error or "", NAME_LIMIT)}: {esc(t.error_text or "", 2000)}</pre>'
+            )
         calls = ", ".join(f"{esc(c.name, 60)}({esc(c.arguments, 200)})" for c in t.calls)
         rows.append(
             f'<tr class="loopnb-turn" data-channel="{t.channel}"><td>{t.turn}</td>'
             f"<td>{_channel_badge(t.channel)}</td><td><code>{esc(t.producer or '')}</code></td>"
-            f"<td>{esc(t.model or '')}</td><td><code>{calls}</code>"
+            f"<td>{esc(t.model or '', NAME_LIMIT)}</td><td><code>{calls}</code>"
             f"{'<div><i>' + esc(t.reply_text, 600) + '</i></div>' if t.reply_text else ''}</td>"
             f"<td><details><summary>{len(t.read)} item(s)</summary>{read}</details></td></tr>"
         )

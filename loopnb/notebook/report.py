@@ -11,7 +11,14 @@ from typing import Any
 
 import plotly.io as pio
 
-from loopnb.notebook.markup import board_html, esc, gauge_text, status_html, turns_table_html
+from loopnb.notebook.markup import (
+    NAME_LIMIT,
+    board_html,
+    esc,
+    gauge_text,
+    status_html,
+    turns_table_html,
+)
 from loopnb.notebook.render import figure
 from loopnb.notebook.replay import events_of
 from loopnb.notebook.viewmodel import ViewModel, runs_of
@@ -76,7 +83,8 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
         )
         first = False
         sections.append(
-            f'<section class="loopnb-run" data-run="{esc(rid)}"><h2>run <code>{esc(rid)}</code></h2>'
+            f'<section class="loopnb-run" data-run="{esc(rid)}">'
+            f"<h2>run <code>{esc(rid, NAME_LIMIT)}</code></h2>"
             f"{status_html(state)}{plot}"
             f"<p><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</p>{board_html(state)}"
             f"<h3>turns</h3>{turns_table_html(state.turns)}</section>"

@@ -19,7 +19,7 @@ import pytest
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.engine.messages import Message
 from loopnb.notebook.live import LiveView
-from loopnb.notebook.markup import summary_html
+from loopnb.notebook.markup import NAME_LIMIT, summary_html
 from loopnb.notebook.render import CONTROL_PICTURES, plain
 from loopnb.notebook.replay import replay
 from loopnb.notebook.report import report_html
@@ -42,6 +42,14 @@ HOSTILE = " ".join(PIECES)
 VISIBLE = HOSTILE.translate(CONTROL_PICTURES)
 """What a reader should see of ``HOSTILE``: every character, NUL as its picture."""
 RUN_ID = 'a&b\\"\n' + HOSTILE  # a backslash and a newline as well: the id reaches a script
+
+
+def cut(name: str) -> str:
+    """How a long name is shown (``NAME_LIMIT``): its head, escaped, and what was left out."""
+    head, left = name.translate(CONTROL_PICTURES)[: NAME_LIMIT - 1], len(name) - NAME_LIMIT + 1
+    return f"{head}… ({left:,} more characters)"
+
+
 OUR_TAGS = frozenset(
     {"b", "i", "code", "div", "span", "pre", "ul", "li", "p", "h1", "h2", "h3", "section"}
     | {"table", "thead", "tbody", "tr", "th", "td", "details", "summary"}
@@ -234,7 +242,7 @@ def test_live_view_panes_are_inert_and_readable():
     assert plain("invented" + HOSTILE, 40) in labels  # the gauge's title, escaped for plotly
     assert VISIBLE in shown  # the reply, the results, the error texts: every character, escaped
     assert "invented" + VISIBLE in shown  # a tool name the model made up
-    assert "model " + VISIBLE in shown
+    assert cut("model " + HOSTILE) in shown
     assert "blocked by policy: " + VISIBLE in shown  # a hook's reason
     assert "&lt;i&gt;" in shown and "<i>no markup" not in shown  # decoded once, never twice
 
@@ -247,8 +255,8 @@ def test_replay_of_a_sent_recording_is_inert_and_readable(tmp_path):
             shown += assert_inert(value, name).shown
     labels = assert_figure_inert(view)
     assert plain("tool " + HOSTILE, 40) in labels
-    assert RUN_ID.translate(CONTROL_PICTURES) in shown
-    assert "tool " + VISIBLE in shown and "model " + VISIBLE in shown  # breaker board, inspector
+    assert cut(RUN_ID) in shown
+    assert "tool " + VISIBLE in shown and cut("model " + HOSTILE) in shown  # inspector
     assert VISIBLE + "</" not in shown
     view.close()
 
@@ -288,7 +296,7 @@ def test_report_is_inert_and_readable(tmp_path, source):
     shown = page.shown
     assert VISIBLE in shown
     if source == "sent":
-        assert RUN_ID.translate(CONTROL_PICTURES) in shown and "tool " + VISIBLE in shown
+        assert cut(RUN_ID) in shown and "tool " + VISIBLE in shown
         assert ("section", "data-run", RUN_ID.translate(CONTROL_PICTURES)) in page.attrs
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from plotly.offline import get_plotlyjs
 
 from loopnb.notebook.render import T_OK
 from loopnb.notebook.replay import replay
@@ -49,3 +50,24 @@ def test_turn_numbers_past_int32_are_drawn(tmp_path):
     view = replay(recording)
     assert max(view.figure.data[T_OK].x) == far + 71  # every turn here is ok
     assert report_html(recording).count("Plotly.newPlot") == 1
+
+
+def test_long_names_and_texts_are_cut_and_say_so(tmp_path):
+    """A recording may hold any length: names are cut short, texts cut long, and each cut says so."""
+    huge = "M" * 200_000
+    b = RunBuilder(huge, model=huge, task=huge)
+    b.tool_turn(Call("read_file", content=huge, error="tool_error", arguments={"path": huge}), text=huge)
+    b.hard("loop_detected", huge, Call("read_file", content=huge, error="tool_error"))
+    events = [
+        dataclasses.replace(e, error=huge) if e.kind in ("hard_error_raised", "run_finished") else e
+        for e in b.events
+    ]
+    recording = saved(events, tmp_path)
+    view = replay(recording)
+    for pane in (view.status, view.board, view.inspector):
+        assert len(pane.value) < 20_000
+    view.select(1)
+    assert len(view.inspector.value) < 20_000
+    assert f"M… ({200_000 - 4000 + 1:,} more characters)" in view.inspector.value
+    page = report_html(recording).replace(get_plotlyjs(), "")
+    assert len(page) < 500_000  # the run id in full once (data-run), the rest cut
