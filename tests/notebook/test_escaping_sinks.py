@@ -313,3 +313,10 @@ def test_recording_to_html_of_a_sent_recording(tmp_path):
     out = sent_recording(tmp_path).to_html(tmp_path / "sent.html")
     page = assert_inert(out.read_text(encoding="utf-8"), "to_html")
     assert VISIBLE in page.shown
+
+
+def test_the_view_title_is_text():
+    view = LiveView(title=HOSTILE)
+    page = assert_inert(view.header.value, "header")
+    assert page.shown == VISIBLE
+    view.close()
