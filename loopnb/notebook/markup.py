@@ -47,10 +47,13 @@ def esc(text: object, limit: int | None = None) -> str:
     Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish, and a
     cut says how much it left out.
     """
-    s = str(text)
-    if limit is not None and len(s) > limit:
-        s = f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
-    return html.escape(s.translate(CONTROL_PICTURES), quote=True)
+    return html.escape(_cut(str(text), limit).translate(CONTROL_PICTURES), quote=True)
+
+
+def _cut(s: str, limit: int | None) -> str:
+    if limit is None or len(s) <= limit:
+        return s
+    return f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
 
 
 def _badge(text: str, color: str) -> str:
@@ -125,9 +128,10 @@ def gauge_text(g: Gauge) -> str:
     """The gauge in words (for the static summary)."""
     if g.tool is None:
         return "no tool call yet"
+    tool = _cut(g.tool, NAME_LIMIT)
     if g.at_wall:
-        return f"{g.tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
-    return f"{g.tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
+        return f"{tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
+    return f"{tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
 
 
 def inspector_html(turn: TurnView | None) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 from plotly.offline import get_plotlyjs
 
+from loopnb.notebook.markup import summary_html
 from loopnb.notebook.render import T_OK
 from loopnb.notebook.replay import replay
 from loopnb.notebook.report import report_html
@@ -55,17 +56,18 @@ def test_turn_numbers_past_int32_are_drawn(tmp_path):
 def test_long_names_and_texts_are_cut_and_say_so(tmp_path):
     """A recording may hold any length: names are cut short, texts cut long, and each cut says so."""
     huge = "M" * 200_000
-    b = RunBuilder(huge, model=huge, task=huge)
-    b.tool_turn(Call("read_file", content=huge, error="tool_error", arguments={"path": huge}), text=huge)
-    b.hard("loop_detected", huge, Call("read_file", content=huge, error="tool_error"))
+    b = RunBuilder(huge, model=huge, task=huge, tools=(huge,))
+    b.tool_turn(Call(huge, content=huge, error="tool_error", arguments={"path": huge}), text=huge)
+    b.breaker(huge, "open")
+    b.hard("loop_detected", huge, Call(huge, content=huge, error="tool_error"))
     events = [
         dataclasses.replace(e, error=huge) if e.kind in ("hard_error_raised", "run_finished") else e
         for e in b.events
     ]
     recording = saved(events, tmp_path)
     view = replay(recording)
-    for pane in (view.status, view.board, view.inspector):
-        assert len(pane.value) < 20_000
+    for pane in (view.status.value, view.board.value, view.inspector.value, summary_html(view.state)):
+        assert len(pane) < 20_000
     view.select(1)
     assert len(view.inspector.value) < 20_000
     assert f"M… ({200_000 - 4000 + 1:,} more characters)" in view.inspector.value
