@@ -34,7 +34,10 @@ BREAKER_COLOR = {
 NAME_LIMIT = 80
 """Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
-_BOX = "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35"
+_BOX = (
+    "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35;"
+    "overflow-wrap:anywhere"  # a long unbroken name or argument wraps inside its pane
+)
 _PRE = (
     "white-space:pre-wrap;word-break:break-word;margin:2px 0 6px 0;padding:4px 6px;"
     "background:#f6f8fa;border-radius:4px;max-height:14em;overflow:auto;font-size:12px"

@@ -32,7 +32,8 @@ _CSP = (
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px;border-top:1px solid #ddd;padding-top:12px}
-table.loopnb-turns td,table.loopnb-turns th{border-bottom:1px solid #eee;padding:3px 6px;vertical-align:top}
+table.loopnb-turns td,table.loopnb-turns th{border-bottom:1px solid #eee;padding:3px 6px;vertical-align:top;
+overflow-wrap:anywhere}
 .loopnb-board table td,.loopnb-board table th{padding:2px 8px}
 """
 

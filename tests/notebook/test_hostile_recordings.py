@@ -4,6 +4,7 @@ report show them rather than crash."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from plotly.offline import get_plotlyjs
@@ -73,3 +74,14 @@ def test_long_names_and_texts_are_cut_and_say_so(tmp_path):
     assert f"M… ({200_000 - 4000 + 1:,} more characters)" in view.inspector.value
     page = report_html(recording).replace(get_plotlyjs(), "")
     assert len(page) < 500_000  # the run id in full once (data-run), the rest cut
+
+
+def test_long_unbroken_text_wraps_inside_its_pane():
+    """A 300-character argument with no space once made the inspector eight times its width."""
+    b = RunBuilder("r1", tools=("t" * 60,))
+    b.tool_turn(Call("t" * 60, content="A" * 300, error="tool_error", arguments={"q": "A" * 300}))
+    view = replay(b.events)
+    view.select(1)
+    for pane in (view.status.value, view.board.value, view.inspector.value):
+        assert re.match(r'<div class="loopnb-\w+" style="[^"]*overflow-wrap:anywhere', pane), pane[:200]
+    assert re.search(r"table\.loopnb-turns td[^{]*\{[^}]*overflow-wrap:anywhere", report_html(b.events))
