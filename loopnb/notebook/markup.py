@@ -238,7 +238,8 @@ def turns_table_html(turns: Iterable[TurnView]) -> str:
     rows = []
     for t in turns:
         read = "".join(
-            f'<div style="font-size:12px;color:#555">{esc(r.name)}{" · error" if r.is_error else ""}</div>'
+            f'<div style="font-size:12px;color:#555">{esc(r.name, NAME_LIMIT)}'
+            f"{' · error' if r.is_error else ''}</div>"
             f'<pre class="loopnb-read" style="{_PRE}">{esc(r.text, 4000)}</pre>'
             for r in t.read
         )
