@@ -21,7 +21,7 @@ import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from loopnb.notebook.markup import board_html, inspector_html, status_html, summary_html
+from loopnb.notebook.markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook.render import TIMELINE, Patch, Timeline, apply_patch, base_figure, figure_patch
 from loopnb.notebook.viewmodel import HANDLED, ViewModel, ViewState
 
@@ -242,7 +242,7 @@ class LiveView:
         self.figure = go.FigureWidget(base)
         # responsive: plotly re-measures on a window resize, which _Page sends once attached
         self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
-        self.header = widgets.HTML(f"<b>{title}</b>")
+        self.header = widgets.HTML(f"<b>{esc(title)}</b>")  # often a task or a file name
         self.status = widgets.HTML(status_html(self._state))
         self.board = widgets.HTML(board_html(self._state))
         self.inspector = widgets.HTML(inspector_html(None))

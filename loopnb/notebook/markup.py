@@ -11,11 +11,12 @@ import html
 from collections.abc import Iterable
 
 from loopnb.notebook.flow import EDGES, NODE_INDEX, NODES
-from loopnb.notebook.render import CHANNEL_COLOR, CHANNEL_FILL
+from loopnb.notebook.render import CHANNEL_COLOR, CHANNEL_FILL, CONTROL_PICTURES
 from loopnb.notebook.viewmodel import BreakerView, Gauge, RunView, TurnView, ViewState
 
 __all__ = [
     "BREAKER_COLOR",
+    "NAME_LIMIT",
     "board_html",
     "esc",
     "gauge_text",
@@ -30,8 +31,13 @@ BREAKER_COLOR = {
     "half_open": CHANNEL_COLOR["soft"],
     "open": CHANNEL_COLOR["hard"],
 }
+NAME_LIMIT = 80
+"""Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
-_BOX = "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35"
+_BOX = (
+    "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35;"
+    "overflow-wrap:anywhere"  # a long unbroken name or argument wraps inside its pane
+)
 _PRE = (
     "white-space:pre-wrap;word-break:break-word;margin:2px 0 6px 0;padding:4px 6px;"
     "background:#f6f8fa;border-radius:4px;max-height:14em;overflow:auto;font-size:12px"
@@ -39,11 +45,18 @@ _PRE = (
 
 
 def esc(text: object, limit: int | None = None) -> str:
-    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut."""
-    s = str(text)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
+    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
+
+    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish, and a
+    cut says how much it left out.
+    """
+    return html.escape(_cut(str(text), limit).translate(CONTROL_PICTURES), quote=True)
+
+
+def _cut(s: str, limit: int | None) -> str:
+    if limit is None or len(s) <= limit:
+        return s
+    return f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
 
 
 def _badge(text: str, color: str) -> str:
@@ -63,15 +76,15 @@ def status_html(state: ViewState, note: str | None = None) -> str:
     if run.run_id is None:
         body = "waiting for a run to start"
     else:
-        head = f"run <code>{esc(run.run_id)}</code> · turn {run.turn}"
+        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code> · turn {run.turn}"
         if run.phase == "running":
             tail = _badge("running", "#3b73b9")
         elif run.phase == "ok":
             tail = f"{_badge('finished', CHANNEL_COLOR['ok'])} output: <i>{esc(run.output or '', 300)}</i>"
         else:
             tail = (
-                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} <b>{esc(run.error or 'LoopError')}</b>: "
-                f"{esc(run.message or '', 300)}"
+                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} "
+                f"<b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
             )
         body = f"{head} · {tail}"
         if run.task:
@@ -118,9 +131,10 @@ def gauge_text(g: Gauge) -> str:
     """The gauge in words (for the static summary)."""
     if g.tool is None:
         return "no tool call yet"
+    tool = _cut(g.tool, NAME_LIMIT)
     if g.at_wall:
-        return f"{g.tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
-    return f"{g.tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
+        return f"{tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
+    return f"{tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
 
 
 def inspector_html(turn: TurnView | None) -> str:
@@ -130,7 +144,7 @@ def inspector_html(turn: TurnView | None) -> str:
     parts = [
         f"<b>turn {turn.turn}</b> {_channel_badge(turn.channel)}",
         f" <code>{esc(turn.producer)}</code>" if turn.producer else "",
-        f" · model <code>{esc(turn.model)}</code>" if turn.model else "",
+        f" · model <code>{esc(turn.model, NAME_LIMIT)}</code>" if turn.model else "",
         f" · {turn.latency_ms:.1f} ms",
         f" · {turn.recovery_attempts} recovery retr{'y' if turn.recovery_attempts == 1 else 'ies'}"
         if turn.recovery_attempts
@@ -165,7 +179,7 @@ def inspector_html(turn: TurnView | None) -> str:
     if turn.channel == "hard":
         body.append(
             f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: '
-            f"<b>{esc(turn.error or turn.producer)}"
+            f"<b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
             f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
             f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
         )
@@ -224,17 +238,20 @@ def turns_table_html(turns: Iterable[TurnView]) -> str:
     rows = []
     for t in turns:
         read = "".join(
-            f'<div style="font-size:12px;color:#555">{esc(r.name)}{" · error" if r.is_error else ""}</div>'
+            f'<div style="font-size:12px;color:#555">{esc(r.name, NAME_LIMIT)}'
+            f"{' · error' if r.is_error else ''}</div>"
             f'<pre class="loopnb-read" style="{_PRE}">{esc(r.text, 4000)}</pre>'
             for r in t.read
         )
         if t.channel == "hard":
-            read += f'<pre style="{_PRE}">{esc(t.error or "")}: {esc(t.error_text or "", 2000)}</pre>'
+            read += (
+                f'<pre style="{_PRE}">{esc(t.error or "", NAME_LIMIT)}: {esc(t.error_text or "", 2000)}</pre>'
+            )
         calls = ", ".join(f"{esc(c.name, 60)}({esc(c.arguments, 200)})" for c in t.calls)
         rows.append(
             f'<tr class="loopnb-turn" data-channel="{t.channel}"><td>{t.turn}</td>'
             f"<td>{_channel_badge(t.channel)}</td><td><code>{esc(t.producer or '')}</code></td>"
-            f"<td>{esc(t.model or '')}</td><td><code>{calls}</code>"
+            f"<td>{esc(t.model or '', NAME_LIMIT)}</td><td><code>{calls}</code>"
             f"{'<div><i>' + esc(t.reply_text, 600) + '</i></div>' if t.reply_text else ''}</td>"
             f"<td><details><summary>{len(t.read)} item(s)</summary>{read}</details></td></tr>"
         )

@@ -24,6 +24,7 @@ from loopnb.notebook.viewmodel import Gauge, TurnView, ViewState
 __all__ = [
     "CHANNEL_COLOR",
     "CHANNEL_FILL",
+    "CONTROL_PICTURES",
     "FIGURE_HEIGHT",
     "HOVER_LIMIT",
     "Patch",
@@ -55,12 +56,17 @@ Patch = dict[str, dict[str, Any]]
 """``{"data.3": {"x": [...]}, "layout.annotations.2": {"bgcolor": "#..."}}``; property paths dotted."""
 
 
+CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if chr(c) not in "\t\n\r"} | {0x7F: 0x2421}
+"""``str.translate`` table: control characters as their visible pictures (NUL as ␀), because
+browsers drop a NUL from HTML and draw nothing for the others."""
+
+
 def plain(text: object, limit: int | None = None) -> str:
     """``text`` made safe for plotly's HTML-like labels: escaped, newlines as ``<br>``, cut."""
     s = str(text)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=False).replace("\n", "<br>")
+    return html.escape(s.translate(CONTROL_PICTURES), quote=False).replace("\n", "<br>")
 
 
 def _pos(node_id: str) -> tuple[float, float]:
@@ -403,7 +409,10 @@ def _array(key: str, value: Any) -> Any:
     dtype = _ARRAYS.get(key)
     if dtype is None or not isinstance(value, list) or len(value) < 64 or None in value[:1]:
         return value
-    return np.asarray(value, dtype=dtype)
+    try:
+        return np.asarray(value, dtype=dtype)
+    except OverflowError:  # turn numbers past int32, from a damaged or hand-made recording
+        return value
 
 
 def figure(state: ViewState, selected: int | None = None) -> go.Figure:

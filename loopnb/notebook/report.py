@@ -11,7 +11,14 @@ from typing import Any
 
 import plotly.io as pio
 
-from loopnb.notebook.markup import board_html, esc, gauge_text, status_html, turns_table_html
+from loopnb.notebook.markup import (
+    NAME_LIMIT,
+    board_html,
+    esc,
+    gauge_text,
+    status_html,
+    turns_table_html,
+)
 from loopnb.notebook.render import figure
 from loopnb.notebook.replay import events_of
 from loopnb.notebook.viewmodel import ViewModel, runs_of
@@ -25,7 +32,8 @@ _CSP = (
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px;border-top:1px solid #ddd;padding-top:12px}
-table.loopnb-turns td,table.loopnb-turns th{border-bottom:1px solid #eee;padding:3px 6px;vertical-align:top}
+table.loopnb-turns td,table.loopnb-turns th{border-bottom:1px solid #eee;padding:3px 6px;vertical-align:top;
+overflow-wrap:anywhere}
 .loopnb-board table td,.loopnb-board table th{padding:2px 8px}
 """
 
@@ -62,7 +70,7 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
         runs = {run_id: runs[run_id]}
     sections = []
     first = True
-    for rid, events in runs.items():
+    for index, (rid, events) in enumerate(runs.items()):
         state = ViewModel.fold(events)
         fig = figure(state)
         fig.update_layout(width=1100)
@@ -71,11 +79,13 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
             include_plotlyjs=first,
             full_html=False,
             config={"displaylogo": False, "displayModeBar": False},
-            div_id=f"loopnb-{esc(rid)}",
+            # plotly writes the id into a script's string literal as is: never the untrusted run id
+            div_id=f"loopnb-run-{index}",
         )
         first = False
         sections.append(
-            f'<section class="loopnb-run" data-run="{esc(rid)}"><h2>run <code>{esc(rid)}</code></h2>'
+            f'<section class="loopnb-run" data-run="{esc(rid)}">'
+            f"<h2>run <code>{esc(rid, NAME_LIMIT)}</code></h2>"
             f"{status_html(state)}{plot}"
             f"<p><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</p>{board_html(state)}"
             f"<h3>turns</h3>{turns_table_html(state.turns)}</section>"

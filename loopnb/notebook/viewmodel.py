@@ -266,8 +266,8 @@ class ViewModel:
     def _start(self, e: RunStarted) -> None:
         self._reset(e)
         self._run = RunView(run_id=e.run_id, task=e.task, models=e.models, tools=e.tools, phase="running")
-        for name in e.settings.get("tool_breakers") or ():
-            self._breakers[str(name)] = _Breaker("tool")
+        for name in _names(e.settings.get("tool_breakers")):
+            self._breakers[name] = _Breaker("tool")
         for name in e.models:
             self._breakers.setdefault(name, _Breaker("model"))
 
@@ -404,6 +404,13 @@ _HARD_BY_CLASS = {
 
 def _producer_of_error(error: str | None) -> str | None:
     return _HARD_BY_CLASS.get(error or "")
+
+
+def _names(value: object) -> list[str]:
+    """The names in a recorded list of names; anything else (a damaged file's) names none."""
+    if not isinstance(value, list | tuple):
+        return []
+    return [name for name in value if isinstance(name, str)]
 
 
 def _arguments(call: ToolCall) -> str:

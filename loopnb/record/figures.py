@@ -1,7 +1,13 @@
-"""Plotly counterparts of the audit tables (plotly is imported here, only when asked for)."""
+"""Plotly counterparts of the audit tables (plotly is imported here, only when asked for).
+
+Bar labels are recorded text (model names, breaker targets): plotly renders a subset of HTML in
+tick and hover labels, so every label goes through ``_labels`` and shows as written.
+"""
 
 from __future__ import annotations
 
+import html
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from loopnb.record.audit import CEILING
@@ -22,6 +28,11 @@ def _go() -> object:
     return go
 
 
+def _labels(values: Iterable[object]) -> list[str]:
+    """Category labels as plotly should show them: escaped, so that no tag or link is drawn."""
+    return [html.escape(str(v), quote=False) for v in values]
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", barmode="stack")
     return fig
@@ -36,7 +47,7 @@ def by_producer(a: Audit) -> go.Figure:
         sel = t[t["channel"] == channel]
         fig.add_bar(
             name=channel,
-            x=sel["producer"].astype(str).tolist(),
+            x=_labels(sel["producer"]),
             y=sel["turns"].tolist(),
             marker_color=COLOURS[channel],
         )
@@ -54,7 +65,7 @@ def recovery(a: Audit) -> go.Figure:
         sel = ep[ep["outcome"] == outcome]
         fig.add_bar(
             name=outcome,
-            x=producers,
+            x=_labels(producers),
             y=[int((sel["producer"] == p).sum()) for p in producers],
             marker_color=colour,
         )
@@ -79,7 +90,7 @@ def breakers(a: Audit) -> go.Figure:
     go = _go()
     b = a.breakers()
     fig = go.Figure()
-    x = b["target"].astype(str).tolist()
+    x = _labels(b["target"])
     fig.add_bar(name="trips", x=x, y=b["trips"].tolist(), marker_color=COLOURS["hard"])
     fig.add_bar(name="refusals", x=x, y=b["refusals"].tolist(), marker_color=COLOURS["soft"])
     fig.update_layout(barmode="group")
@@ -92,7 +103,7 @@ def loops(a: Audit) -> go.Figure:
     t = a.loops()
     fig = go.Figure()
     fig.add_bar(
-        x=[f"{d} {act}" for d, act in zip(t["detector"], t["action"], strict=True)],
+        x=_labels(f"{d} {act}" for d, act in zip(t["detector"], t["action"], strict=True)),
         y=t["fired"].tolist(),
         marker_color=[
             COLOURS["soft"] if act in ("refuse", "warn") else COLOURS["hard"] for act in t["action"]
@@ -109,7 +120,7 @@ def models(a: Audit) -> go.Figure:
     for channel in ("ok", "soft", "hard"):
         fig.add_bar(
             name=channel,
-            x=m["model"].astype(str).tolist(),
+            x=_labels(m["model"]),
             y=m[channel].tolist(),
             marker_color=COLOURS[channel],
         )

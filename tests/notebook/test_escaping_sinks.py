@@ -1,0 +1,322 @@
+"""Hostile text in every untrusted field, checked at every sink: live view, replay, summary, report.
+
+A recording is something someone may have sent you: its run ids, model and tool names, breaker
+targets and error class names are as untrusted as what the model and its tools said. Each sink's
+HTML is parsed (``html.parser``) to check that no element, attribute or comment came from the
+payload, and that the payload is still there to read, escaped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
+from loopnb.engine.messages import Message
+from loopnb.notebook.live import LiveView
+from loopnb.notebook.markup import NAME_LIMIT, summary_html
+from loopnb.notebook.render import CONTROL_PICTURES, plain
+from loopnb.notebook.replay import replay
+from loopnb.notebook.report import report_html
+from loopnb.record import Recorder, load
+from loopnb.record.synthetic import Call, RunBuilder
+from tests.notebook.conftest import run_events
+
+PIECES = (
+    "<img src=x onerror=alert(1)>",
+    "</script><script>alert(2)</script>",
+    "<!--",
+    "\"'><svg onload=alert(3)>",
+    "javascript:alert(4)",
+    "&lt;i&gt;no markup&lt;/i&gt;",
+    "line\u2028separator\u2029paragraph",
+    "nul\x00here",
+    "<b>bold</b>",
+)
+HOSTILE = " ".join(PIECES)
+VISIBLE = HOSTILE.translate(CONTROL_PICTURES)
+"""What a reader should see of ``HOSTILE``: every character, NUL as its picture."""
+RUN_ID = 'a&b\\"\n' + HOSTILE  # a backslash and a newline as well: the id reaches a script
+
+
+def cut(name: str) -> str:
+    """How a long name is shown (``NAME_LIMIT``): its head, escaped, and what was left out."""
+    head, left = name.translate(CONTROL_PICTURES)[: NAME_LIMIT - 1], len(name) - NAME_LIMIT + 1
+    return f"{head}… ({left:,} more characters)"
+
+
+OUR_TAGS = frozenset(
+    {"b", "i", "code", "div", "span", "pre", "ul", "li", "p", "h1", "h2", "h3", "section"}
+    | {"table", "thead", "tbody", "tr", "th", "td", "details", "summary"}
+    | {"html", "head", "meta", "title", "style", "body", "script"}
+)
+OUR_ATTRIBUTES = frozenset({"class", "style", "title", "id", "lang", "charset", "content", "http-equiv"})
+
+
+class Page(HTMLParser):
+    """An HTML fragment taken apart: start tags, attributes, comments, text and script bodies."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str, str | None]] = []
+        self.comments: list[str] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self.ids: set[str] = set()
+        self._script: list[str] | None = None
+        self.feed(markup)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs += [(tag, name, value) for name, value in attrs]
+        self.ids.update(value for name, value in attrs if name == "id" and value)
+        if tag == "script":
+            self._script = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._script is not None:
+            self.scripts.append("".join(self._script))
+            self._script = None
+
+    def handle_data(self, data: str) -> None:
+        (self._script if self._script is not None else self.text).append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+
+    @property
+    def shown(self) -> str:
+        return "".join(self.text)
+
+
+def assert_inert(markup: str, where: str) -> Page:
+    """No element, attribute or comment of the payload made it into ``markup``."""
+    page = Page(markup)
+    assert set(page.tags) <= OUR_TAGS, (where, set(page.tags) - OUR_TAGS)
+    for tag, name, _value in page.attrs:
+        assert name in OUR_ATTRIBUTES | {"open", "type"} or name.startswith("data-"), (where, tag, name)
+    assert not page.comments, (where, page.comments)
+    return page
+
+
+# -- the runs -------------------------------------------------------------------------------------
+
+
+@tool
+def bad(q: str) -> str:
+    """Fails with hostile text."""
+    raise ToolError(HOSTILE)
+
+
+@tool
+def good(q: str) -> str:
+    """Answers with hostile text."""
+    return HOSTILE
+
+
+def veto(call: ToolCall, _ctx: Any) -> str | None:
+    return HOSTILE if call.arguments.get("q") == "veto" else None
+
+
+def live_runs() -> list[tuple[Engine, str]]:
+    """Two engine runs: one ends ok, one is stopped by the loop detector (hard)."""
+    clock = FakeClock()
+    ending_ok = ScriptedModel(
+        [
+            ToolCall("bad", {"q": HOSTILE}),
+            ToolCall("good", {"q": HOSTILE}),
+            ToolCall("good", {"q": "veto"}),
+            ToolCall("invented" + HOSTILE, {"q": HOSTILE}),
+            HOSTILE,
+        ],
+        name="model " + HOSTILE,
+    )
+    looping = ScriptedModel([ToolCall("bad", {"q": HOSTILE})] * 8, name="model " + HOSTILE)
+    return [
+        (
+            Engine(
+                model,
+                [bad, good],
+                hooks=[veto],
+                system=HOSTILE,
+                clock=clock,
+                breakers=CircuitBreaker(failure_threshold=5, cooldown=60),
+            ),
+            HOSTILE,
+        )
+        for model in (ending_ok, looping)
+    ]
+
+
+def sent_recording(tmp_path) -> Any:
+    """A recording from elsewhere: hostile run id, model, tool, breaker and error class names."""
+    name = "tool " + HOSTILE
+    b = RunBuilder(RUN_ID, task=HOSTILE, model="model " + HOSTILE, tools=(name,))
+    b.tool_turn(
+        Call(name, content=HOSTILE, error="tool_error", arguments={"q": HOSTILE}, note=HOSTILE),
+        text=HOSTILE,
+        feedback=(Message(role="user", content=HOSTILE, is_error=True, producer="convergence_warning"),),
+    )
+    b.breaker(name, "open")
+    b.breaker("model " + HOSTILE, "half_open", scope="model")
+    b.tool_turn(Call(name, content=HOSTILE, error="breaker_open", executed=False))
+    b.hard("loop_detected", HOSTILE, Call(name, content=HOSTILE, error="tool_error"))
+    events = [
+        dataclasses.replace(e, error=HOSTILE) if e.kind in ("hard_error_raised", "run_finished") else e
+        for e in b.events
+    ]
+    recorder = Recorder()
+    for event in events:
+        recorder(event)
+    return load(recorder.save(tmp_path / "sent.jsonl"))
+
+
+# -- the sinks ------------------------------------------------------------------------------------
+
+
+def panes(view: LiveView) -> dict[str, str]:
+    return {
+        "status": view.status.value,
+        "board": view.board.value,
+        "inspector": view.inspector.value,
+        "summary": summary_html(view.state),
+    }
+
+
+def figure_strings(view: LiveView) -> list[str]:
+    """Every string the figure sends to plotly (which reads them as pseudo-HTML)."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(v)
+
+    walk(view.figure.to_plotly_json())
+    return out
+
+
+PLOTLY_TAGS = re.compile(r"<(?!/?(?:br|sub|b|extra)>)")
+
+
+def assert_figure_inert(view: LiveView) -> str:
+    """No tag of the payload in the figure (ours: ``<br>``, ``<sub>``, ``<b>``); all its text."""
+    strings = figure_strings(view)
+    for s in strings:
+        assert not PLOTLY_TAGS.search(s), s
+        assert "<b>bold" not in s, s
+    return "\n".join(strings)
+
+
+def every_turn(view: LiveView) -> list[dict[str, str]]:
+    seen = []
+    for turn in range(view.slider.max + 1):
+        view.select(turn)
+        seen.append(panes(view))
+    return seen
+
+
+def test_live_view_panes_are_inert_and_readable():
+    shown = labels = ""
+    for scenario in live_runs():
+        view = LiveView()
+        scenario[0].subscribe(view)
+        run_events(scenario)
+        for values in every_turn(view):
+            for name, value in values.items():
+                shown += assert_inert(value, name).shown
+        labels += assert_figure_inert(view)
+        view.close()
+    assert plain("invented" + HOSTILE, 40) in labels  # the gauge's title, escaped for plotly
+    assert VISIBLE in shown  # the reply, the results, the error texts: every character, escaped
+    assert "invented" + VISIBLE in shown  # a tool name the model made up
+    assert cut("model " + HOSTILE) in shown
+    assert "blocked by policy: " + VISIBLE in shown  # a hook's reason
+    assert "&lt;i&gt;" in shown and "<i>no markup" not in shown  # decoded once, never twice
+
+
+def test_replay_of_a_sent_recording_is_inert_and_readable(tmp_path):
+    view = replay(sent_recording(tmp_path))
+    shown = ""
+    for values in every_turn(view):
+        for name, value in values.items():
+            shown += assert_inert(value, name).shown
+    labels = assert_figure_inert(view)
+    assert plain("tool " + HOSTILE, 40) in labels
+    assert cut(RUN_ID) in shown
+    assert cut("tool " + HOSTILE) in shown and cut("model " + HOSTILE) in shown  # inspector
+    assert VISIBLE + "</" not in shown
+    view.close()
+
+
+def test_control_characters_stay_visible():
+    view = LiveView()
+    engine, task = live_runs()[0]
+    engine.subscribe(view)
+    run_events((engine, task))
+    view.select(1)
+    assert "nul␀here" in Page(view.inspector.value).shown
+    assert "\x00" not in view.inspector.value
+
+
+@pytest.mark.parametrize("source", ["live", "sent"])
+def test_report_is_inert_and_readable(tmp_path, source):
+    if source == "live":
+        recorder = Recorder()
+        for engine, task in live_runs():
+            engine.subscribe(recorder)
+            run_events((engine, task))
+        recording = recorder
+        runs = 2
+    else:
+        recording = sent_recording(tmp_path)
+        runs = 1
+    page = assert_inert(report_html(recording, title=HOSTILE), "report")
+    plots = [s for s in page.scripts if "Plotly.newPlot" in s]
+    assert len(plots) == runs
+    for script in plots:
+        assert "<" not in script  # embedded data cannot close the tag or open a comment
+        assert script.rstrip().endswith("};")  # and the script was not cut short
+        target = re.search(r'Plotly\.newPlot\(\s*"([^"\\]*)"', script)
+        assert target is not None and target.group(1) in page.ids  # the plot finds its element
+    assert any(html.escape(PIECES[0]) in s for s in plots)  # a hover label, escaped for plotly
+    assert page.tags.count("script") == len(page.scripts) == runs + 2  # config, plotly.js, plots
+    shown = page.shown
+    assert VISIBLE in shown
+    if source == "sent":
+        assert cut(RUN_ID) in shown and cut("tool " + HOSTILE) in shown
+        assert ("section", "data-run", RUN_ID.translate(CONTROL_PICTURES)) in page.attrs
+
+
+def test_report_plot_ids_do_not_come_from_run_ids(tmp_path):
+    """A run id with ``&``, ``"`` or ``\\`` once broke its plot: the id went into a JS string."""
+    page = Page(report_html(sent_recording(tmp_path)))
+    (script,) = [s for s in page.scripts if "Plotly.newPlot" in s]
+    assert "a&b" not in script and "a&amp;b" not in script
+    ids = re.findall(r'getElementById\("([^"]*)"\)', script)
+    assert ids and all(i in page.ids for i in ids)
+
+
+def test_recording_to_html_of_a_sent_recording(tmp_path):
+    out = sent_recording(tmp_path).to_html(tmp_path / "sent.html")
+    page = assert_inert(out.read_text(encoding="utf-8"), "to_html")
+    assert VISIBLE in page.shown
+
+
+def test_the_view_title_is_text():
+    view = LiveView(title=HOSTILE)
+    page = assert_inert(view.header.value, "header")
+    assert page.shown == VISIBLE
+    view.close()
