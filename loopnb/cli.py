@@ -348,8 +348,9 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser(
         "audit",
         help="audit recorded runs",
-        description="Audit recordings. Exit code: 0 when every recording was read, 1 when one "
-        "could not be, 2 for bad input.",
+        description="Audit recordings. A recording that cannot be read is named with what is wrong "
+        "and the others are audited. Exit code: 0 when every recording was read, 1 when one could "
+        "not be, 2 for bad input.",
     )
     audit.add_argument(
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"

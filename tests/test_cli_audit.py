@@ -3,6 +3,7 @@ cannot be read says why, with no traceback."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -62,3 +63,26 @@ def test_audit_prints_to_the_commands_output(capsys: pytest.CaptureFixture[str],
     code, out, err = run(capsys, "audit", str(recording))
     assert code == 0 and err == ""
     assert out.startswith("loopnb audit: 1 recording(s)\n")
+
+
+def test_audit_names_a_damaged_recording_and_audits_the_others(
+    capsys: pytest.CaptureFixture[str], recording: Path
+) -> None:
+    damaged = recording.with_name("damaged.jsonl")
+    lines = recording.read_bytes().splitlines(keepends=True)
+    damaged.write_bytes(b"".join([lines[0], b"{not json\n", *lines[1:]]))
+    code, out, err = run(capsys, "audit", str(recording.parent))
+    assert code == 1
+    assert err.startswith(f"loopnb audit: error: {damaged}, line 2:")
+    assert out.startswith("loopnb audit: 1 recording(s), 1 could not be read (named above)\n")
+    assert "Soft and hard turns per producer" in out
+
+
+def test_audit_of_only_damaged_recordings_prints_no_audit(
+    capsys: pytest.CaptureFixture[str], recording: Path
+) -> None:
+    header = json.loads(recording.read_bytes().partition(b"\n")[0])
+    recording.write_text(json.dumps({**header, "version": 99}) + "\n")
+    code, out, err = run(capsys, "audit", str(recording))
+    assert (code, out) == (1, "")
+    assert "format version 99 is not supported" in err

@@ -50,7 +50,9 @@ def _table(df: object) -> str:
 def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print the audit of the recordings ``paths`` name (files, folders or globs).
 
-    Returns 0 on success, 1 when a recording cannot be read (the message goes to ``err``).
+    A recording that cannot be read is named on ``err`` with what is wrong, and the others are
+    audited all the same. Returns 0 when every recording was read, 1 when one could not be (or
+    the paths name none), 2 when no path is given.
     """
     import pandas as pd
 
@@ -62,27 +64,38 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
     if not paths:
         print("loopnb audit: give at least one recording (file, folder or glob)", file=err)
         return 2
-    turns, events = [], []
     try:
         files = _files(paths)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RecordingWarning)
-            for path in files:
-                try:
-                    rec = load(path)
-                except ImportError as exc:  # a Parquet recording without pyarrow
-                    raise RecordingError(str(exc), path=path) from exc
-                for name, bucket in (("turns", turns), ("events", events)):
-                    df = getattr(rec, name)
-                    df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
-                    bucket.append(df)
-        for w in caught:
-            print(f"loopnb audit: warning: {w.message}", file=err)
     except RecordingError as exc:
         print(f"loopnb audit: error: {exc}", file=err)
         return 1
+    turns, events, read, failed = [], [], [], 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordingWarning)
+        for path in files:
+            try:
+                rec = load(path)
+                frames = {"turns": rec.turns, "events": rec.events}
+            except ImportError as exc:  # a Parquet recording without pyarrow
+                print(f"loopnb audit: error: {RecordingError(str(exc), path=path)}", file=err)
+                failed += 1
+                continue
+            except RecordingError as exc:
+                print(f"loopnb audit: error: {exc}", file=err)
+                failed += 1
+                continue
+            for name, bucket in (("turns", turns), ("events", events)):
+                df = frames[name]
+                df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
+                bucket.append(df)
+            read.append(path)
+    for w in caught:
+        print(f"loopnb audit: warning: {w.message}", file=err)
+    if not read:
+        return 1
     a = Audit(pd.concat(turns, ignore_index=True), pd.concat(events, ignore_index=True))
-    print(f"loopnb audit: {len(files)} recording(s)", file=out)
+    skipped = f", {failed} could not be read (named above)" if failed else ""
+    print(f"loopnb audit: {len(read)} recording(s){skipped}", file=out)
     for title, table in (
         ("Summary", a.summary()),
         ("Soft and hard turns per producer", a.by_producer()),
@@ -90,7 +103,7 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
         ("Per model", a.models()),
     ):
         print(f"\n{title}\n{_table(table)}", file=out)
-    return 0
+    return 1 if failed else 0
 
 
 def _files(paths: Sequence[str]) -> list[Path]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import glob
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb.engine.events import Event, TurnFinished
-from loopnb.record.errors import RecordingError
+from loopnb.record.errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,11 +230,16 @@ def load_many(
     source: str | Path | Iterable[str | Path],
     *,
     table: Literal["turns", "events"] = "turns",
+    errors: Literal["raise", "skip"] = "raise",
 ) -> pd.DataFrame:
     """One frame of many recordings' ``turns`` (or ``events``), with a ``source`` column first.
 
     ``source`` is a file, a folder, a glob pattern or an iterable of them. Rows keep the order
     of the files and, within each, of the recording; ``run_id`` tells the runs apart.
+
+    A recording that cannot be read raises its ``RecordingError``; with ``errors="skip"`` it is
+    left out with a ``RecordingWarning`` naming it and what is wrong, and the others load (an
+    audit of a folder where one file was damaged in transit).
     """
     import pandas as pd
 
@@ -241,10 +247,18 @@ def load_many(
 
     if table not in ("turns", "events"):
         raise ValueError(f"table must be 'turns' or 'events', got {table!r}")
+    if errors not in ("raise", "skip"):
+        raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     frames = []
     for path in recording_paths(source):
-        rec = load(path)
-        df = rec.turns if table == "turns" else rec.events
+        try:
+            rec = load(path)
+            df = rec.turns if table == "turns" else rec.events
+        except RecordingError as exc:
+            if errors == "raise":
+                raise
+            warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
+            continue
         df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
         frames.append(df)
     empty = turn_frame([]) if table == "turns" else event_frame([])

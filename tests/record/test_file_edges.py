@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from loopnb.record import Recorder, RecordingError, load
+from loopnb.record import Recorder, RecordingError, RecordingWarning, load
 from loopnb.record.jsonl import dump_event
 
 from .conftest import typo_run
@@ -239,3 +239,20 @@ def test_load_many_takes_a_name_with_brackets_literally(recorder, tmp_path):
 
     path = recorder.save(tmp_path / "run[1].jsonl")
     assert len(load_many(str(path))) == 6
+
+
+def test_load_many_raises_on_a_damaged_recording_or_skips_it_when_asked(recorder, tmp_path):
+    from loopnb.record import load_many
+
+    recorder.save(tmp_path / "a.jsonl")
+    header = (tmp_path / "a.jsonl").read_bytes().partition(b"\n")[0]
+    (tmp_path / "b.jsonl").write_bytes(header + b'\n{"kind": "nothing"}\n{"kind": "nothing"}\n')
+    with pytest.raises(RecordingError, match=r"b\.jsonl, line 2"):
+        load_many(tmp_path)
+    with pytest.warns(RecordingWarning, match=r"skipped, not loaded: .*b\.jsonl, line 2") as caught:
+        frame = load_many(tmp_path, errors="skip")
+    assert len(caught) == 1
+    assert frame.source.unique().tolist() == [str(tmp_path / "a.jsonl")]
+    assert len(frame) == len(load_many(tmp_path / "a.jsonl"))
+    with pytest.raises(ValueError, match="errors must be 'raise' or 'skip'"):
+        load_many(tmp_path, errors="ignore")
