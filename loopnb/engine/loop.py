@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, I
 from typing import Any
 
 from loopnb.engine.breakers import CircuitBreaker
-from loopnb.engine.cancel import CancelToken
+from loopnb.engine.cancel import CancelToken, wake_task_on_cancel
 from loopnb.engine.clock import Clock, SystemClock
 from loopnb.engine.context import ContextBudget, approx_tokens, drop_oldest_turns, item_tokens
 from loopnb.engine.dispatch import Dispatcher, Hook
@@ -255,6 +255,7 @@ class _Run:
 
     async def complete(self) -> RunResult:
         """Every remaining turn, to the end (what ``arun`` does)."""
+        release = wake_task_on_cancel(self.state.cancel)
         try:
             if not self.started:
                 self._start()
@@ -263,6 +264,8 @@ class _Run:
         except BaseException as exc:
             self._ended_by(exc)
             raise
+        finally:
+            release()
         return self.result
 
     async def steps(self) -> AsyncGenerator[TurnFinished | None, None]:
@@ -277,6 +280,7 @@ class _Run:
 
     async def turn(self) -> TurnFinished | None:
         """One turn, with the hard-error handling every driver shares."""
+        release = wake_task_on_cancel(self.state.cancel)
         try:
             if not self.started:
                 self._start()
@@ -284,6 +288,8 @@ class _Run:
         except BaseException as exc:
             self._ended_by(exc)
             raise
+        finally:
+            release()
 
     def _ended_by(self, exc: BaseException) -> None:
         """A turn raised: finalise a hard error; an interrupt becomes ``Cancelled`` (raised here)."""

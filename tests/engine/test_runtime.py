@@ -207,6 +207,79 @@ def test_cancel_from_another_thread():
     assert len(info.value.run.tool_results) == 2
 
 
+def _hung_tool(started: threading.Event):
+    @tool
+    async def fetch(url: str) -> str:
+        """Fetch a page from a server that never answers (no timeout is set)."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    return fetch
+
+
+def _fire_when(started: threading.Event, token: CancelToken) -> threading.Thread:
+    def fire() -> None:
+        assert started.wait(10), "the tool never started"
+        token.cancel("stopped from a button")
+
+    stopper = threading.Thread(target=fire)
+    stopper.start()
+    return stopper
+
+
+def test_cancel_wakes_a_run_waiting_on_a_hung_async_tool():
+    token, started = CancelToken(), threading.Event()
+    model = ScriptedModel(
+        [ToolCall("read_file", {"path": "src/main.rs"}), ToolCall("fetch", {"url": "x"}), "done"]
+    )
+    stopper = _fire_when(started, token)
+    with pytest.raises(Cancelled, match="stopped from a button") as info:
+        Engine(model, tools=[read_file, _hung_tool(started)]).run("t", cancel=token)
+    stopper.join()
+    assert [r.content for r in info.value.run.tool_results] == ["fn main() {}"]  # the hung turn is dropped
+
+
+def test_cancel_wakes_a_stepped_run_and_a_model_that_never_answers():
+    token, started = CancelToken(), threading.Event()
+
+    async def silent(messages, tools):
+        started.set()
+        await asyncio.Event().wait()
+
+    steps = Engine(FunctionModel(silent), tools=[read_file]).iter("t", cancel=token)
+    stopper = _fire_when(started, token)
+    with pytest.raises(Cancelled, match="stopped from a button"):
+        steps.step()
+    stopper.join()
+    assert steps.done
+
+
+def test_arun_cancelled_by_its_token_leaves_the_callers_task_uncancelled():
+    async def main():
+        token, started = CancelToken(), threading.Event()
+        engine = Engine(ScriptedModel([ToolCall("fetch", {"url": "x"}), "done"]), tools=[_hung_tool(started)])
+        stopper = _fire_when(started, token)
+        with pytest.raises(Cancelled):
+            await engine.arun("t", cancel=token)
+        await asyncio.to_thread(stopper.join)
+        assert asyncio.current_task().cancelling() == 0
+        await asyncio.sleep(0)  # the caller's task goes on awaiting: no cancellation is left over
+        return "the caller went on"
+
+    assert asyncio.run(main()) == "the caller went on"
+
+
+def test_a_token_fired_after_the_run_ended_changes_nothing():
+    token = CancelToken()
+    result = Engine(ScriptedModel(["done"]), tools=[read_file]).run("t", cancel=token)
+    token.cancel("too late")
+    assert result.output == "done"
+    woken = []
+    token.on_cancel(lambda: woken.append(1))  # an already fired token wakes at once
+    assert woken == [1]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_during_a_run_becomes_cancelled_in_a_real_process(tmp_path):
     script = tmp_path / "interrupt.py"
