@@ -256,6 +256,10 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
         raise RecordingError("empty file: a recording starts with a header line", path=path)
     lines = data.split(b"\n")
     torn = lines.pop()  # b"" when the file ends with a newline
+    if not torn.strip():  # blank lines at the very end (an editor's, or ``echo >>``) hold nothing
+        torn = b""
+        while len(lines) > 1 and not lines[-1].strip():
+            lines.pop()
     header = check_header(lines[0] if lines else torn, path)
     body = lines[1:] if lines else []
     events = _parse_body(body, path)
@@ -282,6 +286,15 @@ def _parse_body(body: list[bytes], path: Path) -> list[Event]:
         return _parse_line(raw, path, index + 2)
 
     return _parse_lines(body, one)
+
+
+def _without_blank_tail(data: bytes, end: int) -> int:
+    """Where ``data[:end]`` (which ends with a newline) ends without its blank last lines."""
+    while True:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        if start == 0 or data[start:end].strip():
+            return end
+        end = start
 
 
 class JsonlWriter:
@@ -327,25 +340,28 @@ class JsonlWriter:
         return file
 
     def _mend_tail(self, data: bytes) -> None:
-        """Check the header; end a last line missing only its newline, cut off a torn one."""
+        """Check the header; end a last line missing only its newline, cut off a torn one, and
+        drop blank lines at the end (appended to, they would sit inside the recording)."""
         path = self.path
         first, newline, _ = data.partition(b"\n")
         check_header(first, path)
-        if data.endswith(b"\n"):
-            return
         cut = data.rfind(b"\n") + 1
-        if not newline or _is_event(data[cut:]):  # whole, as the reader keeps it
+        tail = data[cut:]
+        if not newline or (tail.strip() and _is_event(tail)):  # whole, as the reader keeps it
             with path.open("ab") as f:
                 f.write(b"\n")
             return
-        last = data.count(b"\n") + 1
-        warnings.warn(
-            f"{path}, line {last}: torn last line cut off before appending",
-            RecordingWarning,
-            stacklevel=6,
-        )
-        with path.open("r+b") as f:
-            f.truncate(cut)
+        if tail.strip():
+            last = data.count(b"\n") + 1
+            warnings.warn(
+                f"{path}, line {last}: torn last line cut off before appending",
+                RecordingWarning,
+                stacklevel=6,
+            )
+        end = _without_blank_tail(data, cut)
+        if end < len(data):
+            with path.open("r+b") as f:
+                f.truncate(end)
 
     def _put(self, file: BinaryIO, data: bytes) -> None:
         fd = file.fileno()

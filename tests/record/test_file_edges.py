@@ -46,6 +46,26 @@ def test_appending_to_a_header_without_its_newline(tmp_path):
     assert load(path).run_ids == ["a1"]
 
 
+@pytest.mark.parametrize("tail", [b"\n", b"\n\n", b"\n \r\n\t\n", b"\n\n  "])
+def test_blank_lines_at_the_end_are_ignored_and_trimmed_before_appending(tmp_path, recwarn, tail):
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(json.dumps(HEADER).encode() + b"\n" + b"\n".join(_lines()) + tail)
+    assert len(load(path).turns) == 3
+    _append_run(path)
+    loaded = load(path)
+    assert loaded.run_ids == ["r1", "a1"] and len(loaded.turns) == 6
+    assert b"\n\n" not in path.read_bytes()
+    assert not recwarn.list
+
+
+def test_a_blank_line_before_the_last_event_is_still_damage(tmp_path):
+    lines = _lines()
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(HEADER).encode(), *lines[:-1], b"", lines[-1]]) + b"\n")
+    with pytest.raises(RecordingError, match=rf"line {len(lines) + 1}: empty line"):
+        load(path)
+
+
 @pytest.mark.parametrize("version", [True, 1.0, "1", None])
 def test_a_header_version_must_be_the_integer(tmp_path, version):
     path = tmp_path / "v.jsonl"
