@@ -151,46 +151,42 @@ class Audit:
         ends a streak). ``soft_turns``: the streak's length. ``turns_to_recover``: turns from the
         first error to the ok turn (1 = the very next one), i.e. ``soft_turns`` when recovered.
         """
+        import numpy as np
         import pandas as pd
 
-        t = self.turns.sort_values([*self._keys, "turn"], kind="stable")
-        rows: list[dict[str, Any]] = []
-        for key, run in t.groupby(self._keys, sort=False, observed=True):
-            channels = run["channel"].astype(str).tolist()
-            producers = run["producer"].astype(object).tolist()
-            numbers = run["turn"].tolist()
-            i = 0
-            while i < len(channels):
-                if channels[i] != "soft":
-                    i += 1
-                    continue
-                j = i + 1
-                while j < len(channels) and channels[j] == "soft" and numbers[j] == numbers[j - 1] + 1:
-                    j += 1
-                follows = j < len(channels) and numbers[j] == numbers[j - 1] + 1
-                nxt = channels[j] if follows else None
-                outcome = "recovered" if nxt == "ok" else "ended_hard" if nxt == "hard" else "unfinished"
-                keyvals = key if isinstance(key, tuple) else (key,)
-                rows.append(
-                    {
-                        **dict(zip(self._keys, keyvals, strict=True)),
-                        "first_turn": numbers[i],
-                        "producer": producers[i],
-                        "soft_turns": j - i,
-                        "outcome": outcome,
-                        "turns_to_recover": j - i if outcome == "recovered" else None,
-                    }
-                )
-                i = j
-        columns = {k: pd.array([r[k] for r in rows], dtype="string") for k in self._keys}
+        t = self.turns.sort_values([*self._keys, "turn"], kind="stable").reset_index(drop=True)
+        run = t.groupby(self._keys, sort=False, observed=True).ngroup().to_numpy()
+        number = t["turn"].to_numpy(dtype=np.int64, na_value=-2)
+        channel = t["channel"].astype(str).to_numpy()
+        soft = channel == "soft"
+        # row i follows row i - 1 when both are of one run and their turn numbers are consecutive
+        follows = np.zeros(len(t), dtype=bool)
+        follows[1:] = (run[1:] == run[:-1]) & (number[1:] == number[:-1] + 1)
+        continues = soft & follows & np.concatenate([[False], soft[:-1]])
+        starts = soft & ~continues
+        first = np.flatnonzero(starts)
+        soft_turns = np.bincount(np.cumsum(starts)[soft], minlength=len(first) + 1)[1:]
+        after = first + soft_turns  # the row after each streak, if it exists and follows it
+        known = after < len(t)
+        known[known] &= follows[after[known]]
+        nxt = np.full(len(first), "", dtype=object)
+        nxt[known] = channel[after[known]]
+        outcome = np.where(nxt == "ok", "recovered", np.where(nxt == "hard", "ended_hard", "unfinished"))
+        rows = t.iloc[first]
         return pd.DataFrame(
             {
-                **columns,
-                "first_turn": pd.array([r["first_turn"] for r in rows], dtype="Int64"),
-                "producer": pd.Categorical([r["producer"] for r in rows], categories=_PRODUCERS),
-                "soft_turns": pd.array([r["soft_turns"] for r in rows], dtype="Int64"),
-                "outcome": pd.Categorical([r["outcome"] for r in rows], categories=_OUTCOMES),
-                "turns_to_recover": pd.array([r["turns_to_recover"] for r in rows], dtype="Int64"),
+                **{k: rows[k].astype("string").array for k in self._keys},
+                "first_turn": pd.array(rows["turn"].to_numpy(), dtype="Int64"),
+                "producer": pd.Categorical(rows["producer"].astype(object), categories=_PRODUCERS),
+                "soft_turns": pd.array(soft_turns, dtype="Int64"),
+                "outcome": pd.Categorical(outcome, categories=_OUTCOMES),
+                "turns_to_recover": pd.array(
+                    [
+                        n if o == "recovered" else None
+                        for n, o in zip(soft_turns.tolist(), outcome, strict=True)
+                    ],
+                    dtype="Int64",
+                ),
             }
         )
 

@@ -345,3 +345,49 @@ def test_a_frame_of_only_ok_turns():
     assert s.loc["ok turns", "value"] == "4" and s.loc["ok turns", "detail"] == "100%"
     assert s.loc["recovered on its own", "detail"] == "-"
     assert table(a.models(), "model", "turns", "ok", "soft") == [["scripted", "4", "4", "0"]]
+
+
+def streaks_by_hand(channels: dict[str, list[tuple[int, str]]]) -> list[tuple[str, int, int, str]]:
+    """(run, first turn, length, outcome) of every soft streak, walking each run's turns."""
+    out = []
+    for run, turns in sorted(channels.items()):
+        turns = sorted(turns)
+        i = 0
+        while i < len(turns):
+            if turns[i][1] != "soft":
+                i += 1
+                continue
+            j = i + 1
+            while j < len(turns) and turns[j][1] == "soft" and turns[j][0] == turns[j - 1][0] + 1:
+                j += 1
+            nxt = turns[j][1] if j < len(turns) and turns[j][0] == turns[j - 1][0] + 1 else None
+            out.append(
+                (run, turns[i][0], j - i, {"ok": "recovered", "hard": "ended_hard"}.get(nxt, "unfinished"))
+            )
+            i = j
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_soft_streaks_of_shuffled_runs_with_holes_match_a_walk_by_hand(seed):
+    import random
+
+    rng = random.Random(seed)
+    builders, kept = [], {}
+    for r in range(6):
+        b = RunBuilder(f"run{r}")
+        for _ in range(rng.randint(0, 9)):
+            if rng.random() < 0.5:
+                b.tool_turn(Call("read_file", content="file a not found", error="tool_error"))
+            else:
+                b.tool_turn(Call("read_file", content="fn main() {}"))
+        if rng.random() < 0.5:
+            b.hard("cancelled", "stopped")
+        builders.append(b)
+    turns = recorded(*builders).turns
+    turns = turns[[rng.random() < 0.8 for _ in range(len(turns))]].sample(frac=1, random_state=seed)
+    for run, n, channel in zip(turns["run_id"], turns["turn"], turns["channel"].astype(str), strict=True):
+        kept.setdefault(run, []).append((int(n), channel))
+    ep = audit(turns).recovery_episodes()
+    got = list(zip(ep["run_id"], ep["first_turn"], ep["soft_turns"], ep["outcome"].astype(str), strict=True))
+    assert got == streaks_by_hand(kept)
