@@ -46,6 +46,19 @@ _DETECTOR_OF = {
 }
 
 
+# LoopDetected's messages, for telling its three raisers apart when no events are at hand.
+_STOPPED_BY = (("the run reached max_turns", "max_turns"), ("convergence detected", "convergence"))
+
+
+def _detector_of(producer: str, error_text: Any) -> tuple[str, str]:
+    """The detector and action a turn's producer shows (``loop_detected`` by its message)."""
+    if producer == "loop_detected" and isinstance(error_text, str):
+        for prefix, detector in _STOPPED_BY:
+            if error_text.startswith(prefix):
+                return detector, "stop"
+    return _DETECTOR_OF[producer]
+
+
 def audit(source: Any, events: pd.DataFrame | None = None) -> Audit:
     """An ``Audit`` of a Recording, a Recorder, a turns frame, or a ``(turns, events)`` pair."""
     import pandas as pd
@@ -67,34 +80,45 @@ def _keys(df: pd.DataFrame) -> list[str]:
 
 
 class Audit:
-    """Summaries of recorded turns (and events, when given). Every method returns a new frame."""
+    """Summaries of recorded turns (and events, when given). Every method returns a new frame.
+
+    The audit covers the turns it is given: a filtered ``turns`` frame audits those turns, and
+    only the events of those turns (and of their runs, for events outside any turn) are used.
+    Fractions (``share``, ``rate``) are between 0 and 1; times are in milliseconds.
+    """
 
     def __init__(self, turns: pd.DataFrame, events: pd.DataFrame | None = None) -> None:
-        from loopnb.record.frames import conform
-
-        extra = [c for c in ("source",) if c in turns.columns]
-        self.turns = _with(conform(turns, TurnRow), turns, extra)
+        self.turns = _checked(turns, TurnRow, "turns")
+        self._keys = _keys(self.turns)
+        _no_repeated_turns(self.turns, self._keys)
         self.events = None
         if events is not None:
-            extra = [c for c in ("source",) if c in events.columns]
-            self.events = _with(conform(events, EventRow), events, extra)
-        self._keys = _keys(self.turns)
+            conformed = _checked(events, EventRow, "events")
+            if ("source" in conformed.columns) != ("source" in self.turns.columns):
+                has, lacks = ("turns", "events") if "source" in self.turns.columns else ("events", "turns")
+                raise ValueError(
+                    f"audit(): the {has} frame has a 'source' column (load_many adds it) and the "
+                    f"{lacks} frame has none, so their runs cannot be matched; load both with "
+                    "load_many(paths) and load_many(paths, table='events')"
+                )
+            self.events = _of_turns(conformed, self.turns, self._keys)
 
     # -- tables ---------------------------------------------------------------------------------
 
     def by_producer(self) -> pd.DataFrame:
-        """Per producer: its channel, the turns it tagged, the runs it appeared in, its share of
-        all turns, and (with events) ``errors``: how many errors of it the model read or the
-        run ended with (a turn with several failing calls counts once in ``turns``)."""
+        """Per producer: its ``channel``; ``turns``: the turns it tagged (a turn is tagged by
+        its first failing call's producer, so a turn counts once however many calls failed);
+        ``runs``: the runs it tagged a turn in; ``share``: ``turns`` as a fraction (0 to 1) of all
+        turns, ok ones included; and (with events) ``errors``: every error of it the model read
+        or the run ended with, the calls a turn's tag hides included."""
         import pandas as pd
 
         t = self.turns[self.turns["producer"].notna()]
-        run = t[self._keys].astype(str).agg("/".join, axis=1) if len(t) else pd.Series(dtype=str)
-        out = (
-            pd.DataFrame({"producer": t["producer"].astype(str), "run": run})
-            .groupby("producer", sort=False)
-            .agg(turns=("run", "size"), runs=("run", "nunique"))
-        )
+        pairs = pd.DataFrame({"producer": t["producer"].astype(str).to_numpy()})
+        pairs[self._keys] = t[self._keys].to_numpy()
+        turns = pairs["producer"].value_counts()
+        runs = pairs.drop_duplicates()["producer"].value_counts()
+        out = pd.DataFrame({"turns": turns, "runs": runs.reindex(turns.index)})
         out = out.reindex([p for p in _PRODUCERS if p in out.index])
         errors = None
         if self.events is not None:
@@ -122,54 +146,55 @@ class Audit:
         """Every streak of consecutive soft turns in a run, and how it ended.
 
         ``outcome``: ``recovered`` (the next turn was ok: the model recovered on its own),
-        ``ended_hard`` (the run ended on the next turn) or ``unfinished`` (no next turn).
-        ``turns_to_recover``: turns from the first error to the ok turn (1 = the very next one).
+        ``ended_hard`` (the run ended on the next turn) or ``unfinished`` (the next turn is not in
+        the frame: the run was still going, or the frame was filtered; a gap in the turn numbers
+        ends a streak). ``soft_turns``: the streak's length. ``turns_to_recover``: turns from the
+        first error to the ok turn (1 = the very next one), i.e. ``soft_turns`` when recovered.
         """
+        import numpy as np
         import pandas as pd
 
-        t = self.turns.sort_values([*self._keys, "turn"], kind="stable")
-        rows: list[dict[str, Any]] = []
-        for key, run in t.groupby(self._keys, sort=False, observed=True):
-            channels = run["channel"].astype(str).tolist()
-            producers = run["producer"].astype(object).tolist()
-            numbers = run["turn"].tolist()
-            i = 0
-            while i < len(channels):
-                if channels[i] != "soft":
-                    i += 1
-                    continue
-                j = i
-                while j < len(channels) and channels[j] == "soft":
-                    j += 1
-                nxt = channels[j] if j < len(channels) else None
-                outcome = "recovered" if nxt == "ok" else "ended_hard" if nxt == "hard" else "unfinished"
-                keyvals = key if isinstance(key, tuple) else (key,)
-                rows.append(
-                    {
-                        **dict(zip(self._keys, keyvals, strict=True)),
-                        "first_turn": numbers[i],
-                        "producer": producers[i],
-                        "soft_turns": j - i,
-                        "outcome": outcome,
-                        "turns_to_recover": j - i if outcome == "recovered" else None,
-                    }
-                )
-                i = j
-        columns = {k: pd.array([r[k] for r in rows], dtype="string") for k in self._keys}
+        t = self.turns.sort_values([*self._keys, "turn"], kind="stable").reset_index(drop=True)
+        run = t.groupby(self._keys, sort=False, observed=True).ngroup().to_numpy()
+        number = t["turn"].to_numpy(dtype=np.int64, na_value=-2)
+        channel = t["channel"].astype(str).to_numpy()
+        soft = channel == "soft"
+        # row i follows row i - 1 when both are of one run and their turn numbers are consecutive
+        follows = np.zeros(len(t), dtype=bool)
+        follows[1:] = (run[1:] == run[:-1]) & (number[1:] == number[:-1] + 1)
+        continues = soft & follows & np.concatenate([[False], soft[:-1]])
+        starts = soft & ~continues
+        first = np.flatnonzero(starts)
+        soft_turns = np.bincount(np.cumsum(starts)[soft], minlength=len(first) + 1)[1:]
+        after = first + soft_turns  # the row after each streak, if it exists and follows it
+        known = after < len(t)
+        known[known] &= follows[after[known]]
+        nxt = np.full(len(first), "", dtype=object)
+        nxt[known] = channel[after[known]]
+        outcome = np.where(nxt == "ok", "recovered", np.where(nxt == "hard", "ended_hard", "unfinished"))
+        rows = t.iloc[first]
         return pd.DataFrame(
             {
-                **columns,
-                "first_turn": pd.array([r["first_turn"] for r in rows], dtype="Int64"),
-                "producer": pd.Categorical([r["producer"] for r in rows], categories=_PRODUCERS),
-                "soft_turns": pd.array([r["soft_turns"] for r in rows], dtype="Int64"),
-                "outcome": pd.Categorical([r["outcome"] for r in rows], categories=_OUTCOMES),
-                "turns_to_recover": pd.array([r["turns_to_recover"] for r in rows], dtype="Int64"),
+                **{k: rows[k].astype("string").array for k in self._keys},
+                "first_turn": pd.array(rows["turn"].to_numpy(), dtype="Int64"),
+                "producer": pd.Categorical(rows["producer"].astype(object), categories=_PRODUCERS),
+                "soft_turns": pd.array(soft_turns, dtype="Int64"),
+                "outcome": pd.Categorical(outcome, categories=_OUTCOMES),
+                "turns_to_recover": pd.array(
+                    [
+                        n if o == "recovered" else None
+                        for n, o in zip(soft_turns.tolist(), outcome, strict=True)
+                    ],
+                    dtype="Int64",
+                ),
             }
         )
 
     def recovery(self) -> pd.DataFrame:
-        """Self-recovery per producer of the first error of each soft streak: ``episodes``,
-        ``recovered``, ``rate``, median and max ``turns_to_recover``, ``ended_hard``."""
+        """Self-recovery per producer of the first error of each soft streak: ``episodes``
+        (streaks), how many ``recovered``, ``rate`` (recovered / episodes, a fraction from 0 to
+        1), ``median_turns`` and ``max_turns`` to recover (of the recovered ones), how many
+        ``ended_hard`` and how many are ``unfinished`` (the three add up to ``episodes``)."""
         import pandas as pd
 
         ep = self.recovery_episodes()
@@ -188,6 +213,7 @@ class Audit:
                     "median_turns": float(rec.median()) if len(rec) else None,
                     "max_turns": int(rec.max()) if len(rec) else None,
                     "ended_hard": int((sel["outcome"] == "ended_hard").sum()),
+                    "unfinished": int((sel["outcome"] == "unfinished").sum()),
                 }
             )
         return pd.DataFrame(
@@ -199,31 +225,38 @@ class Audit:
                 "median_turns": pd.array([r["median_turns"] for r in rows], dtype="Float64"),
                 "max_turns": pd.array([r["max_turns"] for r in rows], dtype="Int64"),
                 "ended_hard": pd.array([r["ended_hard"] for r in rows], dtype="Int64"),
+                "unfinished": pd.array([r["unfinished"] for r in rows], dtype="Int64"),
             }
         )
 
     def retries(self) -> pd.DataFrame:
         """Every call that went to recovery: its ``retries`` against the ``ceiling`` (5),
-        ``calls`` made in all, the ``last_decision`` and the ``outcome`` (``recovered``,
-        ``gave_up``, ``exhausted``: asked for a retry past the ceiling, or ``still_failing``).
+        ``calls`` made in all (``retries`` + 1), the ``last_decision`` and the ``outcome``
+        (``recovered``, ``gave_up``, ``exhausted``: asked for a retry past the ceiling, or
+        ``still_failing``: the run ended before recovery answered).
 
-        From turns alone: one row per turn with retries (``call_id`` and ``last_decision``
-        missing, ``outcome`` from the turn's channel).
+        From turns alone: one row per turn with retries (a turn whose calls recovery gave up on
+        without retrying is not seen): ``retries`` is the most any of its calls got, ``tool``
+        every tool it called, ``call_id`` and ``last_decision`` missing, ``outcome`` from the
+        turn's producer and channel.
         """
         import pandas as pd
 
         if self.events is None:
             return self._retries_from_turns()
+        keys = [*self._keys, "turn", "call_id", "instance"]
         e = self.events
-        keys = [*self._keys, "call_id"]
+        e = e[e["kind"].isin(["tool_dispatched", "recovery_decided"]) & e["call_id"].notna()]
+        e = e.sort_values([*self._keys, "seq"], kind="stable")
+        # A call is its attempt 0 and what follows: a model may reuse an id in a later turn, or
+        # even twice in one reply, and those are separate calls.
+        starts = ((e["kind"] == "tool_dispatched") & (e["attempt"] == 0)).fillna(False).astype(int)
+        e = e.assign(instance=starts.groupby([e[k] for k in keys[:-1]], sort=False).cumsum())
         dec = e[e["kind"] == "recovery_decided"]
-        disp = e[(e["kind"] == "tool_dispatched") & e["call_id"].notna()]
-        wanted = set(map(tuple, dec[keys].astype(str).itertuples(index=False, name=None)))
-        mine = [k in wanted for k in disp[keys].astype(str).itertuples(index=False, name=None)]
-        disp = disp[pd.Series(mine, index=disp.index, dtype=bool)]
-        last_disp = disp.sort_values("seq", kind="stable").groupby(keys, sort=False).tail(1)
-        last_dec = dec.sort_values("seq", kind="stable").groupby(keys, sort=False).tail(1)
-        merged = last_dec[[*keys, "turn", "tool", "decision", "attempt", "max_attempts"]].merge(
+        disp = e[e["kind"] == "tool_dispatched"]
+        last_disp = disp.groupby(keys, sort=False).tail(1)
+        last_dec = dec.groupby(keys, sort=False).tail(1)
+        merged = last_dec[[*keys, "tool", "decision", "attempt", "max_attempts"]].merge(
             last_disp[[*keys, "attempt", "is_error"]].rename(columns={"attempt": "tried"}),
             on=keys,
             how="left",
@@ -290,25 +323,28 @@ class Audit:
 
     def breakers(self) -> pd.DataFrame:
         """Per breaker target: ``trips`` (to open), ``half_opens``, ``closes`` (back to closed),
-        ``refusals`` (soft ``breaker_open`` errors the model read) and ``last_state``.
+        ``refusals`` (soft ``breaker_open`` errors the model read) and ``last_state`` (after the
+        last transition of the latest run, runs ordered by when they started).
 
         From turns alone, transitions are seen between consecutive turns' ``breaker_states``
-        (several within one turn count once) and ``refusals`` count turns.
+        (several within one turn count once: open then half-open then closed is one close),
+        ``refusals`` count turns (each given to a tool of the turn whose breaker was open), and
+        ``scope`` is inferred: a target the model called as a tool is a tool's breaker, any
+        other a model's.
         """
         import pandas as pd
 
         if self.events is not None:
             e = self.events
+            e = e[e["kind"].isin(["breaker_transitioned", "soft_error_returned"])]
+            e = _chronological(e, self._keys, "at", "seq")
             tr = e[e["kind"] == "breaker_transitioned"]
             states = [(str(t), str(s)) for t, s in zip(tr["target"], tr["state"], strict=True)]
             ref = e[(e["kind"] == "soft_error_returned") & (e["producer"] == "breaker_open")]
             refusals = ref["tool"].astype(str).value_counts()
             scopes = dict(zip(tr["target"].astype(str), tr["scope"].astype(str), strict=True))
         else:
-            states = self._transitions_from_turns()
-            ref = self.turns[self.turns["producer"] == "breaker_open"]
-            refusals = ref["tools"].astype(str).str.split(", ").str[0].value_counts()
-            scopes = {}
+            states, refusals, scopes = self._breakers_from_turns()
         targets = list(dict.fromkeys([t for t, _ in states] + list(refusals.index)))
         rows = []
         for target in targets:
@@ -337,24 +373,38 @@ class Audit:
             }
         )
 
-    def _transitions_from_turns(self) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        t = self.turns.sort_values([*self._keys, "turn"], kind="stable")
+    def _breakers_from_turns(self) -> tuple[list[tuple[str, str]], pd.Series, dict[str, str]]:
+        """Transitions, refusals per tool and scopes, read off the turns' ``breaker_states``."""
+        import pandas as pd
+
+        transitions: list[tuple[str, str]] = []
+        refused: list[str] = []
+        t = _chronological(self.turns, self._keys, "started_at", "turn")
         for _, run in t.groupby(self._keys, sort=False, observed=True):
             before: dict[str, str] = {}
-            for raw in run["breaker_states"].tolist():
+            for raw, producer, tools in zip(
+                run["breaker_states"], run["producer"].astype(object), run["tools"], strict=True
+            ):
                 now = json.loads(raw) if isinstance(raw, str) else {}
                 for target, state in now.items():
                     if state != before.get(target, "closed"):
-                        out.append((target, state))
+                        transitions.append((target, state))
+                if producer == "breaker_open":
+                    names = str(tools).split(", ") if isinstance(tools, str) else ["?"]
+                    open_ = [n for n in names if "open" in (before.get(n), now.get(n))]
+                    refused.append((open_ or names)[0])
                 before = now
-        return out
+        called = {n for tools in self.turns["tools"].dropna() for n in str(tools).split(", ")}
+        scopes = {target: "tool" if target in called else "model" for target, _ in transitions}
+        return transitions, pd.Series(refused, dtype=object).value_counts(), scopes
 
     def loops(self) -> pd.DataFrame:
         """Safety detectors acting, per ``detector`` and ``action``: ``fired`` and ``runs``.
 
         ``refuse`` is a loop caught softly (the call refused before execution); ``stop`` and
-        ``ask_user`` ended the run. From turns alone, counted from the producers that show them.
+        ``ask_user`` ended the run. From turns alone, counted from the producers that show them
+        (one per turn, however many calls were refused in it); a ``loop_detected`` stop is told
+        apart from a convergence or ``max_turns`` stop by the hard row's message.
         """
         import pandas as pd
 
@@ -364,7 +414,10 @@ class Audit:
             runs = e[self._keys].astype(str).agg("/".join, axis=1).tolist() if len(e) else []
         else:
             t = self.turns[self.turns["producer"].isin(list(_DETECTOR_OF))]
-            pairs = [_DETECTOR_OF[str(p)] for p in t["producer"]]
+            pairs = [
+                _detector_of(str(p), text)
+                for p, text in zip(t["producer"], t["error_text"].astype(object), strict=True)
+            ]
             runs = t[self._keys].astype(str).agg("/".join, axis=1).tolist() if len(t) else []
         counts: dict[tuple[str, str], list[str]] = {}
         for pair, run in zip(pairs, runs, strict=True):
@@ -384,71 +437,52 @@ class Audit:
         )
 
     def models(self) -> pd.DataFrame:
-        """Per model: turns it answered (ok / soft / hard), runs, median and mean latency,
-        tokens reported, and (with events) ``failures``: requests it could not answer."""
+        """Per model: the ``turns`` it answered (``ok`` / ``soft`` / ``hard``: a hard turn counts
+        only when the model replied on it) in how many ``runs``; ``latency_ms_median`` and
+        ``latency_ms_mean``: the wall time of those turns in ms (the model's request, any failed
+        requests to other models before it, the tool calls and any recovery back-off); ``input_tokens`` and
+        ``output_tokens`` its replies reported (missing when none did). With events:
+        ``failures``, requests it could not answer, and ``request_ms_median``, the median time of
+        its answered requests alone (missing from turns alone)."""
         import pandas as pd
 
         t = self.turns[self.turns["model"].notna()]
-        failures = None
+        failures = requests = None
         if self.events is not None:
             e = self.events
             failures = e.loc[e["kind"] == "model_failed", "model"].astype(str).value_counts()
-        rows = []
+            replied = e[(e["kind"] == "model_replied") & e["model"].notna()]
+            requests = replied.groupby(replied["model"].astype(str))["latency_ms"].median()
+        rows: dict[str, dict[str, Any]] = {}
         for model, g in t.groupby("model", sort=True):
             ch = g["channel"].astype(str)
-            rows.append(
-                {
-                    "model": model,
-                    "turns": len(g),
-                    "runs": g[self._keys].drop_duplicates().shape[0],
-                    "ok": int((ch == "ok").sum()),
-                    "soft": int((ch == "soft").sum()),
-                    "hard": int((ch == "hard").sum()),
-                    "latency_ms_median": float(g["latency_ms"].median()),
-                    "latency_ms_mean": float(g["latency_ms"].mean()),
-                    "input_tokens": int(g["input_tokens"].sum()),
-                    "output_tokens": int(g["output_tokens"].sum()),
-                    "failures": None if failures is None else int(failures.get(model, 0)),
-                }
-            )
-        if failures is not None:
-            for model in failures.index:
-                if model not in {r["model"] for r in rows}:
-                    rows.append(
-                        {
-                            "model": model,
-                            "turns": 0,
-                            "runs": 0,
-                            "ok": 0,
-                            "soft": 0,
-                            "hard": 0,
-                            "latency_ms_median": None,
-                            "latency_ms_mean": None,
-                            "input_tokens": 0,
-                            "output_tokens": 0,
-                            "failures": int(failures[model]),
-                        }
-                    )
-        ints = ("turns", "runs", "ok", "soft", "hard", "input_tokens", "output_tokens", "failures")
-        data: dict[str, Any] = {"model": pd.array([r["model"] for r in rows], dtype="string")}
-        for col in ints:
-            data[col] = pd.array([r[col] for r in rows], dtype="Int64")
+            rows[str(model)] = {
+                "turns": len(g),
+                "runs": g[self._keys].drop_duplicates().shape[0],
+                "ok": int((ch == "ok").sum()),
+                "soft": int((ch == "soft").sum()),
+                "hard": int((ch == "hard").sum()),
+                "latency_ms_median": float(g["latency_ms"].median()),
+                "latency_ms_mean": float(g["latency_ms"].mean()),
+                "input_tokens": g["input_tokens"].sum(min_count=1),
+                "output_tokens": g["output_tokens"].sum(min_count=1),
+            }
+        for model in [] if failures is None else failures.index:
+            rows.setdefault(str(model), {"turns": 0, "runs": 0, "ok": 0, "soft": 0, "hard": 0})
+        data: dict[str, Any] = {"model": pd.array(list(rows), dtype="string")}
+        for col in ("turns", "runs", "ok", "soft", "hard"):
+            data[col] = pd.array([r[col] for r in rows.values()], dtype="Int64")
         for col in ("latency_ms_median", "latency_ms_mean"):
-            data[col] = pd.array([r[col] for r in rows], dtype="Float64")
-        cols = [
-            "model",
-            "turns",
-            "runs",
-            "ok",
-            "soft",
-            "hard",
-            "latency_ms_median",
-            "latency_ms_mean",
-            "input_tokens",
-            "output_tokens",
-            "failures",
-        ]
-        return pd.DataFrame(data)[cols]
+            data[col] = pd.array([r.get(col) for r in rows.values()], dtype="Float64")
+        for col in ("input_tokens", "output_tokens"):
+            data[col] = pd.array([_or_none(r.get(col)) for r in rows.values()], dtype="Int64")
+        data["failures"] = pd.array(
+            [None if failures is None else int(failures.get(m, 0)) for m in rows], dtype="Int64"
+        )
+        data["request_ms_median"] = pd.array(
+            [None if requests is None else _or_none(requests.get(m)) for m in rows], dtype="Float64"
+        )
+        return pd.DataFrame(data)
 
     def summary(self) -> pd.DataFrame:
         """The headline figures, one per row: ``metric``, ``value`` (and ``detail``)."""
@@ -476,7 +510,7 @@ class Audit:
             ("turns", n, ""),
             ("ok turns", int((ch == "ok").sum()), pct(int((ch == "ok").sum()), n)),
             ("soft turns", int((ch == "soft").sum()), pct(int((ch == "soft").sum()), n)),
-            ("runs ended hard", int(hard.sum()), ", ".join(f"{k} {v}" for k, v in hard.items())),
+            ("runs ended hard", int(hard.sum()), ", ".join(f"{k} {v}" for k, v in _most_first(hard))),
             ("soft streaks", len(ep), ""),
             ("recovered on its own", len(rec), pct(len(rec), len(ep))),
             (
@@ -484,7 +518,7 @@ class Audit:
                 float(rec["turns_to_recover"].median()) if len(rec) else "-",
                 "",
             ),
-            ("calls retried", len(retries), ""),
+            ("calls retried", len(retries), "" if self.events is not None else "turns with retries"),
             (
                 "most retries on one call",
                 int(retries["retries"].max()) if len(retries) else 0,
@@ -525,7 +559,83 @@ class Audit:
         return f"Audit({len(self.turns)} turns, {with_events})"
 
 
-def _with(conformed: pd.DataFrame, original: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
-    for i, col in enumerate(extra):
-        conformed.insert(i, col, original[col].astype("string").array)
+def _checked(df: Any, row_model: type[TurnRow] | type[EventRow], name: str) -> pd.DataFrame:
+    """``df`` conformed to ``row_model`` (plus its ``source`` column), or an error naming what is wrong."""
+    import pandas as pd
+
+    from loopnb.record.frames import conform
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"audit(): {name} must be a DataFrame, got {type(df).__name__}")
+    missing = [c for c in row_model.model_fields if c not in df.columns]
+    if missing:
+        hint = ""
+        if name == "turns" and "kind" in df.columns:
+            hint = " (this looks like an events frame: pass the turns first, audit(turns, events))"
+        elif name == "events" and "recovery_attempts" in df.columns:
+            hint = " (this looks like a turns frame: pass the turns first, audit(turns, events))"
+        table = "" if name == "turns" else ", table='events'"
+        raise ValueError(
+            f"audit(): the {name} frame is missing columns {', '.join(missing)}; expected a {name} "
+            f"frame (Recorder.{name}, load(path).{name} or load_many(paths{table})){hint}"
+        )
+    try:
+        conformed = conform(df, row_model)
+    except ValueError as exc:
+        raise ValueError(f"audit(): the {name} frame: {exc}") from exc
+    if "source" in df.columns:
+        conformed.insert(0, "source", df["source"].astype("string").array)
     return conformed
+
+
+def _no_repeated_turns(turns: pd.DataFrame, keys: list[str]) -> None:
+    """Raise when a run has a turn twice: two recordings reusing a run id, stacked without
+    ``load_many``'s ``source`` column, would otherwise be audited as one run."""
+    repeated = turns[turns.duplicated([*keys, "turn"])]
+    if len(repeated):
+        first = repeated.iloc[0]
+        where = ", ".join(f"{k} {first[k]!r}" for k in keys)
+        raise ValueError(
+            f"audit(): the turns frame has turn {first['turn']} of {where} more than once; "
+            "recordings that reuse a run_id need load_many's 'source' column to tell them apart"
+        )
+
+
+def _most_first(counts: pd.Series) -> list[tuple[str, int]]:
+    """``counts`` as (name, count) pairs, the largest first, ties by name: the same for any row order."""
+    return sorted(((str(k), int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _or_none(value: Any) -> Any:
+    """``value``, or ``None`` for pandas' missing values."""
+    import pandas as pd
+
+    return None if value is None or pd.isna(value) else value
+
+
+def _chronological(df: pd.DataFrame, keys: list[str], time: str, order: str) -> pd.DataFrame:
+    """``df`` run by run, runs in the order they started (by ``time``), each in ``order``."""
+    if not len(df):
+        return df
+    started = df.groupby(keys, sort=False, observed=True)[time].transform("min")
+    return (
+        df.assign(_started=started)
+        .sort_values(["_started", *keys, order], kind="stable")
+        .drop(columns="_started")
+    )
+
+
+def _of_turns(events: pd.DataFrame, turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The events of ``turns``: those inside one of its turns, and its runs' events outside any."""
+    import pandas as pd
+
+    if not len(events):
+        return events
+    runs = pd.MultiIndex.from_frame(turns[keys])
+    numbered = pd.MultiIndex.from_frame(turns[[*keys, "turn"]])
+    in_run = pd.MultiIndex.from_frame(events[keys]).isin(runs)
+    in_turn = pd.MultiIndex.from_frame(events[[*keys, "turn"]]).isin(numbered)
+    keep = in_run & (events["turn"].isna().to_numpy() | in_turn)
+    if keep.all():
+        return events
+    return events[keep].reset_index(drop=True)

@@ -106,6 +106,7 @@ def test_recovery(rec):
         "median_turns": 1.5,
         "max_turns": 2,
         "ended_hard": 1,
+        "unfinished": 0,
     }
     assert t["breaker_open"]["recovered"] == 0 and t["breaker_open"]["ended_hard"] == 1
 
