@@ -54,7 +54,8 @@ class AlwaysRetry:
 
 def test_a_call_id_reused_across_turns_and_within_a_reply_is_three_calls():
     """Every call of ``flaky`` fails twice, then works: 2 retries, 3 calls, recovered. The
-    model gives the same id to both calls of turn 1 and to the call of turn 2."""
+    model gives the same id to both calls of turn 1 (the engine tells them apart: ``c1_1``) and
+    to the call of turn 2."""
     tries = []
 
     @tool
@@ -76,7 +77,7 @@ def test_a_call_id_reused_across_turns_and_within_a_reply_is_three_calls():
     r = audit(rec).retries()
     assert table(r, "turn", "call_id", "retries", "calls", "last_decision", "outcome") == [
         ["1", "c1", "2", "3", "retry", "recovered"],
-        ["1", "c1", "2", "3", "retry", "recovered"],
+        ["1", "c1_1", "2", "3", "retry", "recovered"],
         ["2", "c1", "2", "3", "retry", "recovered"],
     ]
     s = audit(rec).summary().set_index("metric")["value"]
