@@ -1,0 +1,151 @@
+"""Edges of the safety systems: strategies that answer nonsense, canonical call keys, breaker settings."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from loopnb import (
+    Engine,
+    FakeClock,
+    Retry,
+    RetryWithBackoff,
+    ScriptedModel,
+    Skip,
+    ToolCall,
+    ToolError,
+    ToolRecoveryExhausted,
+    ToolResult,
+    tool,
+)
+from loopnb.engine.recovery import Failure
+
+from .conftest import Events
+
+
+class Always:
+    def __init__(self, decision):
+        self.decision = decision
+
+    def decide(self, failure, attempt, max_attempts):
+        return self.decision
+
+
+def fetch_tool():
+    calls: list[object] = []
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        calls.append(url)
+        raise ToolError(f"fetch {url} failed")
+
+    return fetch, calls
+
+
+def recover_with(decision):
+    fetch, calls = fetch_tool()
+    clock, events = FakeClock(), Events()
+    engine = Engine(
+        ScriptedModel([ToolCall("fetch", {"url": "u"}), "x"]),
+        tools=[fetch],
+        recovery=Always(decision),
+        clock=clock,
+        observers=[events],
+    )
+    return engine, calls, clock, events
+
+
+# -- recovery: decisions with bad fields count as Fail, and never crash or hang the run ---------
+
+
+@pytest.mark.parametrize(
+    ("decision", "wrong"),
+    [
+        (Retry(delay="1"), "delay must be a finite number of seconds, got '1'"),
+        (Retry(delay=math.nan), "delay must be a finite number of seconds, got nan"),
+        (Retry(delay=math.inf), "delay must be a finite number of seconds, got inf"),
+        (Retry(delay=None), "delay must be a finite number of seconds, got None"),
+        (Retry(corrected_input="url=v"), "corrected_input must be a dict of argument names"),
+        (Retry(corrected_input=["v"]), "corrected_input must be a dict of argument names"),
+        (Retry(corrected_input={1: "v"}), "corrected_input must be a dict of argument names"),
+        (Retry(note=["why"]), "note must be a str or None, got list"),
+        (Skip(note=42), "note must be a str or None, got int 42"),
+    ],
+)
+def test_a_decision_with_a_bad_field_is_an_invalid_fail(decision, wrong):
+    engine, calls, clock, events = recover_with(decision)
+    result = engine.run("task")
+    first = result.tool_results[0]
+    assert (first.producer, first.content) == ("recovery_gave_up", "fetch u failed")
+    assert first.note.startswith(f"recovery strategy answered an invalid {type(decision).__name__}: {wrong}")
+    assert len(calls) == 1 and clock.slept == []
+    assert [(d.decision, d.valid) for d in events.of("recovery_decided")] == [("fail", False)]
+
+
+def test_a_negative_delay_means_no_wait():
+    engine, calls, clock, _ = recover_with(Retry(delay=-3))
+    with pytest.raises(ToolRecoveryExhausted) as info:
+        engine.run("task")
+    assert (info.value.attempts, len(calls), clock.slept) == (6, 6, [])
+
+
+def test_a_delay_of_another_number_type_is_waited_as_seconds():
+    engine, _, clock, events = recover_with(Retry(delay=Fraction(1, 4), corrected_input={"url": "v"}))
+    with pytest.raises(ToolRecoveryExhausted):
+        engine.run("task")
+    assert clock.slept == [0.25] * 5
+    decided = events.of("recovery_decided")
+    assert {(type(d.delay), d.delay, d.valid) for d in decided} == {(float, 0.25, True)}
+    assert [e.call.arguments for e in events.of("tool_dispatched")][1:] == [{"url": "v"}] * 5
+
+
+def test_an_invalid_decision_at_the_ceiling_gives_up_softly():
+    class RetryThenNonsense:
+        def decide(self, failure, attempt, max_attempts):
+            return Retry() if attempt < max_attempts else Retry(delay=math.nan)
+
+    fetch, calls = fetch_tool()
+    engine = Engine(
+        ScriptedModel([ToolCall("fetch", {"url": "u"}), "x"]), tools=[fetch], recovery=RetryThenNonsense()
+    )
+    result = engine.run("task")
+    assert (result.tool_results[0].producer, result.tool_results[0].attempts, len(calls)) == (
+        "recovery_gave_up",
+        6,
+        6,
+    )
+
+
+def failure_of(producer):
+    failed = ToolCall("x")
+    result = ToolResult("boom", is_error=True, producer=producer)
+    return Failure(failed, result, failed, result, None, producer)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"base": math.nan},
+        {"base": "1"},
+        {"base": -1},
+        {"factor": 0.5},
+        {"factor": math.inf},
+        {"max_delay": math.nan},
+        {"max_delay": True},
+        {"on": ("tool_eror",)},
+        {"on": ("breaker_open",)},
+    ],
+)
+def test_bad_backoff_settings_are_refused_naming_the_setting(kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"RetryWithBackoff: {name} "):
+        RetryWithBackoff(**kwargs)
+
+
+def test_a_huge_backoff_factor_is_capped_not_an_overflow():
+    strategy = RetryWithBackoff(retries=5, base=1, factor=1e308, max_delay=7)
+    delays = [strategy.decide(failure_of("timeout"), a, 5).delay for a in range(5)]
+    assert delays == [1, 7, 7, 7, 7]
