@@ -10,6 +10,7 @@ import pytest
 from loopnb import (
     Engine,
     FakeClock,
+    LoopDetected,
     Retry,
     RetryWithBackoff,
     ScriptedModel,
@@ -21,6 +22,7 @@ from loopnb import (
     tool,
 )
 from loopnb.engine.recovery import Failure
+from loopnb.engine.safety import call_key
 
 from .conftest import Events
 
@@ -149,3 +151,48 @@ def test_a_huge_backoff_factor_is_capped_not_an_overflow():
     strategy = RetryWithBackoff(retries=5, base=1, factor=1e308, max_delay=7)
     delays = [strategy.decide(failure_of("timeout"), a, 5).delay for a in range(5)]
     assert delays == [1, 7, 7, 7, 7]
+
+
+# -- the loop detector: canonical call keys ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"n": 1}, {"n": 1.0}),
+        ({"n": -0.0}, {"n": 0}),
+        ({"q": {"x": [1, 2.0], "y": 1}}, {"q": {"y": 1.0, "x": [1.0, 2]}}),
+        ('{"path": "x", "n": 1}', {"n": 1, "path": "x"}),
+        ('{"path":"x"}', '{ "path" : "x" }'),
+        ("", {}),
+    ],
+)
+def test_calls_that_are_the_same_json_share_a_key(a, b):
+    assert call_key(ToolCall("t", a)) == call_key(ToolCall("t", b))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"n": 1}, {"n": True}),
+        ({"n": 1}, {"n": 1.5}),
+        ({"n": 1}, {"n": "1"}),
+        ({"p": "caf\u00e9"}, {"p": "cafe\u0301"}),  # NFC vs NFD: a tool may tell them apart
+        ("not json", '"not json"'),
+    ],
+)
+def test_calls_that_differ_as_json_keep_their_own_keys(a, b):
+    assert call_key(ToolCall("t", a)) != call_key(ToolCall("t", b))
+
+
+def test_a_number_spelled_two_ways_does_not_evade_the_loop_detector():
+    @tool
+    def get(n: int) -> str:
+        """Get item n."""
+        raise ToolError(f"no item {n}")
+
+    steps = [ToolCall("get", {"n": 1}), ToolCall("get", {"n": 1.0}), ToolCall("get", '{"n": 1}')] * 2
+    with pytest.raises(LoopDetected) as info:
+        Engine(ScriptedModel([*steps, "done"]), tools=[get]).run("task")
+    produced = [r.producer for r in info.value.run.tool_results]
+    assert produced == ["tool_error"] * 3 + ["loop_refusal"] * 2
