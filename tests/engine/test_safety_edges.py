@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from fractions import Fraction
 
 import pytest
 
 from loopnb import (
+    CircuitBreaker,
+    ConvergenceDetector,
     Engine,
     FakeClock,
     LoopDetected,
@@ -196,3 +200,55 @@ def test_a_number_spelled_two_ways_does_not_evade_the_loop_detector():
         Engine(ScriptedModel([*steps, "done"]), tools=[get]).run("task")
     produced = [r.producer for r in info.value.run.tool_results]
     assert produced == ["tool_error"] * 3 + ["loop_refusal"] * 2
+
+
+# -- settings -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cooldown", [math.nan, True, "30"])
+def test_a_cooldown_that_is_not_seconds_is_refused(cooldown):
+    with pytest.raises(ValueError, match="CircuitBreaker: cooldown must be seconds >= 0"):
+        CircuitBreaker(cooldown=cooldown)
+
+
+def test_a_boolean_convergence_threshold_is_refused():
+    with pytest.raises(ValueError, match="ConvergenceDetector: threshold"):
+        ConvergenceDetector(threshold=True)
+
+
+# -- breakers shared across threads -------------------------------------------------------------
+
+
+def test_a_breaker_shared_by_threads_makes_each_transition_once():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, to provoke a race
+    try:
+        clock = FakeClock()
+        for _ in range(150):
+            moves = []
+            breaker = CircuitBreaker(failure_threshold=1, cooldown=0, clock=clock)
+            breaker.record_failure()
+            breaker.listeners.append(lambda b, previous, state, moves=moves: moves.append((previous, state)))
+            start = threading.Barrier(4)
+
+            def probe(breaker=breaker, start=start):
+                start.wait()
+                breaker.allow()
+
+            threads = [threading.Thread(target=probe) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert moves == [("open", "half_open")]
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_a_listener_may_read_the_breaker_it_hears_from():
+    clock = FakeClock()
+    breaker = CircuitBreaker(failure_threshold=1, cooldown=5, clock=clock)
+    heard = []
+    breaker.listeners.append(lambda b, previous, state: heard.append((state, b.cooldown_left(), b.allow())))
+    breaker.record_failure()
+    assert heard == [("open", 5.0, False)]
