@@ -2,11 +2,16 @@
 
 A breaker is ``closed`` (calls go through) until ``failure_threshold`` consecutive failures open
 it. While ``open`` it refuses; after ``cooldown`` seconds the next request finds it ``half_open``
-and lets one trial through: a success closes it, a failure opens it again for another cooldown.
+and lets one trial through: a success closes it, a failure opens it again for another cooldown
+(the same ``cooldown`` each time: it does not grow).
+
+A breaker may be shared by runs on several threads: its transitions happen under a lock, so each
+is made, and reported to the listeners, exactly once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from loopnb.engine.clock import Clock, SystemClock
@@ -37,7 +42,7 @@ class CircuitBreaker:
             raise TypeError(f"CircuitBreaker: failure_threshold must be an int, got {failure_threshold!r}")
         if failure_threshold < 1:
             raise ValueError(f"CircuitBreaker: failure_threshold must be >= 1, got {failure_threshold}")
-        if not isinstance(cooldown, int | float) or cooldown < 0:
+        if isinstance(cooldown, bool) or not isinstance(cooldown, int | float) or not cooldown >= 0:
             raise ValueError(f"CircuitBreaker: cooldown must be seconds >= 0, got {cooldown!r}")
         self.failure_threshold = failure_threshold
         self.cooldown = float(cooldown)
@@ -47,6 +52,7 @@ class CircuitBreaker:
         self.failures = 0
         self.opened_at: float | None = None
         self.listeners: list[TransitionListener] = []
+        self._lock = threading.RLock()  # re-entrant: a listener may read the breaker it hears from
 
     def spawn(self, name: str, clock: Clock | None = None) -> CircuitBreaker:
         """A fresh breaker with this one's settings, for one tool or model."""
@@ -59,36 +65,45 @@ class CircuitBreaker:
 
     def cooldown_left(self) -> float:
         """Seconds until an open breaker lets a trial through (0 when not open)."""
-        if self.state != "open" or self.opened_at is None:
-            return 0.0
-        return max(0.0, self.opened_at + self.cooldown - self.clock.monotonic())
+        with self._lock:
+            opened_at = self.opened_at
+            if self.state != "open" or opened_at is None:
+                return 0.0
+            return max(0.0, opened_at + self.cooldown - self.clock.monotonic())
 
     def allow(self) -> bool:
         """May a call go through now? An open breaker past its cooldown turns half-open."""
-        if self.state == "open":
-            if self.cooldown_left() > 0.0:
-                return False
-            self._move("half_open")
-        return True
+        if self.state == "closed":  # no lock for the common case: a read of one attribute
+            return True
+        with self._lock:
+            if self.state == "open":
+                if self.cooldown_left() > 0.0:
+                    return False
+                self._move("half_open")
+            return True
 
     def record_success(self) -> None:
-        self.failures = 0
-        if self.state != "closed":
-            self.opened_at = None
-            self._move("closed")
+        with self._lock:
+            self.failures = 0
+            if self.state != "closed":
+                self.opened_at = None
+                self._move("closed")
 
     def record_failure(self) -> None:
-        self.failures += 1
-        if self.state == "half_open" or (self.state == "closed" and self.failures >= self.failure_threshold):
-            self.opened_at = self.clock.monotonic()
-            self._move("open")
+        with self._lock:
+            self.failures += 1
+            state = self.state
+            if state == "half_open" or (state == "closed" and self.failures >= self.failure_threshold):
+                self.opened_at = self.clock.monotonic()
+                self._move("open")
 
     def trip(self) -> None:
         """Open now, whatever the count: for failures that retrying cannot fix (a refused key)."""
-        self.failures = max(self.failures, self.failure_threshold)
-        self.opened_at = self.clock.monotonic()
-        if self.state != "open":
-            self._move("open")
+        with self._lock:
+            self.failures = max(self.failures, self.failure_threshold)
+            self.opened_at = self.clock.monotonic()
+            if self.state != "open":
+                self._move("open")
 
     def _move(self, state: BreakerState) -> None:
         previous, self.state = self.state, state

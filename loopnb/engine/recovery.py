@@ -11,9 +11,11 @@ the strategy's analysis rides beside it as ``ToolResult.note`` and never rewrite
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from loopnb.engine.errors import SoftProducer, ToolRecoveryExhausted
@@ -43,7 +45,10 @@ RECOVERABLE: frozenset[SoftProducer] = frozenset({"tool_error", "tool_panic", "t
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Call the tool again, with ``corrected_input`` as its arguments when given, after ``delay`` s."""
+    """Call the tool again, with ``corrected_input`` as its arguments when given, after ``delay`` s.
+
+    A negative ``delay`` means no wait; one that is not a finite number makes the decision invalid.
+    """
 
     corrected_input: dict[str, Any] | None = None
     delay: float = 0.0
@@ -148,7 +153,32 @@ def _ask(strategy: RecoveryStrategy, failure: Failure, attempt: int) -> tuple[De
         return Fail(note=f"recovery strategy raised {type(exc).__name__}: {exc}"), False
     if type(decision) not in _DECISION_NAMES:
         return Fail(note=f"recovery strategy answered {decision!r:.80}, which is not a decision"), False
-    return decision, True
+    try:
+        return _checked(decision), True
+    except ValueError as exc:
+        return Fail(note=f"recovery strategy answered an invalid {type(decision).__name__}: {exc}"), False
+
+
+def _checked(decision: Decision) -> Decision:
+    """The decision with its fields checked (and normalised); ValueError names the one that is wrong.
+
+    The driver sleeps on ``delay``, sends ``corrected_input`` as arguments and shows ``note`` to the
+    reader of the run: a strategy's bad value must not crash the run or hang it forever.
+    """
+    note: object = decision.note  # typed, but a strategy's dataclass checks nothing at run time
+    if note is not None and not isinstance(note, str):
+        raise ValueError(f"note must be a str or None, got {type(note).__name__} {note!r:.60}")
+    if not isinstance(decision, Retry):
+        return decision
+    delay: object = decision.delay
+    args: object = decision.corrected_input
+    if isinstance(delay, bool) or not isinstance(delay, Real) or not math.isfinite(delay):
+        raise ValueError(f"delay must be a finite number of seconds, got {delay!r:.60}")
+    if args is not None and (not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args)):
+        raise ValueError(
+            f"corrected_input must be a dict of argument names to values, or None; got {args!r:.60}"
+        )
+    return Retry(None if args is None else dict(args), float(delay), decision.note)
 
 
 def decision_name(decision: Decision) -> str:
@@ -174,21 +204,38 @@ class RetryWithBackoff:
     ) -> None:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"RetryWithBackoff: retries must be an int >= 0, got {retries!r}")
-        if base < 0 or factor < 1 or max_delay < 0:
-            raise ValueError("RetryWithBackoff: base and max_delay must be >= 0 and factor >= 1")
-        self.retries, self.base, self.factor, self.max_delay = retries, base, factor, max_delay
+        self.retries = retries
+        self.base = _seconds("base", base, 0.0)
+        self.factor = _seconds("factor", factor, 1.0)
+        self.max_delay = _seconds("max_delay", max_delay, 0.0)
         self.on = frozenset(on)
+        unknown = sorted(str(p) for p in self.on - RECOVERABLE)
+        if unknown:
+            raise ValueError(
+                f"RetryWithBackoff: on names {', '.join(map(repr, unknown))}, which recovery never "
+                f"sees; recoverable failures are {', '.join(sorted(RECOVERABLE))}"
+            )
 
     def decide(self, failure: Failure, attempt: int, max_attempts: int) -> Decision:
         if failure.producer not in self.on:
             return Fail(note=f"{failure.producer} is not a transient failure; not retried")
         if attempt >= min(self.retries, max_attempts):
             return Fail(note=f"still failing after {attempt} retries")
-        delay = min(self.max_delay, self.base * self.factor**attempt)
+        try:
+            delay = min(self.max_delay, self.base * self.factor**attempt)
+        except OverflowError:  # a large factor: the back-off is far past its cap
+            delay = self.max_delay
         return Retry(delay=delay, note=f"transient {failure.producer}; retry {attempt + 1} after {delay:g}s")
 
     def __repr__(self) -> str:
         return f"RetryWithBackoff(retries={self.retries}, base={self.base}, factor={self.factor})"
+
+
+def _seconds(name: str, value: object, least: float) -> float:
+    """A finite number >= ``least``, as a float; a ValueError naming the setting otherwise."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < least:
+        raise ValueError(f"RetryWithBackoff: {name} must be a finite number >= {least:g}, got {value!r}")
+    return float(value)
 
 
 Candidates = Mapping[str, Iterable[str] | Callable[[], Iterable[str]]]

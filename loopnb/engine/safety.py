@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loopnb.engine.messages import ToolCall, ToolResult
+from loopnb.engine.tools import parse_arguments
 
 __all__ = [
     "ConvergenceDetector",
@@ -34,18 +35,37 @@ def _positive_int(owner: str, name: str, value: object) -> int:
 
 
 def call_key(call: ToolCall) -> str:
-    """Tool name plus canonical arguments: two calls with equal keys are the same call."""
+    """Tool name plus canonical arguments: two calls with equal keys are the same call.
+
+    Canonical as JSON sees them: key order and spacing do not count, nor does a number's
+    spelling (``1`` and ``1.0`` are one JSON number), and arguments sent as a JSON string are
+    the object they parse to, as the dispatcher reads them. ``true`` is not ``1``, and strings
+    are compared exactly (no Unicode normalisation: a tool may well tell them apart).
+    """
     args = call.arguments
     if isinstance(args, str):
-        return f"{call.name}({args})"
+        args = parse_arguments(call.name, args)
+        if isinstance(args, str):  # not a JSON object: the raw text is the key
+            return f"{call.name}({call.arguments})"
     try:
-        canon = json.dumps(args, sort_keys=True, separators=(",", ":"), default=repr)
+        canon = json.dumps(_numbers(args), sort_keys=True, separators=(",", ":"), default=repr)
     except (TypeError, ValueError, RecursionError):
         try:
             canon = repr(sorted(args.items(), key=lambda kv: repr(kv[0])))
         except Exception:  # nested too deep, or not a dict at all: this call is like no other
             canon = f"<{type(args).__name__} {id(args):#x}>"
     return f"{call.name}({canon})"
+
+
+def _numbers(value: object) -> object:
+    """``value`` with every whole float (``1.0``, ``-0.0``) spelled as the int it equals."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +172,11 @@ class ConvergenceDetector:
         window: int = 3,
         action: Literal["stop", "ask_user", "warn"] = "stop",
     ) -> None:
-        if not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not 0.0 < threshold <= 1.0
+        ):
             raise ValueError(f"ConvergenceDetector: threshold must be in (0, 1], got {threshold!r}")
         self.window = _positive_int("ConvergenceDetector", "window", window)
         if window < 2:
