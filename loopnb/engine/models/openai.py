@@ -38,6 +38,7 @@ __all__ = [
     "parse_arguments",
     "to_openai_messages",
     "to_openai_tools",
+    "wire_arguments",
 ]
 
 ERROR_PREFIX = "ERROR: "
@@ -57,7 +58,8 @@ class OpenAIChatModel:
     so a ``ToolResult`` with ``is_error=True`` travels as a tool message whose content is
     ``"ERROR: "`` followed by the result's text, verbatim (``ERROR_PREFIX``); a success travels
     unprefixed. A recovery note rides beside the result as a second text part of the same tool
-    message, ``"Note: ..."``, never merged into the first.
+    message, ``"Note: ..."``, never merged into the first. Arguments the model sent that were
+    not a JSON object go back inside one, ``{"raw": "<what came>"}`` (``wire_arguments``).
 
     **The key.** ``api_key``, else ``$OPENAI_API_KEY``. With a ``base_url`` (or
     ``$OPENAI_BASE_URL``) and no key, the placeholder ``"no-key"`` is sent: local servers need
@@ -192,6 +194,20 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     return value if isinstance(value, dict) else raw
 
 
+def wire_arguments(arguments: dict[str, Any] | str) -> str:
+    """Arguments as the JSON object text a server takes back in an assistant message.
+
+    Arguments that were not a JSON object travel inside one, ``{"raw": "<what came>"}``: Ollama
+    and vLLM parse the arguments of every earlier call, and refuse the whole request when one
+    is not an object, which would end the run over a mistake the model was told about softly.
+    """
+    if isinstance(arguments, dict):
+        return json.dumps(arguments)
+    if not isinstance(parse_arguments(arguments), dict):
+        return json.dumps({"raw": arguments})
+    return arguments if arguments.strip() else "{}"
+
+
 def to_openai_messages(items: Iterable[Message | ModelReply | ToolResult]) -> list[dict[str, Any]]:
     """The transcript as chat-completions messages: exactly what the model will read."""
     wire: list[dict[str, Any]] = []
@@ -213,12 +229,7 @@ def _assistant(reply: ModelReply) -> dict[str, Any]:
             {
                 "id": call.id,
                 "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.arguments
-                    if isinstance(call.arguments, str)
-                    else json.dumps(call.arguments),
-                },
+                "function": {"name": call.name, "arguments": wire_arguments(call.arguments)},
             }
             for call in reply.tool_calls
         ]
