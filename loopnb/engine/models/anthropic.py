@@ -6,6 +6,7 @@ The ``anthropic`` package is imported when a model is built, never when loopnb i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -25,10 +26,15 @@ from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
     default_name,
+    error_detail,
     failure_from_exception,
+    field,
     import_client,
     request_options,
     resolve_key,
+    snippet,
+    token_count,
+    unique_ids,
 )
 
 __all__ = ["AnthropicModel", "to_anthropic_request", "to_anthropic_tools"]
@@ -132,23 +138,35 @@ class AnthropicModel:
             ) from None
         try:
             return self._reply(response)
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # a reply of a shape no server should send
+            raise ModelUnavailable(
+                f"{self.name}: unreadable reply ({type(exc).__name__}: {snippet(str(exc))})"
+            ) from None
 
     def _reply(self, response: Any) -> ModelReply:
+        if field(response, "type") == "error" or field(response, "error") is not None:
+            error = field(response, "error")
+            detail = error_detail({"error": error}, snippet(error))
+            raise ModelUnavailable(f"{self.name}: the server answered with an error: {detail}")
+        content = field(response, "content")
+        if not hasattr(response, "content") and not isinstance(response, dict):
+            raise ModelUnavailable(f"{self.name}: the reply is not a message: {snippet(response)}")
+        if not isinstance(content, list | tuple):
+            content = () if content is None else (content,)
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in response.content or ():
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                texts.append(block.text)
+        for block in content:
+            kind = field(block, "type")
+            if kind == "text" and isinstance(field(block, "text"), str):
+                texts.append(field(block, "text"))
             elif kind == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else str(block.input)
-                calls.append(ToolCall(block.name, arguments, id=block.id or ""))
-        usage = getattr(response, "usage", None)
+                calls.append(_tool_call(block))
+        usage = field(response, "usage")
         return ModelReply(
             text="\n".join(texts) if texts or not calls else None,
-            tool_calls=tuple(calls),
+            tool_calls=tuple(unique_ids(calls)),
             model=self.name,
             usage=None if usage is None else _usage(usage),
         )
@@ -161,10 +179,27 @@ class AnthropicModel:
 def _usage(usage: Any) -> Usage:
     # Cached prompt tokens are reported apart from the rest; the request read them all.
     read = sum(
-        getattr(usage, field, None) or 0
-        for field in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        token_count(field(usage, name))
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
-    return Usage(input_tokens=read, output_tokens=getattr(usage, "output_tokens", None) or 0)
+    return Usage(input_tokens=read, output_tokens=token_count(field(usage, "output_tokens")))
+
+
+def _tool_call(block: Any) -> ToolCall:
+    """A ``tool_use`` block as a ``ToolCall``; a missing name or an input that is not an object
+    becomes a call the dispatcher answers softly."""
+    name, raw, block_id = field(block, "name"), field(block, "input"), field(block, "id")
+    if isinstance(raw, dict):
+        arguments: dict[str, Any] | str = raw
+    elif raw is None:
+        arguments = {}
+    else:
+        arguments = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return ToolCall(
+        name if isinstance(name, str) else "",
+        arguments,
+        id=block_id if isinstance(block_id, str) else "",
+    )
 
 
 def _block_id(call_id: str) -> str:

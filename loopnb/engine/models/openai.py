@@ -25,10 +25,15 @@ from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
     default_name,
+    error_detail,
     failure_from_exception,
+    field,
     import_client,
     request_options,
     resolve_key,
+    snippet,
+    token_count,
+    unique_ids,
 )
 
 __all__ = [
@@ -141,21 +146,32 @@ class OpenAIChatModel:
             ) from None
         try:
             return self._reply(completion)
-        except (AttributeError, IndexError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # a reply of a shape no server should send
+            raise ModelUnavailable(
+                f"{self.name}: unreadable reply ({type(exc).__name__}: {snippet(str(exc))})"
+            ) from None
 
     def _reply(self, completion: Any) -> ModelReply:
-        if not completion.choices:
-            raise ModelUnavailable(f"{self.name}: the server sent a reply without choices")
-        message = completion.choices[0].message
-        calls = [_tool_call(call) for call in message.tool_calls or ()]
-        if not calls and getattr(message, "function_call", None) is not None:
-            legacy = message.function_call
-            calls.append(ToolCall(legacy.name, parse_arguments(legacy.arguments)))
-        text = message.content
+        choices = field(completion, "choices")
+        if not isinstance(choices, list | tuple) or not choices:
+            raise ModelUnavailable(f"{self.name}: {_no_choices(completion)}")
+        message = field(choices[0], "message")
+        if message is None:
+            raise ModelUnavailable(f"{self.name}: the server sent a choice without a message")
+        wire_calls = field(message, "tool_calls") or ()
+        if not isinstance(wire_calls, list | tuple):
+            raise ModelUnavailable(f"{self.name}: tool_calls is not a list: {snippet(wire_calls)}")
+        calls = unique_ids([_tool_call(call) for call in wire_calls])
+        legacy = field(message, "function_call")
+        if not calls and legacy is not None:
+            calls.append(_tool_call({"type": "function", "function": legacy}))
+        text = _text(field(message, "content"), self.name)
         if text is None and not calls:
-            text = getattr(message, "refusal", None) or ""
-        usage = getattr(completion, "usage", None)
+            refusal = field(message, "refusal")
+            text = refusal if isinstance(refusal, str) else ""
+        usage = field(completion, "usage")
         return ModelReply(
             text=text,
             tool_calls=tuple(calls),
@@ -163,8 +179,8 @@ class OpenAIChatModel:
             usage=None
             if usage is None
             else Usage(
-                input_tokens=getattr(usage, "prompt_tokens", None) or 0,
-                output_tokens=getattr(usage, "completion_tokens", None) or 0,
+                input_tokens=token_count(field(usage, "prompt_tokens")),
+                output_tokens=token_count(field(usage, "completion_tokens")),
             ),
         )
 
@@ -173,10 +189,48 @@ class OpenAIChatModel:
         return f"OpenAIChatModel({self.model!r}{where}, name={self.name!r})"
 
 
+def _no_choices(completion: Any) -> str:
+    """Why a reply without choices came, in the server's words when it sent an error."""
+    if not hasattr(completion, "choices") and not isinstance(completion, dict):
+        return f"the reply is not a chat completion: {snippet(completion)}"
+    error = field(completion, "error")
+    if error is not None:
+        return f"the server answered with an error: {error_detail({'error': error}, snippet(error))}"
+    return "the server sent a reply without choices"
+
+
+def _text(content: Any, who: str) -> str | None:
+    """The message's text; a list of content parts is joined (some servers send one)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        parts = [field(part, "text") for part in content]
+        return "".join(part for part in parts if isinstance(part, str))
+    raise ModelUnavailable(f"{who}: the message content is not text: {snippet(content)}")
+
+
 def _tool_call(call: Any) -> ToolCall:
-    if getattr(call, "type", "function") == "custom":
-        return ToolCall(call.custom.name, call.custom.input, id=call.id or "")
-    return ToolCall(call.function.name, parse_arguments(call.function.arguments), id=call.id or "")
+    """One wire tool call as a ``ToolCall``, whatever its shape: a call the engine cannot read
+    becomes one the dispatcher answers softly (an unknown name, or arguments that are not an
+    object), so the model hears about it instead of the run failing."""
+    kind = field(call, "type") or "function"
+    body = field(call, kind if isinstance(kind, str) else "function")
+    if body is None and kind != "function":
+        body = field(call, "function")
+    name = field(body, "name")
+    raw = field(body, "input") if kind == "custom" else field(body, "arguments")
+    if isinstance(raw, dict):
+        arguments: dict[str, Any] | str = raw
+    elif raw is None or isinstance(raw, str):
+        arguments = raw if kind == "custom" and raw is not None else parse_arguments(raw)
+    else:
+        arguments = json.dumps(raw, default=str)
+    call_id = field(call, "id")
+    return ToolCall(
+        name if isinstance(name, str) else "",
+        arguments,
+        id=str(call_id) if isinstance(call_id, str | int) and call_id != "" else "",
+    )
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any] | str:

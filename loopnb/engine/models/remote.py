@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
+from loopnb.engine.messages import ToolCall
 
 __all__ = [
     "NOTE_PREFIX",
@@ -37,11 +38,15 @@ __all__ = [
     "error_detail",
     "failure_from_exception",
     "failure_from_status",
+    "field",
     "import_client",
     "redact",
     "request_options",
     "resolve_key",
     "server_label",
+    "snippet",
+    "token_count",
+    "unique_ids",
 ]
 
 NOTE_PREFIX = "Note: "
@@ -188,6 +193,50 @@ def failure_from_exception(
     if isinstance(exc, api.APIConnectionError):
         return ModelUnavailable(f"{who}: connection failed: {what}")
     return ModelUnavailable(f"{who}: {what}")
+
+
+def field(obj: object, name: str) -> Any:
+    """``obj.name``, or ``obj[name]`` for a dict: the clients leave parts they cannot type as
+    plain dicts. ``None`` when absent."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def token_count(value: object) -> int:
+    """A token count from a reply's usage; anything but a whole number >= 0 counts as 0 (usage is
+    bookkeeping: a server's odd numbers never cost a good reply)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return max(int(value), 0)
+
+
+def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """``calls`` with a repeated id made unique (``c1``, ``c1_2``): each result must answer one
+    call, and the Messages API refuses a request whose ids repeat. Empty ids stay empty (the
+    engine fills them)."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        new_id, n = call.id, 1
+        while new_id and new_id in seen:
+            n += 1
+            new_id = f"{call.id}_{n}"
+        seen.add(new_id)
+        out.append(call if new_id == call.id else call.model_copy(update={"id": new_id}))
+    return out
+
+
+def snippet(value: object, limit: int = 120) -> str:
+    """What came, for an error text: a clipped string, or the type and a clipped repr."""
+    try:
+        text = value if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    text = " ".join(text.split()) or "(empty)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class PerLoop(Generic[T]):
