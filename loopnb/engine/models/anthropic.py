@@ -25,6 +25,7 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_timeout,
     default_name,
     error_detail,
     failure_from_exception,
@@ -41,6 +42,7 @@ __all__ = ["AnthropicModel", "to_anthropic_request", "to_anthropic_tools"]
 
 ENV_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
+_ROOT = ", and that base_url is the server root: the client adds /v1/messages"
 
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -72,7 +74,7 @@ class AnthropicModel:
         base_url: the API root (the client appends ``/v1/messages``).
         api_key: the key; see above.
         max_tokens: the most tokens one reply may use.
-        timeout: seconds to wait for one reply.
+        timeout: seconds to wait for one reply (60 by default; ``None`` waits without limit).
         name: the name in events and recordings; ``anthropic:<model>`` (``@host:port`` with a
             ``base_url``) by default.
         client: a ready ``anthropic.AsyncAnthropic`` to use instead.
@@ -88,7 +90,7 @@ class AnthropicModel:
         base_url: str | None = None,
         api_key: str | None = None,
         max_tokens: int = 4096,
-        timeout: float = 60.0,
+        timeout: float | None = 60.0,
         name: str | None = None,
         client: Any = None,
         **extra: Any,
@@ -97,7 +99,7 @@ class AnthropicModel:
         self.model = model
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
         self.max_tokens = max_tokens
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, adapter="AnthropicModel")
         self.name = name or default_name("anthropic", model, self.base_url)
         self._extra = request_options(
             self._anthropic, "resources.AsyncMessages.create", extra, adapter=type(self).__name__
@@ -134,7 +136,14 @@ class AnthropicModel:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.
             raise failure_from_exception(
-                exc, api=self._anthropic, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+                exc,
+                api=self._anthropic,
+                who=self.name,
+                env_var=ENV_KEY,
+                key=self._key,
+                timeout=self.timeout,
+                model=self.model,
+                root=_ROOT,
             ) from None
         try:
             return self._reply(response)

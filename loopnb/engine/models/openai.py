@@ -24,6 +24,7 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_timeout,
     default_name,
     error_detail,
     failure_from_exception,
@@ -51,6 +52,7 @@ ERROR_PREFIX = "ERROR: "
 
 ENV_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
+_ROOT = ", and that base_url is the API root, which ends in /v1 on most servers"
 
 
 class OpenAIChatModel:
@@ -80,7 +82,7 @@ class OpenAIChatModel:
         model: the model name the server knows (``"gpt-4o-mini"``).
         base_url: the server's API root, ending in ``/v1`` for most servers.
         api_key: the key; see above.
-        timeout: seconds to wait for one reply.
+        timeout: seconds to wait for one reply (60 by default; ``None`` waits without limit).
         name: how the model is named in events and recordings; defaults to ``openai:<model>``,
             plus ``@host:port`` when a ``base_url`` is given.
         client: a ready ``openai.AsyncOpenAI`` to use instead (it owns its key and retries).
@@ -95,7 +97,7 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = 60.0,
         name: str | None = None,
         client: Any = None,
         **extra: Any,
@@ -103,7 +105,7 @@ class OpenAIChatModel:
         self._openai = import_client("openai", extra="openai", adapter="OpenAIChatModel")
         self.model = model
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, adapter="OpenAIChatModel")
         self.name = name or default_name("openai", model, self.base_url)
         self._extra = request_options(
             self._openai,
@@ -142,7 +144,14 @@ class OpenAIChatModel:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.
             raise failure_from_exception(
-                exc, api=self._openai, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+                exc,
+                api=self._openai,
+                who=self.name,
+                env_var=ENV_KEY,
+                key=self._key,
+                timeout=self.timeout,
+                model=self.model,
+                root=_ROOT,
             ) from None
         try:
             return self._reply(completion)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import importlib
 import inspect
+import json
+import math
 import os
 import re
 import weakref
@@ -33,6 +36,7 @@ __all__ = [
     "NO_KEY",
     "ModelConfigError",
     "PerLoop",
+    "check_timeout",
     "default_name",
     "describe_exception",
     "error_detail",
@@ -63,6 +67,12 @@ _OVERFLOW = re.compile(
     r"|input is too long|reduce the length",
     re.IGNORECASE,
 )
+
+_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|h1|p)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_NO_MESSAGE = "the server sent no error message"
 
 T = TypeVar("T")
 
@@ -99,6 +109,23 @@ def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adap
         f"{adapter} needs an API key: set {env_var} or pass api_key=...; "
         f"for a local server that needs no key, pass base_url=..."
     )
+
+
+def check_timeout(timeout: object, *, adapter: str) -> float | None:
+    """``timeout`` as seconds to wait for one reply: a positive number, or ``None`` for no limit."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ModelConfigError(
+            f"{adapter}: timeout must be a positive number of seconds (None waits without limit), "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
 
 
 def request_options(api: ModuleType, create: str, options: dict[str, Any], *, adapter: str) -> dict[str, Any]:
@@ -150,17 +177,31 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def error_detail(body: object, fallback: str) -> str:
-    """The server's own words from an error body: ``{"error": {"message", "code"|"type"}}``, or
-    that inner object (the ``openai`` client unwraps it), else ``fallback``."""
-    error = body.get("error", body) if isinstance(body, dict) else None
+    """The server's own words from an error body: ``{"error": {"message", "code"|"type"}}``, that
+    inner object (the ``openai`` client unwraps it), ``{"detail": ...}``, or a page of text or
+    HTML (its title or its text); ``fallback`` when the body says nothing."""
+    error = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code") or error.get("type")
         detail = f"{error['message']} [{code}]" if isinstance(code, str) else error["message"]
-    elif isinstance(error, str):
-        detail = error
+    elif isinstance(error, dict) and isinstance(error.get("detail"), str):
+        detail = error["detail"]
+    elif isinstance(error, str) and plain_text(error):
+        detail = plain_text(error)
+    elif isinstance(error, dict) and error:
+        detail = json.dumps(error, default=str)
     else:
         detail = fallback
     return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 3] + "..."
+
+
+def plain_text(text: str) -> str:
+    """``text`` on one line; an HTML page (a proxy's error page) as its title, else its text."""
+    if _HTML.search(text):
+        title = _TITLE.search(text)
+        page = title.group(1) if title and title.group(1).strip() else _SCRIPT.sub(" ", text)
+        text = html.unescape(_TAG.sub(" ", page))
+    return " ".join(text.split())
 
 
 def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> ModelUnavailable:
@@ -180,19 +221,61 @@ def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> 
 
 
 def failure_from_exception(
-    exc: Exception, *, api: ModuleType, who: str, env_var: str, key: str | None, timeout: float
+    exc: Exception,
+    *,
+    api: ModuleType,
+    who: str,
+    env_var: str,
+    key: str | None,
+    timeout: float | None,
+    model: str | None = None,
+    root: str = "",
 ) -> ModelUnavailable:
     """Map whatever an official client raised (``openai`` and ``anthropic`` share the exception
-    names) to a model failure whose text names ``who`` and never holds ``key``."""
+    names) to a model failure whose text names ``who`` and never holds ``key``.
+
+    A 404 also names the URL asked and ``model``, with ``root`` saying where ``base_url`` should
+    point; a refusal that says when to come back (``Retry-After``) says so.
+    """
     if isinstance(exc, api.APIStatusError):
-        detail = redact(error_detail(exc.body, str(exc.message)), key)
-        return failure_from_status(exc.status_code, detail, who=who, env_var=env_var)
+        message = str(exc.message)
+        fallback = _NO_MESSAGE if re.fullmatch(r"Error code: \d+", message) else plain_text(message)
+        detail = error_detail(exc.body, fallback)
+        status = exc.status_code
+        if status == 404:
+            detail += f" ({_asked(exc)}model {model!r}: check the model name{root})"
+        retry_after = _header(exc, "retry-after")
+        if retry_after and status in (429, 503, 529):
+            unit = "s" if retry_after.isdigit() else ""
+            detail += f"; retry after {retry_after[:40]}{unit}"
+        return failure_from_status(status, redact(detail, key), who=who, env_var=env_var)
     if isinstance(exc, api.APITimeoutError):
-        return ModelUnavailable(f"{who}: no reply within {timeout:g}s")
+        waited = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"
+        return ModelUnavailable(f"{who}: no reply {waited} (pass timeout=... to wait longer)")
+    if isinstance(exc, json.JSONDecodeError):
+        return ModelUnavailable(f"{who}: the reply is not JSON ({exc.msg}): {redact(snippet(exc.doc), key)}")
     what = redact(describe_exception(exc), key)
     if isinstance(exc, api.APIConnectionError):
         return ModelUnavailable(f"{who}: connection failed: {what}")
     return ModelUnavailable(f"{who}: {what}")
+
+
+def _asked(exc: Exception) -> str:
+    """``POST <url>, `` for the request an error answers: no credentials, no query string."""
+    try:
+        request = exc.request  # type: ignore[attr-defined]
+        url = urlsplit(str(request.url))
+        return f"{request.method} {url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}, "
+    except Exception:
+        return ""
+
+
+def _header(exc: Exception, name: str) -> str:
+    try:
+        value = exc.response.headers.get(name)  # type: ignore[attr-defined]
+    except Exception:
+        return ""
+    return value.strip() if isinstance(value, str) else ""
 
 
 def field(obj: object, name: str) -> Any:
@@ -232,7 +315,7 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
 def snippet(value: object, limit: int = 120) -> str:
     """What came, for an error text: a clipped string, or the type and a clipped repr."""
     try:
-        text = value if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+        text = plain_text(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"
     except Exception:
         text = f"<unprintable {type(value).__name__}>"
     text = " ".join(text.split()) or "(empty)"
