@@ -299,3 +299,21 @@ def test_a_nameless_call_and_duplicate_ids_are_answered_softly(server: FakeServe
     ]
     sent = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in sent] == ["c1", "c2", "c2_2"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "body"),
+    [
+        ("openai", b'{"error": {"message": "bad key ' + KEY.encode() + b'"}}'),
+        ("openai", b"<html>key " + KEY.encode() + b" refused</html>"),
+        ("anthropic", b'{"type": "error", "error": {"message": "bad key ' + KEY.encode() + b'"}}'),
+        ("anthropic", b'["' + KEY.encode() + b'"]'),
+    ],
+)
+def test_a_reply_that_echoes_the_key_is_quoted_without_it(
+    server: FakeServer, provider: str, body: bytes
+) -> None:
+    with pytest.raises(ModelUnavailable) as info:
+        ask(provider, server, Raw(200, body))
+    assert KEY not in str(info.value)
+    assert "***" in str(info.value)

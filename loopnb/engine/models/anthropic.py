@@ -25,12 +25,15 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_base_url,
+    check_model,
     check_timeout,
     default_name,
     error_detail,
     failure_from_exception,
     field,
     import_client,
+    redact,
     request_options,
     resolve_key,
     snippet,
@@ -96,8 +99,10 @@ class AnthropicModel:
         **extra: Any,
     ) -> None:
         self._anthropic = import_client("anthropic", extra="anthropic", adapter="AnthropicModel")
-        self.model = model
-        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        self.model = check_model(model, adapter="AnthropicModel")
+        self.base_url = check_base_url(
+            base_url or os.environ.get(ENV_BASE_URL), adapter="AnthropicModel", env_var=ENV_BASE_URL
+        )
         self.max_tokens = max_tokens
         self.timeout = check_timeout(timeout, adapter="AnthropicModel")
         self.name = name or default_name("anthropic", model, self.base_url)
@@ -147,12 +152,11 @@ class AnthropicModel:
             ) from None
         try:
             return self._reply(response)
-        except ModelUnavailable:
-            raise
+        except ModelUnavailable as exc:  # it quotes the reply, which may echo the key
+            raise ModelUnavailable(redact(str(exc), self._key)) from None
         except Exception as exc:  # a reply of a shape no server should send
-            raise ModelUnavailable(
-                f"{self.name}: unreadable reply ({type(exc).__name__}: {snippet(str(exc))})"
-            ) from None
+            what = redact(snippet(str(exc)), self._key)
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {what})") from None
 
     def _reply(self, response: Any) -> ModelReply:
         if field(response, "type") == "error" or field(response, "error") is not None:

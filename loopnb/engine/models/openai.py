@@ -24,12 +24,15 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_base_url,
+    check_model,
     check_timeout,
     default_name,
     error_detail,
     failure_from_exception,
     field,
     import_client,
+    redact,
     request_options,
     resolve_key,
     snippet,
@@ -103,8 +106,10 @@ class OpenAIChatModel:
         **extra: Any,
     ) -> None:
         self._openai = import_client("openai", extra="openai", adapter="OpenAIChatModel")
-        self.model = model
-        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        self.model = check_model(model, adapter="OpenAIChatModel")
+        self.base_url = check_base_url(
+            base_url or os.environ.get(ENV_BASE_URL), adapter="OpenAIChatModel", env_var=ENV_BASE_URL
+        )
         self.timeout = check_timeout(timeout, adapter="OpenAIChatModel")
         self.name = name or default_name("openai", model, self.base_url)
         self._extra = request_options(
@@ -155,12 +160,11 @@ class OpenAIChatModel:
             ) from None
         try:
             return self._reply(completion)
-        except ModelUnavailable:
-            raise
+        except ModelUnavailable as exc:  # it quotes the reply, which may echo the key
+            raise ModelUnavailable(redact(str(exc), self._key)) from None
         except Exception as exc:  # a reply of a shape no server should send
-            raise ModelUnavailable(
-                f"{self.name}: unreadable reply ({type(exc).__name__}: {snippet(str(exc))})"
-            ) from None
+            what = redact(snippet(str(exc)), self._key)
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {what})") from None
 
     def _reply(self, completion: Any) -> ModelReply:
         choices = field(completion, "choices")

@@ -36,6 +36,8 @@ __all__ = [
     "NO_KEY",
     "ModelConfigError",
     "PerLoop",
+    "check_base_url",
+    "check_model",
     "check_timeout",
     "default_name",
     "describe_exception",
@@ -108,6 +110,28 @@ def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adap
     raise ModelConfigError(
         f"{adapter} needs an API key: set {env_var} or pass api_key=...; "
         f"for a local server that needs no key, pass base_url=..."
+    )
+
+
+def check_model(model: object, *, adapter: str) -> str:
+    """``model`` as a model name: a string with something in it."""
+    if not isinstance(model, str) or not model.strip():
+        raise ModelConfigError(f"{adapter}: say which model to ask (a model name), got {model!r}")
+    return model
+
+
+def check_base_url(base_url: str | None, *, adapter: str, env_var: str) -> str | None:
+    """``base_url`` (blank means none) when it is an http(s) URL with a host; a URL every request
+    would fail on is refused now, named without any credentials it holds."""
+    if base_url is None or not base_url.strip():
+        return None
+    base_url = base_url.strip()
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() in ("http", "https") and parts.hostname:
+        return base_url
+    shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if parts.netloc else base_url
+    raise ModelConfigError(
+        f"{adapter}: base_url (or ${env_var}) must be an http:// or https:// URL, got {shown!r}"
     )
 
 
