@@ -12,8 +12,9 @@ the server answers it in the protocol the request's path names (``.../chat/compl
 Actions: ``Reply`` (text and/or tool calls), ``Fail`` (an HTTP error in the protocol's error
 shape; ``Fail.overflow()`` is the context-too-long 400), ``Raw`` (any status and bytes),
 ``Drop`` (close the connection without answering, or reset it), ``Stall`` (answer nothing until
-the client gives up), or a callable ``action(request) -> action`` that decides from what was
-sent. With the script spent the server answers 500 ``fake server: script exhausted``.
+the client gives up), ``Cut`` (a reply that stops mid-body), or a callable
+``action(request) -> action`` that decides from what was sent. With the script spent the
+server answers 500 ``fake server: script exhausted``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
-__all__ = ["Action", "Drop", "Fail", "FakeServer", "Raw", "Received", "Reply", "Stall"]
+__all__ = ["Action", "Cut", "Drop", "Fail", "FakeServer", "Raw", "Received", "Reply", "Stall"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class Fail:
     status: int
     message: str = "fake failure"
     code: str | None = None
+    headers: tuple[tuple[str, str], ...] | None = None
+    """Extra response headers; ``None`` sends ``Retry-After: 0`` with a 429."""
 
     @classmethod
     def overflow(cls) -> Fail:
@@ -71,6 +74,7 @@ class Raw:
     status: int = 200
     body: bytes = b""
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,16 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """A 200 announcing all of ``body`` but sending only its first ``sent`` bytes; then, after
+    ``stall`` seconds of silence, the connection closes."""
+
+    body: bytes
+    sent: int
+    stall: float = 0.0
+
+
+@dataclass(frozen=True)
 class Received:
     """One request as the server received it."""
 
@@ -102,7 +116,7 @@ class Received:
         return _protocol(self.path)
 
 
-Action: TypeAlias = "Reply | Fail | Raw | Drop | Stall | Callable[[Received], Action]"
+Action: TypeAlias = "Reply | Fail | Raw | Drop | Stall | Cut | Callable[[Received], Action]"
 
 
 def _protocol(path: str) -> str:
@@ -189,7 +203,7 @@ class FakeServer:
             action: Action = (
                 self._script.popleft() if self._script else Fail(500, "fake server: script exhausted")
             )
-        while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall):
+        while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall | Cut):
             action = action(request)
         return action
 
@@ -320,9 +334,15 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(action, Reply):
             self._send(200, self.fake._reply_body(request, action))
         elif isinstance(action, Fail):
-            self._send(action.status, _error_body(request.protocol, action))
+            headers = action.headers
+            if headers is None:
+                headers = (("Retry-After", "0"),) if action.status == 429 else ()
+            body = json.dumps(_error_body(request.protocol, action)).encode()
+            self._send_bytes(action.status, body, "application/json", headers)
         elif isinstance(action, Raw):
-            self._send_bytes(action.status, action.body, action.content_type)
+            self._send_bytes(action.status, action.body, action.content_type, action.headers)
+        elif isinstance(action, Cut):
+            self._send_cut(action)
         elif isinstance(action, Stall):
             self.fake._closing.wait(action.seconds)
             self._drop(reset=False)
@@ -334,17 +354,33 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         self._send_bytes(status, json.dumps(payload).encode(), "application/json")
 
-    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", "0")
+            for name, value in headers:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
         except OSError:
             self.close_connection = True  # the client went away first
+
+    def _send_cut(self, cut: Cut) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(cut.body)))
+            self.end_headers()
+            self.wfile.write(cut.body[: cut.sent])
+            self.wfile.flush()
+        except OSError:
+            pass
+        if cut.stall:
+            self.fake._closing.wait(cut.stall)
+        self._drop(reset=False)
 
     def _drop(self, *, reset: bool) -> None:
         self.close_connection = True

@@ -8,6 +8,7 @@ authentication errors naming the variable; the key in no event, result or error.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from loopnb import (
 )
 from loopnb.engine.models.anthropic import AnthropicModel
 from loopnb.engine.models.openai import OpenAIChatModel
-from tests.models.fakeserver import Drop, Fail, FakeServer, Received, Reply
+from tests.models.fakeserver import Action, Drop, Fail, FakeServer, Received, Reply
 
 KEY = "sk-e2e-secret-77777777"
 TASK = "What does src/main.rs do?"
@@ -157,9 +158,44 @@ def test_garbage_arguments_are_answered_softly_and_the_run_goes_on(server: FakeS
     [sent] = tool_results_sent(server.requests[1])
     assert sent["content"].startswith("ERROR: ")
     assert sent["content"] == "ERROR: " + result.tool_results[0].content
-    # The raw arguments went back to the server exactly as the model sent them.
+    # The raw arguments went back inside a JSON object, beside the error naming them.
     [assistant] = [m for m in server.requests[1].body["messages"] if m["role"] == "assistant"]
-    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"path": "src/main.rs"'
+    sent_back = json.loads(assistant["tool_calls"][0]["function"]["arguments"])
+    assert sent_back == {"raw": '{"path": "src/main.rs"'}
+
+
+def like_ollama(action: Action) -> Callable[[Received], Action]:
+    """``action``, unless an earlier call's arguments are not a JSON object: Ollama and vLLM
+    parse them all and refuse the request with a 400."""
+
+    def check(request: Received) -> Action:
+        for message in request.body["messages"]:
+            for call in message.get("tool_calls") or ():
+                try:
+                    arguments = json.loads(call["function"]["arguments"])
+                except ValueError:
+                    arguments = None
+                if not isinstance(arguments, dict):
+                    return Fail(400, "invalid tool call arguments")
+        return action
+
+    return check
+
+
+@pytest.mark.parametrize("garbage", ['{"path": "src/ma', "[1, 2]", '"src/main.rs"'])
+def test_garbage_arguments_do_not_end_a_run_on_an_ollama_like_server(
+    server: FakeServer, garbage: str
+) -> None:
+    server.push(
+        like_ollama(Reply(calls=[("read_file", garbage)])),
+        like_ollama(Reply(calls=[("read_file", {"path": "src/main.rs"})])),
+        like_ollama(Reply("It prints nothing.")),
+    )
+    result = Engine(MODELS["openai"](server), tools=[read_file], clock=FakeClock()).run(TASK)
+
+    assert result.output == "It prints nothing."
+    assert result.tool_results[0].producer == "invalid_arguments"
+    assert len(server.requests) == 3
 
 
 def test_a_failing_server_falls_back_to_a_healthy_one(

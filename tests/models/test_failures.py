@@ -18,8 +18,8 @@ from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnav
 from loopnb.engine.messages import Transcript
 from loopnb.engine.models.anthropic import AnthropicModel
 from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.remote import failure_from_status
-from tests.models.fakeserver import Action, Drop, Fail, FakeServer, Raw, Stall
+from loopnb.engine.models.remote import ModelConfigError, failure_from_status
+from tests.models.fakeserver import Action, Cut, Drop, Fail, FakeServer, Raw, Reply, Stall
 from tests.models.transcripts import READ_FILE, start
 
 KEY = "sk-test-secret-4242424242"
@@ -111,7 +111,7 @@ def test_a_key_the_server_echoes_back_is_redacted(provider: str, server: FakeSer
 def test_a_server_that_never_answers_times_out(provider: str, server: FakeServer) -> None:
     err = fail_with(provider, server, Stall(30), timeout=0.2)
     assert type(err) is ModelUnavailable
-    assert str(err).endswith("no reply within 0.2s")
+    assert str(err).endswith("no reply within 0.2s (pass timeout=... to wait longer)")
 
 
 def test_an_unreadable_reply_is_a_model_failure(provider: str, server: FakeServer) -> None:
@@ -176,3 +176,121 @@ def test_the_guard_keeps_tests_off_the_internet(provider: str, only_loopback: li
         asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
     assert only_loopback and all(host.startswith("api.") for host in only_loopback)
     only_loopback.clear()  # the refusal was the point of this test
+
+
+@pytest.mark.parametrize(
+    ("action", "text"),
+    [
+        pytest.param(
+            Raw(502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"),
+            "HTTP 502: 502 Bad Gateway",
+            id="html-page",
+        ),
+        pytest.param(
+            Raw(
+                503,
+                b"<!DOCTYPE html><html><head><title>example.com | 503: Service unavailable</title>"
+                b"<style>body{}</style></head><body>...</body></html>",
+                "text/html",
+            ),
+            "HTTP 503: example.com | 503: Service unavailable",
+            id="html-title",
+        ),
+        pytest.param(
+            Raw(500, b"upstream connect error", "text/plain"),
+            "HTTP 500: upstream connect error",
+            id="plain-text",
+        ),
+        pytest.param(Raw(503, b""), "HTTP 503: the server sent no error message", id="empty-body"),
+        pytest.param(Raw(422, b'{"detail": "Unprocessable"}'), "HTTP 422: Unprocessable", id="detail"),
+        pytest.param(Raw(200, b""), "the reply is not JSON (Expecting value): (empty)", id="empty-200"),
+        pytest.param(
+            Raw(200, b'{"id": "x", "choi'),
+            'the reply is not JSON (Unterminated string starting at): {"id": "x", "choi',
+            id="truncated-200",
+        ),
+        pytest.param(
+            Raw(200, b"<html>down for maintenance</html>", "text/html"), "down for maintenance", id="html-200"
+        ),
+    ],
+)
+def test_what_a_server_sent_is_named_in_the_failure(
+    provider: str, server: FakeServer, action: Action, text: str
+) -> None:
+    err = fail_with(provider, server, action)
+    assert type(err) is ModelUnavailable
+    assert text in str(err)
+    assert "Error code" not in str(err)
+
+
+def test_a_reply_cut_off_mid_body_is_a_model_failure(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Cut(b'{"id": "x", "choices": []}' + b" " * 100, 10))
+    assert type(err) is ModelUnavailable
+    assert "without sending complete message body" in str(err)
+
+
+def test_a_reply_that_stalls_mid_body_times_out(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Cut(b'{"id": "x"}' + b" " * 100, 10, stall=30), timeout=0.2)
+    assert str(err).endswith("no reply within 0.2s (pass timeout=... to wait longer)")
+
+
+def test_a_404_names_the_model_and_the_url_asked(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Raw(404, b"404 page not found", "text/plain"))
+    path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
+    assert f"HTTP 404: 404 page not found (POST http://127.0.0.1:{server.port}{path}, model 'm'" in str(err)
+    assert "check the model name, and that base_url is the " in str(err)
+    assert type(err) is ModelUnavailable and err.status == 404
+
+
+def test_a_404_never_shows_credentials_from_the_url(provider: str, server: FakeServer) -> None:
+    server.push(Fail(404, "no such model"))
+    base = f"http://user:pw-4242@127.0.0.1:{server.port}"
+    model = PROVIDERS[provider][0](type("S", (), {"openai_url": base + "/v1", "anthropic_url": base})())
+    with pytest.raises(ModelUnavailable) as info:
+        asyncio.run(model.complete(Transcript(start()), [READ_FILE]))
+    assert "pw-4242" not in str(info.value) and "user" not in str(info.value)
+    assert f"POST http://127.0.0.1:{server.port}/" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "text"),
+    [
+        (429, (("Retry-After", "20"),), "; retry after 20s"),
+        (
+            503,
+            (("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),),
+            "; retry after Wed, 21 Oct 2015 07:28:00 GMT",
+        ),
+        (529, (("Retry-After", "5"),), "; retry after 5s"),
+    ],
+)
+def test_a_refusal_says_when_to_come_back(
+    provider: str, server: FakeServer, status: int, headers: tuple[tuple[str, str], ...], text: str
+) -> None:
+    err = fail_with(provider, server, Fail(status, "busy", headers=headers))
+    assert str(err).endswith(text)
+    assert err.status == status
+
+
+def test_a_429_without_retry_after_says_nothing_of_it(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Fail(429, "slow down", headers=()))
+    assert "retry after" not in str(err)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "60", True])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(provider: str, timeout: object) -> None:
+    with pytest.raises(ModelConfigError, match=r"timeout must be a positive number of seconds.*got"):
+        PROVIDERS[provider][0](
+            type("S", (), {"openai_url": "http://127.0.0.1:9/v1", "anthropic_url": "http://127.0.0.1:9"})(),
+            timeout=timeout,
+        )
+
+
+def test_the_timeout_defaults_to_a_minute_and_none_waits_without_limit(
+    provider: str, server: FakeServer
+) -> None:
+    factory = PROVIDERS[provider][0]
+    assert factory(server).timeout == 60.0
+    server.push(Reply("ok"))
+    model = factory(server, timeout=None)
+    assert asyncio.run(model.complete(Transcript(start()), [READ_FILE])).text == "ok"

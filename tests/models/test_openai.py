@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 
 import pytest
@@ -147,14 +148,28 @@ def test_parse_arguments(raw: str | None, parsed: object) -> None:
     assert parse_arguments(raw) == parsed
 
 
-def test_raw_arguments_are_sent_back_verbatim_on_the_next_turn(server: FakeServer) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "sent"),
+    [
+        ("{oops", '{"raw": "{oops"}'),
+        ("[1, 2]", '{"raw": "[1, 2]"}'),
+        ('"src/main.rs"', '{"raw": "\\"src/main.rs\\""}'),
+        ('{"path":"a"}', '{"path":"a"}'),
+        ("  ", "{}"),
+        ({"path": "a"}, '{"path": "a"}'),
+    ],
+)
+def test_arguments_go_back_as_a_json_object_on_the_next_turn(
+    server: FakeServer, arguments: str | dict[str, str], sent: str
+) -> None:
     server.push(Reply("ok"))
     items = start()
-    items.append(ModelReply(tool_calls=(ToolCall("read_file", "{oops", id="c1"),)))
+    items.append(ModelReply(tool_calls=(ToolCall("read_file", arguments, id="c1"),)))
     items.append(ToolResult("invalid arguments", is_error=True, call_id="c1"))
     complete(model(server), Transcript(items))
     call = server.requests[0].body["messages"][2]["tool_calls"][0]
-    assert call["function"]["arguments"] == "{oops"
+    assert call["function"]["arguments"] == sent
+    assert isinstance(json.loads(sent), dict)
 
 
 def test_one_client_per_event_loop_so_repeated_runs_work(server: FakeServer) -> None:

@@ -132,3 +132,46 @@ def test_the_embedded_default_is_the_real_fallible_model() -> None:
 
     assert isinstance(from_env(), FallibleModel)
     assert isinstance(model_from_spec("fallible"), FallibleModel)
+
+
+@pytest.mark.parametrize("spec", [" anthropic : claude-x ", "ANTHROPIC:claude-x", "anthropic:claude-x"])
+def test_spaces_and_case_around_the_parts_of_a_spec_do_not_matter(spec: str) -> None:
+    model = model_from_spec(spec, api_key="sk-ant-x")
+    assert isinstance(model, AnthropicModel) and model.model == "claude-x"
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel])
+@pytest.mark.parametrize("model", ["", "  ", None, 7])
+def test_a_model_without_a_name_is_refused_at_once(cls: type, model: object) -> None:
+    with pytest.raises(ModelConfigError, match=r"say which model to ask \(a model name\), got"):
+        cls(model, base_url="http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel])
+@pytest.mark.parametrize(
+    ("base_url", "shown"),
+    [
+        ("127.0.0.1:11434/v1", "'127.0.0.1:11434/v1'"),
+        ("localhost:11434", "'localhost:11434'"),
+        ("ftp://127.0.0.1/v1", "'ftp://127.0.0.1/v1'"),
+        ("http:///v1", "'http:///v1'"),
+        ("ftp://user:pw-secret@127.0.0.1/v1", "'ftp://127.0.0.1/v1'"),
+    ],
+)
+def test_a_base_url_no_request_could_use_is_refused_at_once(cls: type, base_url: str, shown: str) -> None:
+    with pytest.raises(ModelConfigError, match="must be an http:// or https:// URL") as info:
+        cls("m", base_url=base_url)
+    assert str(info.value).endswith(f"got {shown}")
+    assert "pw-secret" not in str(info.value)
+
+
+def test_a_base_url_from_the_environment_is_checked_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "127.0.0.1:8000/v1")
+    with pytest.raises(ModelConfigError, match=r"base_url \(or \$OPENAI_BASE_URL\)"):
+        OpenAIChatModel("m")
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatModel, AnthropicModel])
+def test_a_blank_base_url_means_none(cls: type) -> None:
+    assert cls("m", base_url="  ", api_key="sk-x").base_url is None
+    assert cls("m", base_url=" http://127.0.0.1:9/v1 ").base_url == "http://127.0.0.1:9/v1"

@@ -6,6 +6,7 @@ The ``anthropic`` package is imported when a model is built, never when loopnb i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -24,17 +25,27 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_base_url,
+    check_model,
+    check_timeout,
     default_name,
+    error_detail,
     failure_from_exception,
+    field,
     import_client,
+    redact,
     request_options,
     resolve_key,
+    snippet,
+    token_count,
+    unique_ids,
 )
 
 __all__ = ["AnthropicModel", "to_anthropic_request", "to_anthropic_tools"]
 
 ENV_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
+_ROOT = ", and that base_url is the server root: the client adds /v1/messages"
 
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -66,7 +77,7 @@ class AnthropicModel:
         base_url: the API root (the client appends ``/v1/messages``).
         api_key: the key; see above.
         max_tokens: the most tokens one reply may use.
-        timeout: seconds to wait for one reply.
+        timeout: seconds to wait for one reply (60 by default; ``None`` waits without limit).
         name: the name in events and recordings; ``anthropic:<model>`` (``@host:port`` with a
             ``base_url``) by default.
         client: a ready ``anthropic.AsyncAnthropic`` to use instead.
@@ -82,16 +93,18 @@ class AnthropicModel:
         base_url: str | None = None,
         api_key: str | None = None,
         max_tokens: int = 4096,
-        timeout: float = 60.0,
+        timeout: float | None = 60.0,
         name: str | None = None,
         client: Any = None,
         **extra: Any,
     ) -> None:
         self._anthropic = import_client("anthropic", extra="anthropic", adapter="AnthropicModel")
-        self.model = model
-        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        self.model = check_model(model, adapter="AnthropicModel")
+        self.base_url = check_base_url(
+            base_url or os.environ.get(ENV_BASE_URL), adapter="AnthropicModel", env_var=ENV_BASE_URL
+        )
         self.max_tokens = max_tokens
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout, adapter="AnthropicModel")
         self.name = name or default_name("anthropic", model, self.base_url)
         self._extra = request_options(
             self._anthropic, "resources.AsyncMessages.create", extra, adapter=type(self).__name__
@@ -128,27 +141,45 @@ class AnthropicModel:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.
             raise failure_from_exception(
-                exc, api=self._anthropic, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+                exc,
+                api=self._anthropic,
+                who=self.name,
+                env_var=ENV_KEY,
+                key=self._key,
+                timeout=self.timeout,
+                model=self.model,
+                root=_ROOT,
             ) from None
         try:
             return self._reply(response)
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
+        except ModelUnavailable as exc:  # it quotes the reply, which may echo the key
+            raise ModelUnavailable(redact(str(exc), self._key)) from None
+        except Exception as exc:  # a reply of a shape no server should send
+            what = redact(snippet(str(exc)), self._key)
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {what})") from None
 
     def _reply(self, response: Any) -> ModelReply:
+        if field(response, "type") == "error" or field(response, "error") is not None:
+            error = field(response, "error")
+            detail = error_detail({"error": error}, snippet(error))
+            raise ModelUnavailable(f"{self.name}: the server answered with an error: {detail}")
+        content = field(response, "content")
+        if not hasattr(response, "content") and not isinstance(response, dict):
+            raise ModelUnavailable(f"{self.name}: the reply is not a message: {snippet(response)}")
+        if not isinstance(content, list | tuple):
+            content = () if content is None else (content,)
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in response.content or ():
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                texts.append(block.text)
+        for block in content:
+            kind = field(block, "type")
+            if kind == "text" and isinstance(field(block, "text"), str):
+                texts.append(field(block, "text"))
             elif kind == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else str(block.input)
-                calls.append(ToolCall(block.name, arguments, id=block.id or ""))
-        usage = getattr(response, "usage", None)
+                calls.append(_tool_call(block))
+        usage = field(response, "usage")
         return ModelReply(
             text="\n".join(texts) if texts or not calls else None,
-            tool_calls=tuple(calls),
+            tool_calls=tuple(unique_ids(calls)),
             model=self.name,
             usage=None if usage is None else _usage(usage),
         )
@@ -161,10 +192,27 @@ class AnthropicModel:
 def _usage(usage: Any) -> Usage:
     # Cached prompt tokens are reported apart from the rest; the request read them all.
     read = sum(
-        getattr(usage, field, None) or 0
-        for field in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        token_count(field(usage, name))
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
-    return Usage(input_tokens=read, output_tokens=getattr(usage, "output_tokens", None) or 0)
+    return Usage(input_tokens=read, output_tokens=token_count(field(usage, "output_tokens")))
+
+
+def _tool_call(block: Any) -> ToolCall:
+    """A ``tool_use`` block as a ``ToolCall``; a missing name or an input that is not an object
+    becomes a call the dispatcher answers softly."""
+    name, raw, block_id = field(block, "name"), field(block, "input"), field(block, "id")
+    if isinstance(raw, dict):
+        arguments: dict[str, Any] | str = raw
+    elif raw is None:
+        arguments = {}
+    else:
+        arguments = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return ToolCall(
+        name if isinstance(name, str) else "",
+        arguments,
+        id=block_id if isinstance(block_id, str) else "",
+    )
 
 
 def _block_id(call_id: str) -> str:

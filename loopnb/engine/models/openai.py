@@ -24,11 +24,20 @@ from loopnb.engine.messages import (
 from loopnb.engine.models.remote import (
     NOTE_PREFIX,
     PerLoop,
+    check_base_url,
+    check_model,
+    check_timeout,
     default_name,
+    error_detail,
     failure_from_exception,
+    field,
     import_client,
+    redact,
     request_options,
     resolve_key,
+    snippet,
+    token_count,
+    unique_ids,
 )
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
     "parse_arguments",
     "to_openai_messages",
     "to_openai_tools",
+    "wire_arguments",
 ]
 
 ERROR_PREFIX = "ERROR: "
@@ -45,6 +55,7 @@ ERROR_PREFIX = "ERROR: "
 
 ENV_KEY = "OPENAI_API_KEY"
 ENV_BASE_URL = "OPENAI_BASE_URL"
+_ROOT = ", and that base_url is the API root, which ends in /v1 on most servers"
 
 
 class OpenAIChatModel:
@@ -57,7 +68,8 @@ class OpenAIChatModel:
     so a ``ToolResult`` with ``is_error=True`` travels as a tool message whose content is
     ``"ERROR: "`` followed by the result's text, verbatim (``ERROR_PREFIX``); a success travels
     unprefixed. A recovery note rides beside the result as a second text part of the same tool
-    message, ``"Note: ..."``, never merged into the first.
+    message, ``"Note: ..."``, never merged into the first. Arguments the model sent that were
+    not a JSON object go back inside one, ``{"raw": "<what came>"}`` (``wire_arguments``).
 
     **The key.** ``api_key``, else ``$OPENAI_API_KEY``. With a ``base_url`` (or
     ``$OPENAI_BASE_URL``) and no key, the placeholder ``"no-key"`` is sent: local servers need
@@ -73,7 +85,7 @@ class OpenAIChatModel:
         model: the model name the server knows (``"gpt-4o-mini"``).
         base_url: the server's API root, ending in ``/v1`` for most servers.
         api_key: the key; see above.
-        timeout: seconds to wait for one reply.
+        timeout: seconds to wait for one reply (60 by default; ``None`` waits without limit).
         name: how the model is named in events and recordings; defaults to ``openai:<model>``,
             plus ``@host:port`` when a ``base_url`` is given.
         client: a ready ``openai.AsyncOpenAI`` to use instead (it owns its key and retries).
@@ -88,15 +100,17 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = 60.0,
         name: str | None = None,
         client: Any = None,
         **extra: Any,
     ) -> None:
         self._openai = import_client("openai", extra="openai", adapter="OpenAIChatModel")
-        self.model = model
-        self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-        self.timeout = timeout
+        self.model = check_model(model, adapter="OpenAIChatModel")
+        self.base_url = check_base_url(
+            base_url or os.environ.get(ENV_BASE_URL), adapter="OpenAIChatModel", env_var=ENV_BASE_URL
+        )
+        self.timeout = check_timeout(timeout, adapter="OpenAIChatModel")
         self.name = name or default_name("openai", model, self.base_url)
         self._extra = request_options(
             self._openai,
@@ -135,25 +149,42 @@ class OpenAIChatModel:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.
             raise failure_from_exception(
-                exc, api=self._openai, who=self.name, env_var=ENV_KEY, key=self._key, timeout=self.timeout
+                exc,
+                api=self._openai,
+                who=self.name,
+                env_var=ENV_KEY,
+                key=self._key,
+                timeout=self.timeout,
+                model=self.model,
+                root=_ROOT,
             ) from None
         try:
             return self._reply(completion)
-        except (AttributeError, IndexError, KeyError, TypeError) as exc:
-            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {exc})") from None
+        except ModelUnavailable as exc:  # it quotes the reply, which may echo the key
+            raise ModelUnavailable(redact(str(exc), self._key)) from None
+        except Exception as exc:  # a reply of a shape no server should send
+            what = redact(snippet(str(exc)), self._key)
+            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {what})") from None
 
     def _reply(self, completion: Any) -> ModelReply:
-        if not completion.choices:
-            raise ModelUnavailable(f"{self.name}: the server sent a reply without choices")
-        message = completion.choices[0].message
-        calls = [_tool_call(call) for call in message.tool_calls or ()]
-        if not calls and getattr(message, "function_call", None) is not None:
-            legacy = message.function_call
-            calls.append(ToolCall(legacy.name, parse_arguments(legacy.arguments)))
-        text = message.content
+        choices = field(completion, "choices")
+        if not isinstance(choices, list | tuple) or not choices:
+            raise ModelUnavailable(f"{self.name}: {_no_choices(completion)}")
+        message = field(choices[0], "message")
+        if message is None:
+            raise ModelUnavailable(f"{self.name}: the server sent a choice without a message")
+        wire_calls = field(message, "tool_calls") or ()
+        if not isinstance(wire_calls, list | tuple):
+            raise ModelUnavailable(f"{self.name}: tool_calls is not a list: {snippet(wire_calls)}")
+        calls = unique_ids([_tool_call(call) for call in wire_calls])
+        legacy = field(message, "function_call")
+        if not calls and legacy is not None:
+            calls.append(_tool_call({"type": "function", "function": legacy}))
+        text = _text(field(message, "content"), self.name)
         if text is None and not calls:
-            text = getattr(message, "refusal", None) or ""
-        usage = getattr(completion, "usage", None)
+            refusal = field(message, "refusal")
+            text = refusal if isinstance(refusal, str) else ""
+        usage = field(completion, "usage")
         return ModelReply(
             text=text,
             tool_calls=tuple(calls),
@@ -161,8 +192,8 @@ class OpenAIChatModel:
             usage=None
             if usage is None
             else Usage(
-                input_tokens=getattr(usage, "prompt_tokens", None) or 0,
-                output_tokens=getattr(usage, "completion_tokens", None) or 0,
+                input_tokens=token_count(field(usage, "prompt_tokens")),
+                output_tokens=token_count(field(usage, "completion_tokens")),
             ),
         )
 
@@ -171,10 +202,48 @@ class OpenAIChatModel:
         return f"OpenAIChatModel({self.model!r}{where}, name={self.name!r})"
 
 
+def _no_choices(completion: Any) -> str:
+    """Why a reply without choices came, in the server's words when it sent an error."""
+    if not hasattr(completion, "choices") and not isinstance(completion, dict):
+        return f"the reply is not a chat completion: {snippet(completion)}"
+    error = field(completion, "error")
+    if error is not None:
+        return f"the server answered with an error: {error_detail({'error': error}, snippet(error))}"
+    return "the server sent a reply without choices"
+
+
+def _text(content: Any, who: str) -> str | None:
+    """The message's text; a list of content parts is joined (some servers send one)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        parts = [field(part, "text") for part in content]
+        return "".join(part for part in parts if isinstance(part, str))
+    raise ModelUnavailable(f"{who}: the message content is not text: {snippet(content)}")
+
+
 def _tool_call(call: Any) -> ToolCall:
-    if getattr(call, "type", "function") == "custom":
-        return ToolCall(call.custom.name, call.custom.input, id=call.id or "")
-    return ToolCall(call.function.name, parse_arguments(call.function.arguments), id=call.id or "")
+    """One wire tool call as a ``ToolCall``, whatever its shape: a call the engine cannot read
+    becomes one the dispatcher answers softly (an unknown name, or arguments that are not an
+    object), so the model hears about it instead of the run failing."""
+    kind = field(call, "type") or "function"
+    body = field(call, kind if isinstance(kind, str) else "function")
+    if body is None and kind != "function":
+        body = field(call, "function")
+    name = field(body, "name")
+    raw = field(body, "input") if kind == "custom" else field(body, "arguments")
+    if isinstance(raw, dict):
+        arguments: dict[str, Any] | str = raw
+    elif raw is None or isinstance(raw, str):
+        arguments = raw if kind == "custom" and raw is not None else parse_arguments(raw)
+    else:
+        arguments = json.dumps(raw, default=str)
+    call_id = field(call, "id")
+    return ToolCall(
+        name if isinstance(name, str) else "",
+        arguments,
+        id=str(call_id) if isinstance(call_id, str | int) and call_id != "" else "",
+    )
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any] | str:
@@ -190,6 +259,20 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
     except ValueError:
         return raw
     return value if isinstance(value, dict) else raw
+
+
+def wire_arguments(arguments: dict[str, Any] | str) -> str:
+    """Arguments as the JSON object text a server takes back in an assistant message.
+
+    Arguments that were not a JSON object travel inside one, ``{"raw": "<what came>"}``: Ollama
+    and vLLM parse the arguments of every earlier call, and refuse the whole request when one
+    is not an object, which would end the run over a mistake the model was told about softly.
+    """
+    if isinstance(arguments, dict):
+        return json.dumps(arguments)
+    if not isinstance(parse_arguments(arguments), dict):
+        return json.dumps({"raw": arguments})
+    return arguments if arguments.strip() else "{}"
 
 
 def to_openai_messages(items: Iterable[Message | ModelReply | ToolResult]) -> list[dict[str, Any]]:
@@ -213,12 +296,7 @@ def _assistant(reply: ModelReply) -> dict[str, Any]:
             {
                 "id": call.id,
                 "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.arguments
-                    if isinstance(call.arguments, str)
-                    else json.dumps(call.arguments),
-                },
+                "function": {"name": call.name, "arguments": wire_arguments(call.arguments)},
             }
             for call in reply.tool_calls
         ]

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import importlib
 import inspect
+import json
+import math
 import os
 import re
 import weakref
@@ -26,22 +29,30 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
+from loopnb.engine.messages import ToolCall
 
 __all__ = [
     "NOTE_PREFIX",
     "NO_KEY",
     "ModelConfigError",
     "PerLoop",
+    "check_base_url",
+    "check_model",
+    "check_timeout",
     "default_name",
     "describe_exception",
     "error_detail",
     "failure_from_exception",
     "failure_from_status",
+    "field",
     "import_client",
     "redact",
     "request_options",
     "resolve_key",
     "server_label",
+    "snippet",
+    "token_count",
+    "unique_ids",
 ]
 
 NOTE_PREFIX = "Note: "
@@ -58,6 +69,12 @@ _OVERFLOW = re.compile(
     r"|input is too long|reduce the length",
     re.IGNORECASE,
 )
+
+_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|h1|p)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_NO_MESSAGE = "the server sent no error message"
 
 T = TypeVar("T")
 
@@ -94,6 +111,45 @@ def resolve_key(api_key: str | None, *, env_var: str, base_url: str | None, adap
         f"{adapter} needs an API key: set {env_var} or pass api_key=...; "
         f"for a local server that needs no key, pass base_url=..."
     )
+
+
+def check_model(model: object, *, adapter: str) -> str:
+    """``model`` as a model name: a string with something in it."""
+    if not isinstance(model, str) or not model.strip():
+        raise ModelConfigError(f"{adapter}: say which model to ask (a model name), got {model!r}")
+    return model
+
+
+def check_base_url(base_url: str | None, *, adapter: str, env_var: str) -> str | None:
+    """``base_url`` (blank means none) when it is an http(s) URL with a host; a URL every request
+    would fail on is refused now, named without any credentials it holds."""
+    if base_url is None or not base_url.strip():
+        return None
+    base_url = base_url.strip()
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() in ("http", "https") and parts.hostname:
+        return base_url
+    shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if parts.netloc else base_url
+    raise ModelConfigError(
+        f"{adapter}: base_url (or ${env_var}) must be an http:// or https:// URL, got {shown!r}"
+    )
+
+
+def check_timeout(timeout: object, *, adapter: str) -> float | None:
+    """``timeout`` as seconds to wait for one reply: a positive number, or ``None`` for no limit."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ModelConfigError(
+            f"{adapter}: timeout must be a positive number of seconds (None waits without limit), "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
 
 
 def request_options(api: ModuleType, create: str, options: dict[str, Any], *, adapter: str) -> dict[str, Any]:
@@ -145,17 +201,31 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def error_detail(body: object, fallback: str) -> str:
-    """The server's own words from an error body: ``{"error": {"message", "code"|"type"}}``, or
-    that inner object (the ``openai`` client unwraps it), else ``fallback``."""
-    error = body.get("error", body) if isinstance(body, dict) else None
+    """The server's own words from an error body: ``{"error": {"message", "code"|"type"}}``, that
+    inner object (the ``openai`` client unwraps it), ``{"detail": ...}``, or a page of text or
+    HTML (its title or its text); ``fallback`` when the body says nothing."""
+    error = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code") or error.get("type")
         detail = f"{error['message']} [{code}]" if isinstance(code, str) else error["message"]
-    elif isinstance(error, str):
-        detail = error
+    elif isinstance(error, dict) and isinstance(error.get("detail"), str):
+        detail = error["detail"]
+    elif isinstance(error, str) and plain_text(error):
+        detail = plain_text(error)
+    elif isinstance(error, dict) and error:
+        detail = json.dumps(error, default=str)
     else:
         detail = fallback
     return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 3] + "..."
+
+
+def plain_text(text: str) -> str:
+    """``text`` on one line; an HTML page (a proxy's error page) as its title, else its text."""
+    if _HTML.search(text):
+        title = _TITLE.search(text)
+        page = title.group(1) if title and title.group(1).strip() else _SCRIPT.sub(" ", text)
+        text = html.unescape(_TAG.sub(" ", page))
+    return " ".join(text.split())
 
 
 def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> ModelUnavailable:
@@ -175,19 +245,105 @@ def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> 
 
 
 def failure_from_exception(
-    exc: Exception, *, api: ModuleType, who: str, env_var: str, key: str | None, timeout: float
+    exc: Exception,
+    *,
+    api: ModuleType,
+    who: str,
+    env_var: str,
+    key: str | None,
+    timeout: float | None,
+    model: str | None = None,
+    root: str = "",
 ) -> ModelUnavailable:
     """Map whatever an official client raised (``openai`` and ``anthropic`` share the exception
-    names) to a model failure whose text names ``who`` and never holds ``key``."""
+    names) to a model failure whose text names ``who`` and never holds ``key``.
+
+    A 404 also names the URL asked and ``model``, with ``root`` saying where ``base_url`` should
+    point; a refusal that says when to come back (``Retry-After``) says so.
+    """
     if isinstance(exc, api.APIStatusError):
-        detail = redact(error_detail(exc.body, str(exc.message)), key)
-        return failure_from_status(exc.status_code, detail, who=who, env_var=env_var)
+        message = str(exc.message)
+        fallback = _NO_MESSAGE if re.fullmatch(r"Error code: \d+", message) else plain_text(message)
+        detail = error_detail(exc.body, fallback)
+        status = exc.status_code
+        if status == 404:
+            detail += f" ({_asked(exc)}model {model!r}: check the model name{root})"
+        retry_after = _header(exc, "retry-after")
+        if retry_after and status in (429, 503, 529):
+            unit = "s" if retry_after.isdigit() else ""
+            detail += f"; retry after {retry_after[:40]}{unit}"
+        return failure_from_status(status, redact(detail, key), who=who, env_var=env_var)
     if isinstance(exc, api.APITimeoutError):
-        return ModelUnavailable(f"{who}: no reply within {timeout:g}s")
+        waited = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"
+        return ModelUnavailable(f"{who}: no reply {waited} (pass timeout=... to wait longer)")
+    if isinstance(exc, json.JSONDecodeError):
+        return ModelUnavailable(f"{who}: the reply is not JSON ({exc.msg}): {redact(snippet(exc.doc), key)}")
     what = redact(describe_exception(exc), key)
     if isinstance(exc, api.APIConnectionError):
         return ModelUnavailable(f"{who}: connection failed: {what}")
     return ModelUnavailable(f"{who}: {what}")
+
+
+def _asked(exc: Exception) -> str:
+    """``POST <url>, `` for the request an error answers: no credentials, no query string."""
+    try:
+        request = exc.request  # type: ignore[attr-defined]
+        url = urlsplit(str(request.url))
+        return f"{request.method} {url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}, "
+    except Exception:
+        return ""
+
+
+def _header(exc: Exception, name: str) -> str:
+    try:
+        value = exc.response.headers.get(name)  # type: ignore[attr-defined]
+    except Exception:
+        return ""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def field(obj: object, name: str) -> Any:
+    """``obj.name``, or ``obj[name]`` for a dict: the clients leave parts they cannot type as
+    plain dicts. ``None`` when absent."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def token_count(value: object) -> int:
+    """A token count from a reply's usage; anything but a whole number >= 0 counts as 0 (usage is
+    bookkeeping: a server's odd numbers never cost a good reply)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return max(int(value), 0)
+
+
+def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """``calls`` with a repeated id made unique (``c1``, ``c1_2``): each result must answer one
+    call, and the Messages API refuses a request whose ids repeat. Empty ids stay empty (the
+    engine fills them)."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        new_id, n = call.id, 1
+        while new_id and new_id in seen:
+            n += 1
+            new_id = f"{call.id}_{n}"
+        seen.add(new_id)
+        out.append(call if new_id == call.id else call.model_copy(update={"id": new_id}))
+    return out
+
+
+def snippet(value: object, limit: int = 120) -> str:
+    """What came, for an error text: a clipped string, or the type and a clipped repr."""
+    try:
+        text = plain_text(value) if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    text = " ".join(text.split()) or "(empty)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class PerLoop(Generic[T]):

@@ -55,7 +55,7 @@ def model_from_spec(
     naming the extra to install when the provider's client is missing.
     """
     provider, _, name = spec.strip().partition(":")
-    provider = provider.lower()
+    provider, name = provider.strip().lower(), name.strip()
     if provider in _EMBEDDED and not name:
         return embedded_default()
     if provider == "openai":
