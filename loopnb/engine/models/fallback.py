@@ -29,8 +29,9 @@ class FallbackChain:
     A failure (``ModelUnavailable`` or any other exception from the model, even ``SystemExit`` or a
     ``CancelledError`` of its own) counts on that model's breaker. While the breaker stays closed
     the same model is asked again; once it opens, the next model is asked, within the same turn.
-    When every breaker is open the run ends with ``FallbackExhausted``. A single model given to
-    ``Engine`` is a chain of one.
+    When every breaker is open the run ends with ``FallbackExhausted``. A refused key (401) or a
+    404 (no such model, or a wrong ``base_url``) opens the breaker at once: asking again cannot
+    help. A single model given to ``Engine`` is a chain of one.
     """
 
     def __init__(self, models: Iterable[Model], *, breaker: CircuitBreaker | None = None) -> None:
@@ -97,12 +98,14 @@ class FallbackChain:
                     text = exception_text(exc) or type(exc).__name__
                     if not isinstance(exc, ModelUnavailable):
                         text = f"{type(exc).__name__}: {text}"
+                    elif text.startswith(f"{name}: "):  # adapters name themselves; the chain does too
+                        text = text[len(name) + 2 :]
                     if isinstance(exc, ModelAuthError) and exc.env_var:
                         env_var = exc.env_var
                     errors[name] = text
                     before = breaker.state
-                    if isinstance(exc, ModelAuthError):
-                        breaker.trip()  # asking again with the same refused key cannot help
+                    if isinstance(exc, ModelAuthError) or getattr(exc, "status", None) == 404:
+                        breaker.trip()  # asking again with a refused key, or for no such model, cannot help
                     else:
                         breaker.record_failure()
                     if state is not None:
