@@ -160,8 +160,9 @@ class ConvergenceDetector:
 
     A run with a done-check (``Engine(done=...)``) can reject a final reply and let the model try
     again; a model that keeps answering nearly the same thing is converging, not progressing.
-    ``window`` replies whose pairwise similarity (difflib's ratio) is at least ``threshold``
-    trigger ``action``: ``"stop"`` -> ``LoopDetected``, ``"ask_user"`` -> ``UserInputRequired``,
+    ``window`` replies whose pairwise similarity (difflib's ratio, on the texts with case and runs
+    of whitespace folded: shouting or reflowing an answer does not make it new) is at least
+    ``threshold`` trigger ``action``: ``"stop"`` -> ``LoopDetected``, ``"ask_user"`` -> ``UserInputRequired``,
     ``"warn"`` -> a soft note to the model, and the run goes on.
     """
 
@@ -208,7 +209,7 @@ class ConvergenceWatch:
 
     def observe(self, reply: str) -> ConvergenceSignal | None:
         """Add a rejected reply; a signal when the whole window has converged."""
-        self.recent.append(reply)
+        self.recent.append(" ".join(reply.split()).casefold())
         if len(self.recent) < self.detector.window:
             return None
         replies = list(self.recent)

@@ -209,6 +209,16 @@ def test_convergence_stop_and_ask_user(action, error):
     assert events.of("detector_fired")[-1].action == action
 
 
+def test_convergence_is_not_dodged_by_shouting_or_reflowing_the_same_answer():
+    engine = Engine(
+        ScriptedModel(["The answer is 42.", "THE ANSWER IS 42.", "the  answer\nis 42.", "x"]),
+        done=lambda text: "show your working",
+        convergence=ConvergenceDetector(window=3, threshold=0.9, action="stop"),
+    )
+    with pytest.raises(LoopDetected, match=r"nearly identical \(similarity 1\.00"):
+        engine.run("What is 6 x 7?")
+
+
 def test_convergence_warn_is_a_soft_note_and_the_run_goes_on():
     engine = Engine(
         ScriptedModel(["42", "42", "42", "42 because 6 x 7 = 42"]),
