@@ -27,7 +27,8 @@ class CircuitBreaker:
     """A breaker with real states and an injected clock.
 
     Passed to ``Engine(breakers=...)`` or ``FallbackChain(breaker=...)`` it is a template: each
-    tool or model gets its own copy (``spawn``) with the same settings.
+    tool or model gets its own copy (``spawn``) with the same settings. The copies run on the
+    engine's clock, unless this breaker was given a ``clock`` of its own, which they keep.
     """
 
     def __init__(
@@ -47,6 +48,7 @@ class CircuitBreaker:
         self.failure_threshold = failure_threshold
         self.cooldown = float(cooldown)
         self.clock: Clock = clock or SystemClock()
+        self.own_clock = clock is not None  # given one: the engine's clock does not replace it
         self.name = name
         self.state: BreakerState = "closed"
         self.failures = 0
@@ -55,13 +57,16 @@ class CircuitBreaker:
         self._lock = threading.RLock()  # re-entrant: a listener may read the breaker it hears from
 
     def spawn(self, name: str, clock: Clock | None = None) -> CircuitBreaker:
-        """A fresh breaker with this one's settings, for one tool or model."""
-        return CircuitBreaker(
+        """A fresh breaker with this one's settings, for one tool or model, on ``clock`` unless
+        this one has a clock of its own."""
+        breaker = CircuitBreaker(
             failure_threshold=self.failure_threshold,
             cooldown=self.cooldown,
-            clock=clock or self.clock,
+            clock=self.clock if self.own_clock or clock is None else clock,
             name=name,
         )
+        breaker.own_clock = self.own_clock
+        return breaker
 
     def cooldown_left(self) -> float:
         """Seconds until an open breaker lets a trial through (0 when not open)."""

@@ -34,3 +34,39 @@ def test_a_failure_names_its_model_once():
     message = str(info.value)
     assert message.count("openai:m@127.0.0.1:9") == 1
     assert "openai:m@127.0.0.1:9: HTTP 404: it failed" in message
+
+
+def test_a_breaker_given_its_own_clock_keeps_it_in_an_engine():
+    from loopnb import CircuitBreaker, ToolCall, ToolError, tool
+    from loopnb.engine.clock import FakeClock
+
+    clock, calls = FakeClock(), []
+
+    @tool
+    def flaky(n: int) -> str:
+        """Fails three times, then works."""
+        calls.append(1)
+        if len(calls) <= 3:
+            raise ToolError("busy")
+        return "ok"
+
+    def model(messages, tools):
+        done = sum(1 for m in messages if m.role == "tool")
+        if done == 4:
+            clock.advance(31)  # the breaker's own clock: past its 30 s cooldown
+        return ToolCall("flaky", {"n": done}) if done < 5 else "done"
+
+    from loopnb import FunctionModel
+
+    result = Engine(
+        FunctionModel(model),
+        tools=[flaky],
+        breakers=CircuitBreaker(failure_threshold=3, cooldown=30, clock=clock),
+    ).run("t")
+    assert [r.content for r in result.tool_results] == [
+        "busy",
+        "busy",
+        "busy",
+        "tool temporarily unavailable: circuit breaker open",
+        "ok",
+    ]

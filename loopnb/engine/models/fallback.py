@@ -57,9 +57,10 @@ class FallbackChain:
         self._links = [(model, name, self.breakers[name]) for model, name in pairs]
 
     def bind(self, clock: Clock) -> None:
-        """Put every breaker on the engine's clock."""
+        """Put every breaker on the engine's clock (but those given a clock of their own)."""
         for breaker in self.breakers.values():
-            breaker.clock = clock
+            if not breaker.own_clock:
+                breaker.clock = clock
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
         """Use the chain as a plain model (outside an engine, no events)."""
