@@ -18,7 +18,7 @@ from loopnb.engine.errors import LoopError
 from loopnb.engine.loop import Engine
 from loopnb.engine.result import RunResult
 from loopnb.notebook.background import BackgroundRun
-from loopnb.notebook.live import LiveView
+from loopnb.notebook.live import LiveView, check_fps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,6 +112,7 @@ class NotebookRunner:
     ) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f"NotebookRunner needs a loopnb Engine, got {type(engine).__name__}")
+        check_fps("NotebookRunner", max_fps)
         if recorder is None:
             from loopnb.record import Recorder
 

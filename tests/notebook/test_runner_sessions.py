@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, tool
-from loopnb.notebook import NotebookRunner
+from loopnb.notebook import LiveView, NotebookRunner
 from tests.notebook import scenarios as S
 
 
@@ -96,3 +96,20 @@ def test_save_replaces_an_existing_recording_and_checks_the_suffix(tmp_path):
     assert len(load(path).run_ids) == 2
     with pytest.raises(ValueError, match=r"use a \.jsonl or \.parquet suffix"):
         runner.save(tmp_path / "run.json")
+
+
+@pytest.mark.parametrize(
+    ("max_fps", "error", "words"),
+    [
+        (0, ValueError, "must be > 0, got 0"),
+        (float("nan"), ValueError, "must be > 0, got nan"),  # NaN would lift the bound on redraws
+        ("10", TypeError, "must be a number of redraws per second, got '10'"),
+        (True, TypeError, "must be a number of redraws per second, got True"),
+    ],
+)
+def test_a_frame_rate_that_is_not_a_positive_number_is_refused_at_once(max_fps, error, words):
+    engine, _ = S.typo()
+    with pytest.raises(error, match=rf"NotebookRunner: max_fps {words}"):
+        NotebookRunner(engine, max_fps=max_fps)
+    with pytest.raises(error, match=rf"LiveView: max_fps {words}"):
+        LiveView(max_fps=max_fps)
