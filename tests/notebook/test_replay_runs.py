@@ -11,6 +11,7 @@ from loopnb.notebook import NotebookRunner, replay
 from loopnb.record import Recorder
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
+from tests.notebook.test_live import traits
 
 
 def test_replay_of_many_runs_says_which_one_it_shows():
@@ -54,3 +55,17 @@ def test_replay_of_a_run_cut_short_says_so(tmp_path):
 
     whole = replay(runner.recording())
     assert whole.note is None and "the recording ends here" not in whole.status.value
+
+
+def test_a_background_run_that_ended_hard_replays_as_it_was_shown():
+    engine, task = S.looping()
+    runner = NotebookRunner(engine)
+    handle = runner.start(task)
+    assert handle.wait(10) and type(handle.error).__name__ == "LoopDetected"
+    live = runner.view
+    again = replay(runner.recording())
+    assert again.state == live.state and traits(again) == traits(live)
+    again.select(0)
+    assert again.state.run.phase == "running" and again.state.turns == ()
+    again.select(again.slider.max)
+    assert again.state.run.phase == "hard" and again.state.turns[-1].channel == "hard"
