@@ -214,8 +214,7 @@ class LiveView:
         controls: Controls | None = None,
         title: str = "loopnb",
     ) -> None:
-        if max_fps <= 0:
-            raise ValueError(f"LiveView: max_fps must be > 0, got {max_fps!r}")
+        check_fps("LiveView", max_fps)
         self.mode = mode
         self.interval = 1.0 / max_fps
         self.first_frame = first_frame
@@ -472,6 +471,14 @@ class LiveView:
     def __repr__(self) -> str:
         run = self._state.run
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
+
+
+def check_fps(owner: str, max_fps: object) -> None:
+    """Refuse a frame rate that is not a number > 0 (NaN would lift the bound on redraws)."""
+    if isinstance(max_fps, bool) or not isinstance(max_fps, int | float):
+        raise TypeError(f"{owner}: max_fps must be a number of redraws per second, got {max_fps!r}")
+    if not max_fps > 0:
+        raise ValueError(f"{owner}: max_fps must be > 0, got {max_fps!r}")
 
 
 def _copy(value: Any) -> Any:

@@ -81,12 +81,38 @@ def replay(source: Any, *, run_id: str | None = None, interval_ms: int = 300) ->
     """The live view of a recorded run, with a turn slider and a play button.
 
     ``source`` is a ``Recording`` (``loopnb.load(path)``), a ``Recorder``, a path, or a list of
-    events; a recording of many runs shows the last one unless ``run_id`` names another. The
-    view opens on the final frame; display it by making it a cell's last expression.
+    events; a recording of many runs shows the last one unless ``run_id`` names another (the
+    title says which of how many). A run the recording does not see end (a torn last line, a
+    writer still going) says so beside its status. The view opens on the final frame; display it
+    by making it a cell's last expression.
     """
-    frames = Frames(run_events(events_of(source), run_id))
-    view = LiveView(mode="replay", title="loopnb replay")
+    events = events_of(source)
+    try:
+        chosen = run_events(events, run_id)
+    except ValueError as exc:
+        where = _where(source)
+        raise ValueError(f"replay: {where}{exc}") from None
+    frames = Frames(chosen)
+    view = LiveView(mode="replay", title=_title(list(runs_of(events)), chosen[0].run_id))
     if view.play is not None:
         view.play.interval = interval_ms
+    if frames.final.run.phase == "running":
+        view.set_note("the recording ends here, before the run did")
     view.show_frames(frames, frames.count)
     return view
+
+
+def _where(source: Any) -> str:
+    """``'<path>': `` for a source read from a file, else nothing."""
+    path = source if isinstance(source, str | Path) else getattr(source, "path", None)
+    return f"{str(path)!r}: " if isinstance(path, str | Path) else ""
+
+
+def _title(run_ids: list[str], shown: str) -> str:
+    """The view's title: which run of how many, when the recording holds several."""
+    if len(run_ids) < 2:
+        return "loopnb replay"
+    return (
+        f"loopnb replay · run {run_ids.index(shown) + 1} of {len(run_ids)} in this recording "
+        "(replay(recording, run_id=...) shows another)"
+    )

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.errors import LoopError
-from loopnb.engine.loop import Engine, RunSteps
+from loopnb.engine.loop import Engine
 from loopnb.engine.result import RunResult
-from loopnb.notebook.live import LiveView
+from loopnb.notebook.background import BackgroundRun
+from loopnb.notebook.live import LiveView, check_fps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +97,9 @@ class NotebookRunner:
 
     ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the
     engine yourself); ``view=False`` records without drawing. ``runner.turns`` /
-    ``runner.events`` are the recorder's frames, over every run this runner made.
+    ``runner.events`` are the recorder's frames, over every run this runner made. One run at a
+    time: starting another while one goes (a background run, or an ``arun`` awaited beside
+    another) raises ``RuntimeError``, as both would share the engine's model and the view.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class NotebookRunner:
     ) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f"NotebookRunner needs a loopnb Engine, got {type(engine).__name__}")
+        check_fps("NotebookRunner", max_fps)
         if recorder is None:
             from loopnb.record import Recorder
 
@@ -119,6 +123,20 @@ class NotebookRunner:
         self.max_fps = max_fps
         self.view: LiveView | None = None
         self.background: BackgroundRun | None = None
+        self._blocking = False  # a run() / arun() is going
+
+    def _check_free(self, what: str, task: object) -> None:
+        """Refuse a task that is not a str, or a second run while one goes (before any view is made)."""
+        if not isinstance(task, str):
+            raise TypeError(f"NotebookRunner.{what}: task must be a str, got {type(task).__name__}")
+        background = self.background
+        if background is not None and not background.done:
+            raise RuntimeError(
+                f"NotebookRunner.{what}: a background run is still going ({background!r}); "
+                "stop it (runner.background.stop()) or wait for it (runner.background.wait()) first"
+            )
+        if self._blocking:
+            raise RuntimeError(f"NotebookRunner.{what}: another run of this runner is still going")
 
     # -- blocking runs --------------------------------------------------------------------------
 
@@ -138,8 +156,10 @@ class NotebookRunner:
         A hard error is shown in the view, then re-raised (``raise_hard=True``, as plain Python
         would) or returned. A kernel interrupt ends the run as ``Cancelled``, visibly.
         """
+        self._check_free("run", task)
         view, detach = self._attach()
         shown = _Shown(view) if view is not None else None
+        self._blocking = True
         try:
             return _run_interruptibly(self.engine, task, cancel or CancelToken())
         except LoopError as err:
@@ -153,8 +173,10 @@ class NotebookRunner:
         self, task: str, *, raise_hard: bool = True, cancel: CancelToken | None = None
     ) -> RunResult | LoopError:
         """``run`` for ``await`` in a cell."""
+        self._check_free("arun", task)
         view, detach = self._attach()
         shown = _Shown(view) if view is not None else None
+        self._blocking = True
         try:
             return await self.engine.arun(task, cancel=cancel or CancelToken())
         except LoopError as err:
@@ -165,6 +187,7 @@ class NotebookRunner:
             self._done(view, shown, detach)
 
     def _done(self, view: LiveView | None, shown: _Shown | None, detach: list[Any]) -> None:
+        self._blocking = False
         for unsubscribe in detach:
             unsubscribe()
         if view is not None:
@@ -181,6 +204,7 @@ class NotebookRunner:
         Returns at once (the cell ends, the buttons work). ``paused=True`` waits for Step or
         Resume before the first turn. ``handle.wait()`` blocks until the run is over.
         """
+        self._check_free("start", task)
         run = BackgroundRun(cancel=cancel or CancelToken(), paused=paused)
         view, detach = self._attach(controls=run if self.show else None)
         try:
@@ -206,7 +230,16 @@ class NotebookRunner:
         return self.recorder.events
 
     def save(self, path: str | Path) -> Path:
-        """Save the recording (``.jsonl`` or ``.parquet``)."""
+        """Save the recording (``.jsonl`` or ``.parquet``), replacing ``path``.
+
+        Before any run there is nothing to save: ``ValueError``, and ``path`` is left alone (an
+        empty recording written over yesterday's would lose it, and cannot be replayed).
+        """
+        if len(self.recorder) == 0:
+            raise ValueError(
+                f"NotebookRunner.save: nothing recorded yet, so {str(path)!r} was not written; "
+                "run a task first (runner.run(task) or runner.start(task))"
+            )
         return self.recorder.save(path)
 
     def recording(self) -> Recording:
@@ -215,111 +248,3 @@ class NotebookRunner:
 
     def __repr__(self) -> str:
         return f"NotebookRunner({self.engine!r}, view={self.show})"
-
-
-class BackgroundRun:
-    """A run proceeding on a worker thread, driven a turn at a time; the view's buttons call it.
-
-    ``pause()`` holds it after the current turn, ``step()`` lets one more turn through,
-    ``resume()`` lets it go on, ``stop()`` fires the cancel token (the run ends as ``Cancelled``).
-    """
-
-    def __init__(self, *, cancel: CancelToken, paused: bool = False) -> None:
-        self.cancel = cancel
-        self.result: RunResult | None = None
-        self.error: LoopError | None = None
-        self.failure: BaseException | None = None
-        self.turns = 0
-        self._paused = paused
-        self._budget = 0
-        self._cond = threading.Condition()
-        self._done = threading.Event()
-        self._view: LiveView | None = None
-        self._thread: threading.Thread | None = None
-
-    def launch(self, steps: RunSteps, view: LiveView | None, shown: _Shown | None) -> None:
-        self._view = view
-        if view is not None and self._paused:
-            view.set_note("paused before the first turn: press Step or Resume")
-        self._thread = threading.Thread(
-            target=self._work, args=(steps, view, shown), name="loopnb-background", daemon=True
-        )
-        self._thread.start()
-
-    # -- controls -----------------------------------------------------------------------------
-
-    def pause(self) -> None:
-        with self._cond:
-            self._paused = True
-        self._note(f"pausing after turn {self.turns + 1}" if not self.done else None)
-
-    def step(self) -> None:
-        with self._cond:
-            self._paused = True
-            self._budget += 1
-            self._cond.notify_all()
-        self._note("stepping one turn")
-
-    def resume(self) -> None:
-        with self._cond:
-            self._paused = False
-            self._cond.notify_all()
-        self._note(None)
-
-    def stop(self) -> None:
-        self.cancel.cancel("stopped from the live view")
-        with self._cond:
-            self._cond.notify_all()
-        self._note("stopping")
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the run is over (or ``timeout`` seconds); True when it is over."""
-        return self._done.wait(timeout)
-
-    def _note(self, text: str | None) -> None:
-        if self._view is not None and not self.done:
-            self._view.set_note(text)
-
-    # -- the worker ---------------------------------------------------------------------------
-
-    def _work(self, steps: RunSteps, view: LiveView | None, shown: _Shown | None) -> None:
-        try:
-            while not steps.done:
-                with self._cond:
-                    while self._paused and self._budget == 0 and not self.cancel.cancelled:
-                        self._cond.wait()
-                    if self._paused and self._budget > 0:
-                        self._budget -= 1
-                try:
-                    steps.step()
-                except StopIteration:
-                    break
-                except LoopError as err:
-                    self.error = err
-                    break
-                self.turns += 1
-                if self._paused and not steps.done:
-                    self._note(f"paused after turn {self.turns}: press Step or Resume")
-            self.result = steps.result
-        except BaseException as exc:  # a bug below the engine's API: keep it for wait()
-            self.failure = exc
-        finally:
-            if view is not None:
-                view.set_note(None)
-                if not view.finished:
-                    view.finish()
-                if shown is not None:
-                    shown.refresh(view)
-            self._done.set()
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else "paused" if self._paused else "running"
-        return f"BackgroundRun({state}, turns={self.turns})"
