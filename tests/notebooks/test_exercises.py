@@ -1,0 +1,219 @@
+"""The notebooks as students use them: exercises, cells run again out of order, other folders, real models.
+
+nbval runs each notebook once, top to bottom, with its own configuration. These tests execute a
+notebook with a change a student would make (a cell appended, a cell run again, a setting
+edited) and check that what the prose promises still holds. Each starts one kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import re
+from collections.abc import Iterator
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+
+
+def cell_index(nb, marker: str) -> int:
+    """The index of the only code cell whose source contains ``marker``."""
+    found = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and marker in c.source]
+    assert len(found) == 1, f"{len(found)} code cells contain {marker!r}"
+    return found[0]
+
+
+def printed(cell) -> str:
+    """What a cell printed (stdout), and its error if it raised."""
+    out = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+    return out + "\n".join(errors)
+
+
+class Session:
+    """One kernel for a notebook: run its cells, then more cells, as a student would."""
+
+    def __init__(self, name: str) -> None:
+        self.nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        self.client = nbclient.NotebookClient(
+            self.nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        )
+
+    def edit(self, marker: str, old: str, new: str) -> None:
+        """Replace ``old`` (exactly once) in the code cell containing ``marker``."""
+        cell = self.nb.cells[cell_index(self.nb, marker)]
+        assert cell.source.count(old) == 1, f"{old!r} not found once in the cell with {marker!r}"
+        cell.source = cell.source.replace(old, new)
+
+    def run_all(self) -> None:
+        for i in range(len(self.nb.cells)):
+            self.run_cell(i)
+
+    def run_cell(self, index: int) -> str:
+        """Execute one cell (again): what it printed, or its error."""
+        cell = self.nb.cells[index]
+        if cell.cell_type != "code":
+            return ""
+        cell.outputs = []
+        with contextlib.suppress(nbclient.exceptions.CellExecutionError):  # the error is in the outputs
+            self.client.execute_cell(cell, index)
+        return printed(cell)
+
+    def run(self, source: str) -> str:
+        """Append a code cell and run it: what it printed, or its error."""
+        self.nb.cells.append(nbformat.v4.new_code_cell(source))
+        return self.run_cell(len(self.nb.cells) - 1)
+
+    def errors(self) -> list[str]:
+        """Every error a cell raised, as ``cell i: Name: message``."""
+        return [
+            f"cell {i}: {o.ename}: {o.evalue}"
+            for i, c in enumerate(self.nb.cells)
+            if c.cell_type == "code"
+            for o in c.outputs
+            if o.output_type == "error"
+        ]
+
+
+@pytest.fixture
+def session(monkeypatch) -> Iterator:
+    """Open a notebook in a fresh kernel that imports loopnb from this checkout."""
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    )
+    for var in ("LOOPNB_MODEL", "LOOPNB_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    with contextlib.ExitStack() as kernels:
+
+        def open_(name: str, **env: str) -> Session:
+            for var, value in env.items():
+                monkeypatch.setenv(var, value)
+            s = Session(name)
+            kernels.enter_context(s.client.setup_kernel())
+            return s
+
+        yield open_
+
+
+def test_03_cells_run_again_out_of_order_keep_their_own_runs(session):
+    s = session("03_the_recovery_ceiling.ipynb")
+    s.run_all()
+    assert not s.errors()
+    s.run_cell(cell_index(s.nb, "class Patient"))  # back to the first strategy after the second
+    again = s.run_cell(cell_index(s.nb, "table = attempts(forever_events)"))
+    assert not s.errors()
+    assert again.startswith("ToolRecoveryExhausted(attempts=6)"), again
+    s.edit("class Patient", "return Fail(", "return Skip(")  # the last exercise
+    s.run_cell(cell_index(s.nb, "class Patient"))
+    assert not s.errors()
+
+
+def test_03_the_back_off_exercise_meets_the_ceiling(session):
+    s = session("03_the_recovery_ceiling.ipynb")
+    s.edit("def service_status", "FAILING_CALLS = 2", "FAILING_CALLS = 6")
+    s.edit("def service_status", "RETRIES = 3", "RETRIES = 10")
+    s.run_all()
+    assert not s.errors()
+    out = printed(s.nb.cells[cell_index(s.nb, "def service_status")])
+    assert "is_error=True) after 6 calls" in out and "[0.5, 1.0, 2.0, 4.0, 8.0]" in out
+
+
+def test_04_the_convergence_exercise_ends_with_user_input_required(session):
+    s = session("04_safety_systems.ipynb")
+    s.run_all()
+    assert not s.errors()
+    out = s.run('print(repr(converging.run(convergence=ConvergenceDetector(action="ask_user")).error))')
+    assert out.startswith("UserInputRequired('convergence detected: "), out
+    out = s.run(
+        'print(repr(converging.run(convergence=ConvergenceDetector(action="warn"), max_turns=12).error))'
+    )
+    assert out.startswith("LoopDetected('the run reached max_turns=12 without a final reply')"), out
+
+
+def test_04_each_section_keeps_its_own_ending(session):
+    s = session("04_safety_systems.ipynb")
+    s.run_all()
+    for marker in ("assert isinstance(loop_err, LoopDetected)", 'str(converged).startswith("convergence'):
+        s.run_cell(cell_index(s.nb, marker))  # again, after the fallback chain's run
+    assert not s.errors()
+
+
+def test_06_audits_a_folder_of_your_own(session, tmp_path):
+    from loopnb import Recorder, scenarios
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with Recorder(mine / "one.jsonl") as recorder:  # one run, ok, of a model the notebook never made
+        scenarios.get("mistyped_path").run(observers=[recorder])
+    s = session("06_auditing_runs.ipynb")
+    s.edit('RECORDINGS = Path("recordings")', 'Path("recordings")', f"Path({str(mine)!r})")
+    s.run_all()
+    assert not s.errors()
+    assert sorted(p.name for p in mine.iterdir()) == ["one.jsonl"]  # nothing generated into it
+
+
+@pytest.fixture
+def fake_openai():
+    fakeserver = pytest.importorskip("tests.models.fakeserver")
+    pytest.importorskip("openai")
+    return fakeserver
+
+
+def test_07_runs_the_smallest_program_on_a_configured_model(session, fake_openai):
+    script = [
+        fake_openai.Reply(calls=[("read_file", {"path": "src/mian.rs"})]),
+        fake_openai.Reply(calls=[("list_files", {})]),
+        fake_openai.Reply(calls=[("read_file", {"path": "src/main.rs"})]),
+        fake_openai.Reply("It does nothing."),
+    ]
+    with fake_openai.FakeServer(script) as server:
+        s = session(
+            "07_bring_your_own_model.ipynb", LOOPNB_MODEL="openai:test", LOOPNB_BASE_URL=server.openai_url
+        )
+        s.run_all()
+    assert not s.errors()
+    out = printed(s.nb.cells[cell_index(s.nb, "engine.run(TASK)")])
+    assert out.splitlines() == [
+        "soft  read_file: 'file src/mian.rs not found'",
+        'ok    list_files: \'["Cargo.toml", "src/main.rs"]\'',
+        "ok    read_file: 'fn main() {}'",
+        "turns: 4; answer: 'It does nothing.'",
+    ]
+
+
+def test_07_a_model_that_never_answers_is_stopped_by_max_turns(session, fake_openai):
+    busy = [fake_openai.Reply(calls=[("list_files", {})])] * 30
+    with fake_openai.FakeServer(busy) as server:
+        s = session(
+            "07_bring_your_own_model.ipynb", LOOPNB_MODEL="openai:test", LOOPNB_BASE_URL=server.openai_url
+        )
+        s.run_all()
+        left = server.remaining
+    assert not s.errors()
+    out = printed(s.nb.cells[cell_index(s.nb, "engine.run(TASK)")])
+    assert re.search(r"^The run ended hard: LoopDetected: ", out, re.MULTILINE), out
+    assert left >= 30 - 10
+
+
+PUBLIC = {"AnthropicModel", "OpenAIChatModel", "FallbackChain", "from_env", "ModelConfigError"}
+
+
+def test_07_imports_the_public_names_from_the_public_modules():
+    """The names a reader copies into their own code come from ``loopnb`` or ``loopnb.models``."""
+    nb = nbformat.read(NOTEBOOKS / "07_bring_your_own_model.ipynb", as_version=4)
+    found = re.findall(
+        r"^\s*from (loopnb[\w.]*) import ([\w, ]+)$", "\n".join(c.source for c in nb.cells), re.M
+    )
+    wrong = [
+        f"{name} from {module}"
+        for module, names in found
+        for name in names.replace(" ", "").split(",")
+        if name in PUBLIC and module not in {"loopnb", "loopnb.models"}
+    ]
+    assert not wrong, wrong
