@@ -163,7 +163,9 @@ class ConvergenceDetector:
     ``window`` replies whose pairwise similarity (difflib's ratio, on the texts with case and runs
     of whitespace folded: shouting or reflowing an answer does not make it new) is at least
     ``threshold`` trigger ``action``: ``"stop"`` -> ``LoopDetected``, ``"ask_user"`` -> ``UserInputRequired``,
-    ``"warn"`` -> a soft note to the model, and the run goes on.
+    ``"warn"`` -> a soft note to the model, and the run goes on. ``"warn"`` never ends a run: a
+    model that keeps repeating itself to a done-check that keeps rejecting is warned again every
+    ``window`` replies, for ever, so pair it with ``Engine(max_turns=...)``.
     """
 
     def __init__(
