@@ -238,3 +238,18 @@ def test_the_benchmark_scripts_it_names_exist() -> None:
     assert scripts
     for script in scripts:
         assert (root / script).is_file(), script
+
+
+def test_the_names_its_prose_puts_in_backticks_are_public() -> None:
+    """`LoopDetected`, `RetryWithBackoff`, `Engine(breakers=CircuitBreaker(...))`: all from loopnb."""
+    import builtins
+
+    import loopnb
+
+    prose = re.sub(r"```.*?```", "", README.read_text(encoding="utf-8"), flags=re.S)
+    named = set()
+    for span in re.findall(r"`([^`\n]+)`", prose):
+        named.update(re.findall(r"(?<![\w.'\"])([A-Z][a-z]+(?:[A-Z][a-z]+)*)(?=\(|$)", span))
+    named -= set(dir(builtins)) | {"Ns"}  # `True`; the N seconds of `timed out after Ns`
+    assert {"LoopError", "Cancelled", "CircuitBreaker"} <= named
+    assert sorted(n for n in named if not hasattr(loopnb, n)) == []
