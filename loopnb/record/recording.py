@@ -226,6 +226,20 @@ def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
 
 
+def _warn_of_copies(run_ids: Iterable[str], path: Path, seen: dict[str, Path]) -> None:
+    """A ``RecordingWarning`` when runs of ``path`` were already loaded from another file (a
+    ``.jsonl`` and its ``.parquet`` copy side by side): their turns would count twice."""
+    copies = [run_id for run_id in run_ids if seen.setdefault(run_id, path) != path]
+    if copies:
+        shown = ", ".join(copies[:3]) + (f" and {len(copies) - 3} more" if len(copies) > 3 else "")
+        warnings.warn(
+            f"{path}: run {shown} also in {seen[copies[0]]}; both copies are in the frame (tell them "
+            "apart by the source column, or load one of the files)",
+            RecordingWarning,
+            stacklevel=3,
+        )
+
+
 def load_many(
     source: str | Path | Iterable[str | Path],
     *,
@@ -250,6 +264,7 @@ def load_many(
     if errors not in ("raise", "skip"):
         raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     frames = []
+    seen: dict[str, Path] = {}  # run_id -> the first file holding it
     for path in recording_paths(source):
         try:
             rec = load(path)
@@ -259,6 +274,7 @@ def load_many(
                 raise
             warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
             continue
+        _warn_of_copies(rec.run_ids, path, seen)
         df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
         frames.append(df)
     empty = turn_frame([]) if table == "turns" else event_frame([])

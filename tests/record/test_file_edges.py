@@ -276,3 +276,25 @@ def test_load_many_raises_on_a_damaged_recording_or_skips_it_when_asked(recorder
     assert len(frame) == len(load_many(tmp_path / "a.jsonl"))
     with pytest.raises(ValueError, match="errors must be 'raise' or 'skip'"):
         load_many(tmp_path, errors="ignore")
+
+
+def test_load_many_warns_of_a_run_it_meets_in_two_files(recorder, tmp_path):
+    from loopnb.record import load_many
+
+    recorder.save(tmp_path / "a.jsonl")
+    recorder.save(tmp_path / "a.parquet")
+    with pytest.warns(
+        RecordingWarning, match=r"a\.parquet: run r1, r2 also in .*a\.jsonl; both copies"
+    ) as caught:
+        frame = load_many(tmp_path)
+    assert len(caught) == 1
+    assert frame.groupby("source").size().tolist() == [6, 6]  # both copies kept, told apart by source
+
+
+def test_load_many_is_quiet_about_distinct_runs(recorder, tmp_path, recwarn):
+    from loopnb.record import load_many
+
+    recorder.save(tmp_path / "a.jsonl")
+    _append_run(tmp_path / "b.jsonl", "other")
+    assert load_many(tmp_path).run_id.unique().tolist() == ["r1", "r2", "other"]
+    assert not recwarn.list
