@@ -21,8 +21,10 @@ unavailable``                                 final answer
                                               closest name in the Available list
 ``Did you mean 'z'?`` (any other text)        replaces the value it sent with ``z``
 invalid arguments naming a field              fixes that field from the tool's JSON schema
-a text naming a value it sent                 puts back the value it meant (the slip), or gives
-                                              up when that was already the value it meant
+                                              (outside an ``enum``: the closest choice)
+a text naming a value it sent                 puts back the value it meant (the slip)
+a text listing values close to one it sent    takes the closest (``files: src/main.rs, ...``)
+a text naming a value it sent (as meant)      gives up: what it meant does not exist
 ``Tool "x" panicked``                         tries once more, then gives up on the step
 anything else (``error``, ``failed``)         cannot tell what to fix: repeats the same call
 ============================================  ================================================
@@ -51,6 +53,7 @@ Answer = str | Callable[[list[str]], str]
 
 _MAX_CORRECTIONS = 4  # per step; repeats are not counted (bounding those is the detector's job)
 _MAX_PLAN = 3
+_CLOSE_ENOUGH = 0.6  # difflib's own default cutoff for a close match
 
 _REFUSED = "dispatch refused before execution"
 _ROUTE_AROUND = ("blocked by policy", "temporarily unavailable")
@@ -317,10 +320,14 @@ class FallibleModel:
             fitted = slips.fit_arguments(args, spec, fields)
             if fitted != args:
                 return ToolCall(call.name, fitted)
-        if (key := _named_value(args, text)) is not None:
+        key = _named_value(args, text)
+        if key is not None:
             meant = intended.arguments.get(key) if isinstance(intended.arguments, dict) else None
             if meant is not None and meant != args[key]:
                 return ToolCall(call.name, {**args, key: meant})
+        if (offered := _offered_instead(args, text)) is not None:
+            return ToolCall(call.name, offered)
+        if key is not None:
             return text  # it asked for what it meant, and that does not exist: route around
         return None
 
@@ -422,6 +429,24 @@ def _named_value(args: dict[str, Any], text: str) -> str | None:
         if isinstance(value, str) and len(value) >= 3 and value in text:
             return key
     return None
+
+
+def _offered_instead(args: dict[str, Any], text: str) -> dict[str, Any] | None:
+    """The arguments with a sent value swapped for the closest one the text lists instead.
+
+    ``no such file; files: src/main.rs, README.md`` offers names without saying which: the
+    model takes the listed one closest to what it sent, if any is close at all.
+    """
+    sent = {k: v for k, v in args.items() if isinstance(v, str) and len(v) >= 2}
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    offered = [t for t in dict.fromkeys([*_PATH_TOKEN.findall(text), *quoted]) if t not in sent.values()]
+    best: tuple[float, str, str] | None = None
+    for key, value in sent.items():
+        for token in offered:
+            ratio = difflib.SequenceMatcher(None, value, token).ratio()
+            if ratio >= _CLOSE_ENOUGH and (best is None or ratio > best[0]):
+                best = (ratio, key, token)
+    return None if best is None else {**args, best[1]: best[2]}
 
 
 def _mentions(text: str, word: str) -> bool:
