@@ -19,6 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from loopnb import (
+    ContextBudget,
     Engine,
     FallibleModel,
     LoopError,
@@ -346,3 +347,37 @@ def test_any_advertised_schema_is_read_without_crashing(schema: dict) -> None:
                     break
                 call = reply.tool_calls[0]
                 items.append(ToolResult(text, is_error=True, name=call.name, call_id=call.id))
+
+
+def test_a_compacted_transcript_does_not_send_the_model_back_to_the_start() -> None:
+    # Compaction drops the oldest turns; counting its steps from what is left, the model used to
+    # start its plan over, and over: successes reset the loop detector, so the run never ended.
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path} " * 10
+
+    plan = [ToolCall("read_file", {"path": f"docs/f{i}.txt"}) for i in range(6)]
+    for seed in range(10):
+        engine = Engine(
+            FallibleModel(plan, mistakes=(), seed=seed),
+            tools=[read_file],
+            context=ContextBudget(max_tokens=200),
+            max_turns=40,
+        )
+        run = engine.run("Read the docs.")  # max_turns only as a net: it raises LoopDetected
+        read = [r.content.split()[2] for r in run.tool_results]  # every call, compacted or not
+        assert read == [f"docs/f{i}.txt" for i in range(6)]
+        assert run.output and "docs/f5.txt" in run.output
+
+
+def test_a_compacted_run_with_slips_still_ends() -> None:
+    plan = [ToolCall("read_file", {"path": p}) for p in FILES]
+    for seed in range(20):
+        engine = Engine(
+            FallibleModel(plan, seed=seed),
+            tools=[_read_file("names the path")],
+            context=ContextBudget(max_tokens=150),
+            max_turns=60,
+        )
+        assert engine.run("Read every file.").output

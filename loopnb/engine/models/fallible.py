@@ -31,6 +31,9 @@ anything else (``error``, ``failed``)         cannot tell what to fix: repeats t
 
 Repeating is what makes the loop detector visible: the model reads its failure politely and
 changes nothing.
+
+Its call ids read ``{name}-{turn}-{step}``, so that after compaction has dropped older turns it
+carries on from its latest visible reply, like a real model, instead of starting its plan over.
 """
 
 from __future__ import annotations
@@ -198,7 +201,7 @@ class FallibleModel:
             return ModelReply(text=text, model=self.name)
         step = reading.step
         call = step.next_call or self._first_try(plan[step.index], specs, reading.turn)
-        call = ToolCall(call.name, call.arguments, id=f"{self.name}-{reading.turn}")
+        call = ToolCall(call.name, call.arguments, id=f"{self.name}-{reading.turn}-{step.index}")
         return ModelReply(tool_calls=(call,), model=self.name)
 
     # -- reading the transcript -------------------------------------------------------------
@@ -215,6 +218,7 @@ class FallibleModel:
             item = items[i]
             if not isinstance(item, ModelReply):
                 continue
+            self._pick_up(reading, item, len(plan))
             reading.turn += 1
             if not item.tool_calls:
                 reading.answers += 1
@@ -231,6 +235,21 @@ class FallibleModel:
             tools = tuple(specs.values())
             self._bookmark = _Bookmark(tools, items[0], items[-1], reading.copy())
         return reading
+
+    def _pick_up(self, reading: _Reading, reply: ModelReply, steps: int) -> None:
+        """Pick up where its own reply says it was, when older turns were compacted away.
+
+        Its call ids read ``{name}-{turn}-{step}``: a reply from a later turn than the transcript
+        shows means turns were dropped, and the model carries on from that reply's step (a real
+        model reads its latest turns the same way) instead of starting its plan over.
+        """
+        mark = _own_mark(reply, self.name)
+        if mark is None or mark[0] <= reading.turn:
+            return
+        turn, step = mark
+        reading.turn = turn
+        if reading.step.index < step < steps:
+            reading.step = _Step(step)
 
     def _resume(self, items: Sequence[Any], specs: dict[str, ToolSpec]) -> _Reading:
         mark = self._bookmark  # read once: another thread may replace it meanwhile
@@ -395,6 +414,16 @@ class FallibleModel:
 
 def _same(a: ToolCall, b: ToolCall) -> bool:
     return a.name == b.name and a.arguments == b.arguments
+
+
+def _own_mark(reply: ModelReply, name: str) -> tuple[int, int] | None:
+    """The (turn, step) its own id on the reply's first call records, if it is one of its own."""
+    if not reply.tool_calls or not reply.tool_calls[0].id.startswith(f"{name}-"):
+        return None
+    turn, sep, step = reply.tool_calls[0].id.removeprefix(f"{name}-").partition("-")
+    if not (sep and turn.isdecimal() and step.isdecimal()):
+        return None
+    return int(turn), int(step)
 
 
 def _task(messages: Sequence[Message | ModelReply | ToolResult]) -> str:
