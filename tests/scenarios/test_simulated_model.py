@@ -381,3 +381,73 @@ def test_a_compacted_run_with_slips_still_ends() -> None:
             max_turns=60,
         )
         assert engine.run("Read every file.").output
+
+
+# -- bad arguments -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "says"),
+    [
+        ({"seed": "7"}, TypeError, "seed must be an int, got '7'"),
+        ({"seed": 1.5}, TypeError, "seed must be an int, got 1.5"),
+        ({"seed": True}, TypeError, "seed must be an int, got True"),
+        ({"seed": None}, TypeError, "seed must be an int, got None"),
+        ({"stubbornness": "0.5"}, TypeError, "stubbornness must be a number within [0, 1], got '0.5'"),
+        ({"stubbornness": None}, TypeError, "stubbornness must be a number"),
+        ({"stubbornness": True}, TypeError, "stubbornness must be a number"),
+        ({"stubbornness": float("nan")}, ValueError, "stubbornness must be within [0, 1], got nan"),
+        ({"stubbornness": 1.5}, ValueError, "stubbornness must be within [0, 1], got 1.5"),
+        ({"mistake_rate": "1"}, TypeError, "mistake_rate must be a number"),
+        ({"mistakes": "typo"}, TypeError, "for one kind write ('typo',)"),
+        ({"mistakes": None}, TypeError, "mistakes must be a collection of ('typo', 'shape', 'hallucinate')"),
+        ({"mistakes": ["typo", "typos"]}, ValueError, "unknown mistakes ['typos']"),
+        ({"name": None}, TypeError, "name must be a str, got None"),
+        ({"name": " "}, ValueError, "name must not be empty"),
+        ({"plan": 5}, TypeError, "plan must be a list of ToolCall objects, got 5"),
+        ({"plan": ToolCall("read_file")}, TypeError, "plan must be a list of ToolCall objects"),
+        (
+            {"plan": [ToolCall("ping"), {"name": "x"}]},
+            TypeError,
+            "plan[1] is {'name': 'x'} (dict); expected a ToolCall",
+        ),
+    ],
+)
+def test_bad_model_arguments_say_which_what_came_and_what_was_expected(
+    kwargs: dict, error: type, says: str
+) -> None:
+    with pytest.raises(error) as info:
+        FallibleModel(**kwargs)
+    assert str(info.value).startswith("FallibleModel: ") and says in str(info.value)
+
+
+def test_an_integer_like_seed_is_accepted_as_its_int() -> None:
+    class Seven(int):
+        pass
+
+    assert FallibleModel(seed=Seven(7)).seed == 7 and type(FallibleModel(seed=Seven(7)).seed) is int
+
+
+@pytest.mark.parametrize("seed", ["3", 1.5, True, object()])
+@pytest.mark.parametrize("name", ["mistyped_path", "recovery_ceiling"])  # seeded and scripted
+def test_a_scenario_refuses_a_seed_that_is_not_an_int(name: str, seed: object) -> None:
+    with pytest.raises(TypeError, match=f"scenario {name}: seed must be an int or None, got"):
+        scenarios.get(name).run(seed=seed)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("asked", "hint"),
+    [("Mistyped_Path", "mistyped_path"), (" stubborn_loop", "stubborn_loop"), ("vague", "vague_error")],
+)
+def test_an_unknown_scenario_name_gets_the_close_one_suggested(asked: str, hint: str) -> None:
+    with pytest.raises(KeyError) as info:
+        scenarios.get(asked)
+    assert (
+        f"Did you mean '{hint}'?" in info.value.args[0]
+        and "the scenarios are: mistyped_path," in info.value.args[0]
+    )
+
+
+def test_an_unhashable_scenario_name_is_a_key_error_too() -> None:
+    with pytest.raises(KeyError, match=r"no scenario named \['mistyped_path'\]"):
+        scenarios.get(["mistyped_path"])  # type: ignore[arg-type]

@@ -39,6 +39,7 @@ carries on from its latest visible reply, like a real model, instead of starting
 from __future__ import annotations
 
 import difflib
+import numbers
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -160,23 +161,17 @@ class FallibleModel:
         mistake_rate: float = 1.0,
         name: str = "fallible",
     ) -> None:
-        self.plan = None if plan is None else list(plan)
-        if self.plan is not None and not all(isinstance(c, ToolCall) for c in self.plan):
-            raise TypeError("FallibleModel: plan must be a list of ToolCall objects")
-        self.mistakes: tuple[Mistake, ...] = tuple(mistakes)
-        unknown = [m for m in self.mistakes if m not in slips.MISTAKES]
-        if unknown:
-            raise ValueError(f"FallibleModel: unknown mistakes {unknown}; use {slips.MISTAKES}")
-        for label, p in (("stubbornness", stubbornness), ("mistake_rate", mistake_rate)):
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"FallibleModel: {label} must be within [0, 1], got {p}")
+        self.plan = None if plan is None else _checked_plan(plan)
+        self.mistakes: tuple[Mistake, ...] = _checked_mistakes(mistakes)
         if answer is not None and not (isinstance(answer, str) or callable(answer)):
-            raise TypeError("FallibleModel: answer must be a str or a callable(outputs) -> str")
+            raise TypeError(
+                f"FallibleModel: answer must be a str or a callable(outputs) -> str, got {answer!r}"
+            )
         self.answer = answer
-        self.seed = seed
-        self.stubbornness = stubbornness
-        self.mistake_rate = mistake_rate
-        self.name = name
+        self.seed: int = _checked_seed(seed)
+        self.stubbornness = _checked_probability("stubbornness", stubbornness)
+        self.mistake_rate = _checked_probability("mistake_rate", mistake_rate)
+        self.name: str = _checked_name(name)
         self._bookmark: _Bookmark | None = None
 
     def __repr__(self) -> str:
@@ -410,6 +405,61 @@ class FallibleModel:
 
     def _rng(self, turn: int, purpose: str, extra: str = "") -> random.Random:
         return random.Random(f"{self.seed}:{turn}:{purpose}:{extra}")
+
+
+def _checked_plan(plan: object) -> list[ToolCall]:
+    if isinstance(plan, ToolCall | str | bytes) or not isinstance(plan, Iterable):
+        raise TypeError(f"FallibleModel: plan must be a list of ToolCall objects, got {plan!r}")
+    calls = list(plan)
+    for i, call in enumerate(calls):
+        if not isinstance(call, ToolCall):
+            raise TypeError(
+                f"FallibleModel: plan[{i}] is {call!r} ({type(call).__name__}); expected a ToolCall, "
+                'e.g. ToolCall("read_file", {"path": "src/main.rs"})'
+            )
+    return calls
+
+
+def _checked_mistakes(mistakes: object) -> tuple[Mistake, ...]:
+    if isinstance(mistakes, str):
+        raise TypeError(
+            f"FallibleModel: mistakes must be a collection of kinds, got the str {mistakes!r}: "
+            f"for one kind write ({mistakes!r},)"
+        )
+    if not isinstance(mistakes, Iterable):
+        raise TypeError(
+            f"FallibleModel: mistakes must be a collection of {slips.MISTAKES} (or () for a careful "
+            f"model), got {mistakes!r}"
+        )
+    kinds = tuple(mistakes)
+    unknown = [m for m in kinds if m not in slips.MISTAKES]
+    if unknown:
+        raise ValueError(f"FallibleModel: unknown mistakes {unknown}; use {slips.MISTAKES}")
+    return kinds
+
+
+def _checked_probability(label: str, p: object) -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"FallibleModel: {label} must be a number within [0, 1], got {p!r}")
+    if not 0.0 <= float(p) <= 1.0:  # NaN fails this too
+        raise ValueError(f"FallibleModel: {label} must be within [0, 1], got {p}")
+    return float(p)
+
+
+def _checked_seed(seed: object) -> int:
+    # An int only: the seed is written into every choice's key, so any other object (a float, a
+    # str, an object whose repr holds its address) would give choices no other run could repeat.
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"FallibleModel: seed must be an int, got {seed!r} ({type(seed).__name__})")
+    return int(seed)
+
+
+def _checked_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"FallibleModel: name must be a str, got {name!r}")
+    if not name.strip():
+        raise ValueError("FallibleModel: name must not be empty")
+    return name
 
 
 def _same(a: ToolCall, b: ToolCall) -> bool:
