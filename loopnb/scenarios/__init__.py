@@ -12,6 +12,8 @@ the engine itself, e.g. to attach a recorder or a live view.
 
 from __future__ import annotations
 
+import difflib
+
 from loopnb.scenarios.base import Build, Ending, Outcome, Scenario
 from loopnb.scenarios.channels import CHANNEL_SCENARIOS
 from loopnb.scenarios.safety import SAFETY_SCENARIOS
@@ -31,5 +33,9 @@ def get(name: str) -> Scenario:
     """The scenario called ``name``; an unknown name raises ``KeyError`` listing the known ones."""
     try:
         return SCENARIOS[name]
-    except KeyError:
-        raise KeyError(f"no scenario named {name!r}; the scenarios are: {', '.join(SCENARIOS)}") from None
+    except (KeyError, TypeError):  # TypeError: an unhashable name
+        close = difflib.get_close_matches(str(name).strip().lower(), SCENARIOS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise KeyError(
+            f"no scenario named {name!r}; the scenarios are: {', '.join(SCENARIOS)}.{hint}"
+        ) from None

@@ -9,6 +9,7 @@ and the soft producers seen with what the scenario declares.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -75,6 +76,8 @@ class Scenario:
         **overrides: Any,
     ) -> Engine:
         """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise TypeError(f"scenario {self.name}: seed must be an int or None, got {seed!r}")
         clock = clock if clock is not None else (FakeClock() if self.fake_clock else None)
         build = Build(clock=clock or SystemClock(), seed=self.seed if seed is None else seed)
         kwargs = {**self.builder(build), **overrides}

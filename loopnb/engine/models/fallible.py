@@ -21,19 +21,25 @@ unavailable``                                 final answer
                                               closest name in the Available list
 ``Did you mean 'z'?`` (any other text)        replaces the value it sent with ``z``
 invalid arguments naming a field              fixes that field from the tool's JSON schema
-a text naming a value it sent                 puts back the value it meant (the slip), or gives
-                                              up when that was already the value it meant
+                                              (outside an ``enum``: the closest choice)
+a text naming a value it sent                 puts back the value it meant (the slip)
+a text listing values close to one it sent    takes the closest (``files: src/main.rs, ...``)
+a text naming a value it sent (as meant)      gives up: what it meant does not exist
 ``Tool "x" panicked``                         tries once more, then gives up on the step
 anything else (``error``, ``failed``)         cannot tell what to fix: repeats the same call
 ============================================  ================================================
 
 Repeating is what makes the loop detector visible: the model reads its failure politely and
 changes nothing.
+
+Its call ids read ``{name}-{turn}-{step}``, so that after compaction has dropped older turns it
+carries on from its latest visible reply, like a real model, instead of starting its plan over.
 """
 
 from __future__ import annotations
 
 import difflib
+import numbers
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +57,7 @@ Answer = str | Callable[[list[str]], str]
 
 _MAX_CORRECTIONS = 4  # per step; repeats are not counted (bounding those is the detector's job)
 _MAX_PLAN = 3
+_CLOSE_ENOUGH = 0.6  # difflib's own default cutoff for a close match
 
 _REFUSED = "dispatch refused before execution"
 _ROUTE_AROUND = ("blocked by policy", "temporarily unavailable")
@@ -154,23 +161,17 @@ class FallibleModel:
         mistake_rate: float = 1.0,
         name: str = "fallible",
     ) -> None:
-        self.plan = None if plan is None else list(plan)
-        if self.plan is not None and not all(isinstance(c, ToolCall) for c in self.plan):
-            raise TypeError("FallibleModel: plan must be a list of ToolCall objects")
-        self.mistakes: tuple[Mistake, ...] = tuple(mistakes)
-        unknown = [m for m in self.mistakes if m not in slips.MISTAKES]
-        if unknown:
-            raise ValueError(f"FallibleModel: unknown mistakes {unknown}; use {slips.MISTAKES}")
-        for label, p in (("stubbornness", stubbornness), ("mistake_rate", mistake_rate)):
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"FallibleModel: {label} must be within [0, 1], got {p}")
+        self.plan = None if plan is None else _checked_plan(plan)
+        self.mistakes: tuple[Mistake, ...] = _checked_mistakes(mistakes)
         if answer is not None and not (isinstance(answer, str) or callable(answer)):
-            raise TypeError("FallibleModel: answer must be a str or a callable(outputs) -> str")
+            raise TypeError(
+                f"FallibleModel: answer must be a str or a callable(outputs) -> str, got {answer!r}"
+            )
         self.answer = answer
-        self.seed = seed
-        self.stubbornness = stubbornness
-        self.mistake_rate = mistake_rate
-        self.name = name
+        self.seed: int = _checked_seed(seed)
+        self.stubbornness = _checked_probability("stubbornness", stubbornness)
+        self.mistake_rate = _checked_probability("mistake_rate", mistake_rate)
+        self.name: str = _checked_name(name)
         self._bookmark: _Bookmark | None = None
 
     def __repr__(self) -> str:
@@ -195,7 +196,7 @@ class FallibleModel:
             return ModelReply(text=text, model=self.name)
         step = reading.step
         call = step.next_call or self._first_try(plan[step.index], specs, reading.turn)
-        call = ToolCall(call.name, call.arguments, id=f"{self.name}-{reading.turn}")
+        call = ToolCall(call.name, call.arguments, id=f"{self.name}-{reading.turn}-{step.index}")
         return ModelReply(tool_calls=(call,), model=self.name)
 
     # -- reading the transcript -------------------------------------------------------------
@@ -212,6 +213,7 @@ class FallibleModel:
             item = items[i]
             if not isinstance(item, ModelReply):
                 continue
+            self._pick_up(reading, item, len(plan))
             reading.turn += 1
             if not item.tool_calls:
                 reading.answers += 1
@@ -228,6 +230,21 @@ class FallibleModel:
             tools = tuple(specs.values())
             self._bookmark = _Bookmark(tools, items[0], items[-1], reading.copy())
         return reading
+
+    def _pick_up(self, reading: _Reading, reply: ModelReply, steps: int) -> None:
+        """Pick up where its own reply says it was, when older turns were compacted away.
+
+        Its call ids read ``{name}-{turn}-{step}``: a reply from a later turn than the transcript
+        shows means turns were dropped, and the model carries on from that reply's step (a real
+        model reads its latest turns the same way) instead of starting its plan over.
+        """
+        mark = _own_mark(reply, self.name)
+        if mark is None or mark[0] <= reading.turn:
+            return
+        turn, step = mark
+        reading.turn = turn
+        if reading.step.index < step < steps:
+            reading.step = _Step(step)
 
     def _resume(self, items: Sequence[Any], specs: dict[str, ToolSpec]) -> _Reading:
         mark = self._bookmark  # read once: another thread may replace it meanwhile
@@ -317,10 +334,14 @@ class FallibleModel:
             fitted = slips.fit_arguments(args, spec, fields)
             if fitted != args:
                 return ToolCall(call.name, fitted)
-        if (key := _named_value(args, text)) is not None:
+        key = _named_value(args, text)
+        if key is not None:
             meant = intended.arguments.get(key) if isinstance(intended.arguments, dict) else None
             if meant is not None and meant != args[key]:
                 return ToolCall(call.name, {**args, key: meant})
+        if (offered := _offered_instead(args, text)) is not None:
+            return ToolCall(call.name, offered)
+        if key is not None:
             return text  # it asked for what it meant, and that does not exist: route around
         return None
 
@@ -386,8 +407,73 @@ class FallibleModel:
         return random.Random(f"{self.seed}:{turn}:{purpose}:{extra}")
 
 
+def _checked_plan(plan: object) -> list[ToolCall]:
+    if isinstance(plan, ToolCall | str | bytes) or not isinstance(plan, Iterable):
+        raise TypeError(f"FallibleModel: plan must be a list of ToolCall objects, got {plan!r}")
+    calls = list(plan)
+    for i, call in enumerate(calls):
+        if not isinstance(call, ToolCall):
+            raise TypeError(
+                f"FallibleModel: plan[{i}] is {call!r} ({type(call).__name__}); expected a ToolCall, "
+                'e.g. ToolCall("read_file", {"path": "src/main.rs"})'
+            )
+    return calls
+
+
+def _checked_mistakes(mistakes: object) -> tuple[Mistake, ...]:
+    if isinstance(mistakes, str):
+        raise TypeError(
+            f"FallibleModel: mistakes must be a collection of kinds, got the str {mistakes!r}: "
+            f"for one kind write ({mistakes!r},)"
+        )
+    if not isinstance(mistakes, Iterable):
+        raise TypeError(
+            f"FallibleModel: mistakes must be a collection of {slips.MISTAKES} (or () for a careful "
+            f"model), got {mistakes!r}"
+        )
+    kinds = tuple(mistakes)
+    unknown = [m for m in kinds if m not in slips.MISTAKES]
+    if unknown:
+        raise ValueError(f"FallibleModel: unknown mistakes {unknown}; use {slips.MISTAKES}")
+    return kinds
+
+
+def _checked_probability(label: str, p: object) -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"FallibleModel: {label} must be a number within [0, 1], got {p!r}")
+    if not 0.0 <= float(p) <= 1.0:  # NaN fails this too
+        raise ValueError(f"FallibleModel: {label} must be within [0, 1], got {p}")
+    return float(p)
+
+
+def _checked_seed(seed: object) -> int:
+    # An int only: the seed is written into every choice's key, so any other object (a float, a
+    # str, an object whose repr holds its address) would give choices no other run could repeat.
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"FallibleModel: seed must be an int, got {seed!r} ({type(seed).__name__})")
+    return int(seed)
+
+
+def _checked_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"FallibleModel: name must be a str, got {name!r}")
+    if not name.strip():
+        raise ValueError("FallibleModel: name must not be empty")
+    return name
+
+
 def _same(a: ToolCall, b: ToolCall) -> bool:
     return a.name == b.name and a.arguments == b.arguments
+
+
+def _own_mark(reply: ModelReply, name: str) -> tuple[int, int] | None:
+    """The (turn, step) its own id on the reply's first call records, if it is one of its own."""
+    if not reply.tool_calls or not reply.tool_calls[0].id.startswith(f"{name}-"):
+        return None
+    turn, sep, step = reply.tool_calls[0].id.removeprefix(f"{name}-").partition("-")
+    if not (sep and turn.isdecimal() and step.isdecimal()):
+        return None
+    return int(turn), int(step)
 
 
 def _task(messages: Sequence[Message | ModelReply | ToolResult]) -> str:
@@ -422,6 +508,24 @@ def _named_value(args: dict[str, Any], text: str) -> str | None:
         if isinstance(value, str) and len(value) >= 3 and value in text:
             return key
     return None
+
+
+def _offered_instead(args: dict[str, Any], text: str) -> dict[str, Any] | None:
+    """The arguments with a sent value swapped for the closest one the text lists instead.
+
+    ``no such file; files: src/main.rs, README.md`` offers names without saying which: the
+    model takes the listed one closest to what it sent, if any is close at all.
+    """
+    sent = {k: v for k, v in args.items() if isinstance(v, str) and len(v) >= 2}
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    offered = [t for t in dict.fromkeys([*_PATH_TOKEN.findall(text), *quoted]) if t not in sent.values()]
+    best: tuple[float, str, str] | None = None
+    for key, value in sent.items():
+        for token in offered:
+            ratio = difflib.SequenceMatcher(None, value, token).ratio()
+            if ratio >= _CLOSE_ENOUGH and (best is None or ratio > best[0]):
+                best = (ratio, key, token)
+    return None if best is None else {**args, best[1]: best[2]}
 
 
 def _mentions(text: str, word: str) -> bool:

@@ -13,6 +13,7 @@ returns ``None`` and the model tries the next kind.
 
 from __future__ import annotations
 
+import difflib
 import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -59,6 +60,8 @@ _KEY_SYNONYMS = {
     "pattern": ("regex", "query"),
 }
 _Args = dict[str, Any]
+_MAX_REF_DEPTH = 8
+_ENUM_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number"}
 _NUMBER_WORDS = (
     *("zero", "one", "two", "three", "four", "five", "six"),
     *("seven", "eight", "nine", "ten", "eleven", "twelve"),
@@ -66,28 +69,64 @@ _NUMBER_WORDS = (
 
 
 def schema_properties(spec: ToolSpec | None) -> dict[str, dict[str, Any]]:
-    """The ``properties`` of a tool's argument schema (empty when unknown)."""
+    """The ``properties`` of a tool's argument schema, local ``$ref``s followed (empty when unknown).
+
+    Any schema a tool advertises is read without failing: a property that is not an object
+    (``true``, a bare string) reads as ``{}``, "anything".
+    """
     if spec is None:
         return {}
     props = spec.parameters.get("properties", {})
-    return dict(props) if isinstance(props, Mapping) else {}
+    if not isinstance(props, Mapping):
+        return {}
+    defs = spec.parameters.get("$defs", spec.parameters.get("definitions", {}))
+    defs = defs if isinstance(defs, Mapping) else {}
+    return {str(name): _resolve(prop, defs) for name, prop in props.items()}
+
+
+def _resolve(prop: object, defs: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    """A property's schema with a local ``$ref`` (also one inside ``anyOf``) replaced by its target."""
+    if not isinstance(prop, Mapping):
+        return {}
+    resolved = dict(prop)
+    ref = resolved.pop("$ref", None)
+    if isinstance(ref, str) and depth < _MAX_REF_DEPTH:  # a self-referencing $defs ends here
+        resolved = {**_resolve(defs.get(ref.rsplit("/", 1)[-1]), defs, depth + 1), **resolved}
+    branches = resolved.get("anyOf")
+    if isinstance(branches, list | tuple):
+        resolved["anyOf"] = [_resolve(branch, defs, depth + 1) for branch in branches]
+    return resolved
 
 
 def required_fields(spec: ToolSpec | None) -> list[str]:
-    """The required argument names of a tool, in schema order."""
+    """The required argument names of a tool, in schema order (those with a known schema)."""
     if spec is None:
         return []
-    return [str(name) for name in spec.parameters.get("required", ())]
+    required = spec.parameters.get("required", ())
+    if not isinstance(required, list | tuple):
+        return []
+    props = spec.parameters.get("properties", {})
+    known = props if isinstance(props, Mapping) else {}
+    return [name for name in required if isinstance(name, str) and name in known]
 
 
-def json_type(prop: Mapping[str, Any]) -> str | None:
+def json_type(prop: object) -> str | None:
     """The JSON type a schema property expects (``anyOf`` with null reads as the other branch)."""
+    if not isinstance(prop, Mapping):
+        return None
     kind = prop.get("type")
+    if isinstance(kind, list | tuple):  # {"type": ["string", "null"]}
+        kind = next((k for k in kind if isinstance(k, str) and k != "null"), None)
     if isinstance(kind, str):
         return kind
-    for branch in prop.get("anyOf", ()):
-        if isinstance(branch, Mapping) and branch.get("type") not in (None, "null"):
-            return str(branch["type"])
+    branches = prop.get("anyOf", ())
+    for branch in branches if isinstance(branches, list | tuple) else ():
+        kind = json_type(branch)
+        if kind not in (None, "null"):
+            return kind
+    values = prop.get("enum")
+    if isinstance(values, list | tuple) and values:
+        return _ENUM_TYPES.get(type(values[0]))
     return None
 
 
@@ -214,7 +253,15 @@ def coerce(value: Any, prop: Mapping[str, Any]) -> Any:
         return value.strip().lower() in ("true", "yes", "1")
     if kind == "array" and not isinstance(value, list | tuple):
         return [value]
-    return value
+    return _closest_choice(value, prop.get("enum"))
+
+
+def _closest_choice(value: Any, choices: object) -> Any:
+    """A string outside a schema's ``enum`` becomes the closest string choice it offers."""
+    if not isinstance(value, str) or not isinstance(choices, list | tuple) or value in choices:
+        return value
+    best = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], n=1, cutoff=0.0)
+    return best[0] if best else value
 
 
 def fit_arguments(
