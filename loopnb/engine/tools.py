@@ -255,13 +255,40 @@ def invalid_arguments_text(tool: Tool, error: ValidationError) -> str:
 
 
 def _shape(schema: dict[str, Any]) -> str:
+    """``{name: kind, ...}``: the arguments a tool expects, as the model is told after a mistake."""
     props = schema.get("properties", {})
     required = set(schema.get("required", []))
+    defs = schema.get("$defs", {})
     parts = []
     for key, prop in props.items():
-        kind = prop.get("type") or " | ".join(str(p.get("type", "?")) for p in prop.get("anyOf", [])) or "any"
-        parts.append(f"{key}: {kind}" + ("" if key in required else " (optional)"))
+        parts.append(f"{key}: {_kind(prop, defs)}" + ("" if key in required else " (optional)"))
     return "{" + ", ".join(parts) + "}"
+
+
+def _kind(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
+    """One argument's kind: its JSON type, an enum's choices (``'a' | 'b'``), ``array of ...``, a union; a
+    ``$ref`` (an Enum or a nested model) is followed to its definition."""
+    if not isinstance(prop, dict) or depth > 4:
+        return "any"
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        if isinstance(target, dict):
+            return _kind({**target, **{k: v for k, v in prop.items() if k != "$ref"}}, defs, depth + 1)
+    if isinstance(prop.get("enum"), list):
+        choices = [repr(v) for v in prop["enum"]]
+        return " | ".join(choices[:8]) + (" | ..." if len(choices) > 8 else "")
+    if "const" in prop:
+        return repr(prop["const"])
+    options = prop.get("anyOf")
+    if isinstance(options, list) and options:
+        return " | ".join(_kind(option, defs, depth + 1) for option in options)
+    kind = prop.get("type")
+    if kind == "array" and "items" in prop:
+        return f"array of {_kind(prop['items'], defs, depth + 1)}"
+    if kind == "object" and isinstance(prop.get("title"), str):
+        return f"object ({prop['title']})"
+    return str(kind) if kind else "any"
 
 
 def _clip(value: Any, limit: int = 80) -> str:

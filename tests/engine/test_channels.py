@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import threading
 import time
+from typing import Literal
 
 import pytest
+from pydantic import BaseModel
 
 from loopnb import (
     CircuitBreaker,
@@ -256,6 +259,38 @@ def test_invalid_arguments_name_the_field_what_was_expected_and_what_came():
     assert "- a: Input should be a valid integer" in result.content
     assert "got 'one' (str)" in result.content
     assert result.content.splitlines()[-1] == "expected arguments: {a: integer, b: integer}"
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@tool
+def paint(
+    colour: Colour,
+    at: Point,
+    tags: list[str],
+    mode: Literal["fill", "line"] = "fill",
+    note: str | None = None,
+) -> str:
+    """Paint a point."""
+    return "painted"
+
+
+def test_the_expected_shape_names_enum_choices_nested_models_and_item_types():
+    result, _ = run_one(
+        ToolCall("paint", {"colour": ["red"], "at": {"x": 1, "y": 2}, "tags": []}), tools=[paint]
+    )
+    assert result.content.splitlines()[-1] == (
+        "expected arguments: {colour: 'red' | 'green', at: object (Point), tags: array of string, "
+        "mode: 'fill' | 'line' (optional), note: string | null (optional)}"
+    )
 
 
 def test_missing_and_unexpected_arguments_are_named():
