@@ -34,21 +34,30 @@ changes nothing.
 
 Its call ids read ``{name}-{turn}-{step}``, so that after compaction has dropped older turns it
 carries on from its latest visible reply, like a real model, instead of starting its plan over.
+
+Its parts live beside it: the slips in ``mistakes``, the corrections it draws from an error text
+in ``corrections``, the plan it derives from a task in ``plans``, its argument checks in ``checks``.
 """
 
 from __future__ import annotations
 
-import difflib
-import numbers
 import random
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
 from loopnb.engine.models import mistakes as slips
+from loopnb.engine.models.checks import (
+    checked_mistakes,
+    checked_name,
+    checked_plan,
+    checked_probability,
+    checked_seed,
+)
+from loopnb.engine.models.corrections import fix
 from loopnb.engine.models.mistakes import Mistake
+from loopnb.engine.models.plans import derive_plan
 
 __all__ = ["FallibleModel"]
 
@@ -56,31 +65,9 @@ Answer = str | Callable[[list[str]], str]
 """A final reply: a fixed text, or a function of the tool outputs the model read (in order)."""
 
 _MAX_CORRECTIONS = 4  # per step; repeats are not counted (bounding those is the detector's job)
-_MAX_PLAN = 3
-_CLOSE_ENOUGH = 0.6  # difflib's own default cutoff for a close match
 
 _REFUSED = "dispatch refused before execution"
 _ROUTE_AROUND = ("blocked by policy", "temporarily unavailable")
-_NOT_AVAILABLE = re.compile(r"tool '(?P<name>[^']*)' is not available")
-_NOT_FOUND = re.compile(
-    r"Tool not found: (?P<name>.*?)\. Available: (?P<available>.*?)"
-    r"(?: Did you mean '(?P<suggestion>[^']*)'\?)?\s*$",
-    re.DOTALL,
-)
-_DID_YOU_MEAN = re.compile(r"[Dd]id you mean:?\s*['\"`]?(?P<value>[^'\"`?\s]+)['\"`]?\s*\?")
-_ARGUMENT_WORDS = (
-    "invalid",
-    "argument",
-    "field",
-    "required",
-    "missing",
-    "expected",
-    "should be",
-    "unexpected",
-    "validation",
-)
-_PATH_TOKEN = re.compile(r"(?<![\w/.])(?:[\w.-]*/[\w./-]*\w|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5})(?!\w)")
-_QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`")
 _REANSWER = ("{answer}", "{answer}", "To confirm: {answer}", "As I said, {answer}")
 
 
@@ -161,17 +148,17 @@ class FallibleModel:
         mistake_rate: float = 1.0,
         name: str = "fallible",
     ) -> None:
-        self.plan = None if plan is None else _checked_plan(plan)
-        self.mistakes: tuple[Mistake, ...] = _checked_mistakes(mistakes)
+        self.plan = None if plan is None else checked_plan(plan)
+        self.mistakes: tuple[Mistake, ...] = checked_mistakes(mistakes)
         if answer is not None and not (isinstance(answer, str) or callable(answer)):
             raise TypeError(
                 f"FallibleModel: answer must be a str or a callable(outputs) -> str, got {answer!r}"
             )
         self.answer = answer
-        self.seed: int = _checked_seed(seed)
-        self.stubbornness = _checked_probability("stubbornness", stubbornness)
-        self.mistake_rate = _checked_probability("mistake_rate", mistake_rate)
-        self.name: str = _checked_name(name)
+        self.seed: int = checked_seed(seed)
+        self.stubbornness = checked_probability("stubbornness", stubbornness)
+        self.mistake_rate = checked_probability("mistake_rate", mistake_rate)
+        self.name: str = checked_name(name)
         self._bookmark: _Bookmark | None = None
 
     def __repr__(self) -> str:
@@ -186,7 +173,7 @@ class FallibleModel:
     ) -> ModelReply:
         """Decide the next reply from the transcript and the advertised tools (pure, sync)."""
         specs = {spec.name: spec for spec in tools}
-        plan = self.plan if self.plan is not None else self._derive_plan(_task(messages), tools)
+        plan = self.plan if self.plan is not None else derive_plan(_task(messages), tools)
         reading = self._read(messages, plan, specs)
         if reading.answers or reading.step.index >= len(plan):
             text = self._final(reading)
@@ -301,7 +288,7 @@ class FallibleModel:
         if "timed out" in text:
             step.timeouts += 1
             return call if step.timeouts < 2 else text
-        fixed = self._fix(intended, call, text, specs)
+        fixed = fix(intended, call, text, specs)
         if fixed is None and text.startswith("Tool ") and "panicked" in text:
             step.panics += 1
             return call if step.panics < 2 else text
@@ -310,48 +297,6 @@ class FallibleModel:
         if isinstance(fixed, ToolCall) and step.corrections >= _MAX_CORRECTIONS:
             return text
         return fixed
-
-    def _fix(
-        self, intended: ToolCall, call: ToolCall, text: str, specs: dict[str, ToolSpec]
-    ) -> ToolCall | str | None:
-        """A corrected call, a reason to give up, or None when the text says nothing actionable."""
-        advertised = list(specs)
-        if match := _NOT_AVAILABLE.search(text):
-            return self._rename(call, _closest(match["name"], advertised), specs, text)
-        if match := _NOT_FOUND.search(text):
-            names = [n.strip().removesuffix("...") for n in match["available"].split(",")]
-            names = [n for n in names if n and n != call.name]
-            best = match["suggestion"] or _closest(match["name"], names)
-            return self._rename(call, best, specs, text)
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        if match := _DID_YOU_MEAN.search(text):
-            key = _named_value(args, text) or _closest_key(args, match["value"])
-            if key is not None and args[key] != match["value"]:
-                return ToolCall(call.name, {**args, key: match["value"]})
-        spec = specs.get(call.name)
-        fields = [k for k in {*slips.schema_properties(spec), *args} if _mentions(text, k)]
-        if fields and any(word in text.lower() for word in _ARGUMENT_WORDS):
-            fitted = slips.fit_arguments(args, spec, fields)
-            if fitted != args:
-                return ToolCall(call.name, fitted)
-        key = _named_value(args, text)
-        if key is not None:
-            meant = intended.arguments.get(key) if isinstance(intended.arguments, dict) else None
-            if meant is not None and meant != args[key]:
-                return ToolCall(call.name, {**args, key: meant})
-        if (offered := _offered_instead(args, text)) is not None:
-            return ToolCall(call.name, offered)
-        if key is not None:
-            return text  # it asked for what it meant, and that does not exist: route around
-        return None
-
-    def _rename(
-        self, call: ToolCall, name: str | None, specs: dict[str, ToolSpec], text: str
-    ) -> ToolCall | str:
-        if not name or name == call.name:
-            return text
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        return ToolCall(name, slips.fit_arguments(args, specs.get(name)))
 
     # -- first tries and final answers ------------------------------------------------------
 
@@ -387,79 +332,8 @@ class FallibleModel:
         notes = [f"I could not {_describe(c)}: {_clip(reason)}" for c, reason in reading.skipped]
         return " ".join([text, *notes]) if notes else text
 
-    def _derive_plan(self, task: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
-        single = [t for t in tools if _one_string_parameter(t)]
-        quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(task)]
-        paths = [t for t in _PATH_TOKEN.findall(task) if not any(t in q for q in quoted)]
-        tokens = [(p, True) for p in paths]
-        tokens += [(q, _PATH_TOKEN.fullmatch(q) is not None) for q in quoted]
-        plan: list[ToolCall] = []
-        for token, is_path in tokens:
-            tool = _pick_tool(single, is_path)
-            if tool is not None and len(plan) < _MAX_PLAN:
-                param = slips.required_fields(tool)[0]
-                candidate = ToolCall(tool.name, {param: token})
-                if candidate not in plan:
-                    plan.append(candidate)
-        return plan
-
     def _rng(self, turn: int, purpose: str, extra: str = "") -> random.Random:
         return random.Random(f"{self.seed}:{turn}:{purpose}:{extra}")
-
-
-def _checked_plan(plan: object) -> list[ToolCall]:
-    if isinstance(plan, ToolCall | str | bytes) or not isinstance(plan, Iterable):
-        raise TypeError(f"FallibleModel: plan must be a list of ToolCall objects, got {plan!r}")
-    calls = list(plan)
-    for i, call in enumerate(calls):
-        if not isinstance(call, ToolCall):
-            raise TypeError(
-                f"FallibleModel: plan[{i}] is {call!r} ({type(call).__name__}); expected a ToolCall, "
-                'e.g. ToolCall("read_file", {"path": "src/main.rs"})'
-            )
-    return calls
-
-
-def _checked_mistakes(mistakes: object) -> tuple[Mistake, ...]:
-    if isinstance(mistakes, str):
-        raise TypeError(
-            f"FallibleModel: mistakes must be a collection of kinds, got the str {mistakes!r}: "
-            f"for one kind write ({mistakes!r},)"
-        )
-    if not isinstance(mistakes, Iterable):
-        raise TypeError(
-            f"FallibleModel: mistakes must be a collection of {slips.MISTAKES} (or () for a careful "
-            f"model), got {mistakes!r}"
-        )
-    kinds = tuple(mistakes)
-    unknown = [m for m in kinds if m not in slips.MISTAKES]
-    if unknown:
-        raise ValueError(f"FallibleModel: unknown mistakes {unknown}; use {slips.MISTAKES}")
-    return kinds
-
-
-def _checked_probability(label: str, p: object) -> float:
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"FallibleModel: {label} must be a number within [0, 1], got {p!r}")
-    if not 0.0 <= float(p) <= 1.0:  # NaN fails this too
-        raise ValueError(f"FallibleModel: {label} must be within [0, 1], got {p}")
-    return float(p)
-
-
-def _checked_seed(seed: object) -> int:
-    # An int only: the seed is written into every choice's key, so any other object (a float, a
-    # str, an object whose repr holds its address) would give choices no other run could repeat.
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"FallibleModel: seed must be an int, got {seed!r} ({type(seed).__name__})")
-    return int(seed)
-
-
-def _checked_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"FallibleModel: name must be a str, got {name!r}")
-    if not name.strip():
-        raise ValueError("FallibleModel: name must not be empty")
-    return name
 
 
 def _same(a: ToolCall, b: ToolCall) -> bool:
@@ -488,65 +362,6 @@ def _results_after(items: Sequence[Any], start: int) -> list[ToolResult]:
             break
         results.append(item)
     return results
-
-
-def _closest(name: str, names: Sequence[str]) -> str | None:
-    best = difflib.get_close_matches(name, names, n=1, cutoff=0.0)
-    return best[0] if best else None
-
-
-def _closest_key(args: dict[str, Any], value: str) -> str | None:
-    keys = [k for k, v in args.items() if isinstance(v, str)]
-    if not keys:
-        return None
-    return max(keys, key=lambda k: difflib.SequenceMatcher(None, args[k], value).ratio())
-
-
-def _named_value(args: dict[str, Any], text: str) -> str | None:
-    """The argument whose (string) value the error text quotes back."""
-    for key, value in args.items():
-        if isinstance(value, str) and len(value) >= 3 and value in text:
-            return key
-    return None
-
-
-def _offered_instead(args: dict[str, Any], text: str) -> dict[str, Any] | None:
-    """The arguments with a sent value swapped for the closest one the text lists instead.
-
-    ``no such file; files: src/main.rs, README.md`` offers names without saying which: the
-    model takes the listed one closest to what it sent, if any is close at all.
-    """
-    sent = {k: v for k, v in args.items() if isinstance(v, str) and len(v) >= 2}
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    offered = [t for t in dict.fromkeys([*_PATH_TOKEN.findall(text), *quoted]) if t not in sent.values()]
-    best: tuple[float, str, str] | None = None
-    for key, value in sent.items():
-        for token in offered:
-            ratio = difflib.SequenceMatcher(None, value, token).ratio()
-            if ratio >= _CLOSE_ENOUGH and (best is None or ratio > best[0]):
-                best = (ratio, key, token)
-    return None if best is None else {**args, best[1]: best[2]}
-
-
-def _mentions(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w/.-]){re.escape(word)}(?![\w/-])", text) is not None
-
-
-def _one_string_parameter(spec: ToolSpec) -> bool:
-    required = slips.required_fields(spec)
-    props = slips.schema_properties(spec)
-    return len(required) == 1 and slips.json_type(props.get(required[0], {})) == "string"
-
-
-def _pick_tool(tools: list[ToolSpec], is_path: bool) -> ToolSpec | None:
-    def looks_like_files(spec: ToolSpec) -> bool:
-        words = f"{spec.name} {slips.required_fields(spec)[0]}".lower()
-        return any(w in words for w in ("path", "file", "read", "open"))
-
-    # A path may go to any one-string tool; a phrase never goes to a file reader.
-    preferred = [t for t in tools if looks_like_files(t) == is_path]
-    candidates = preferred or (tools if is_path else [])
-    return candidates[0] if candidates else None
 
 
 def _describe(call: ToolCall) -> str:
