@@ -13,14 +13,21 @@
 
 With events, per-call and per-transition detail comes from them; from turns alone, each table is
 computed at turn granularity (documented per method).
+
+This module holds ``audit()``, the ``Audit`` class and the tables it builds itself; the input
+checks live in ``checks``, the recovery streaks in ``episodes``, and the retries and breakers
+tables (from events or from turns alone) in ``retries`` and ``breakers``.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
+from loopnb.engine.errors import SOFT_PRODUCERS
+from loopnb.record.breakers import breaker_table, breakers_from_events, breakers_from_turns
+from loopnb.record.checks import checked, no_repeated_turns, of_turns
+from loopnb.record.episodes import PRODUCERS, recovery_episodes, recovery_per_producer
+from loopnb.record.retries import CEILING, retries_from_events, retries_from_turns
 from loopnb.record.schema import EventRow, TurnRow
 
 if TYPE_CHECKING:
@@ -29,14 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CEILING", "Audit", "audit"]
 
-CEILING = 5
-"""``MAX_RECOVERY_ATTEMPTS``: retries a call may get (attempt 0 plus 5)."""
-
-_PRODUCERS = (*SOFT_PRODUCERS, *HARD_PRODUCERS)
 _CHANNELS = tuple(["ok", "soft", "hard"])
-_OUTCOMES = tuple(["recovered", "ended_hard", "unfinished"])
-_DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])
-_RETRY_OUTCOMES = tuple(["recovered", "still_failing", "gave_up", "exhausted"])
 # Turn producers that show a safety detector acting, when no events are at hand.
 _DETECTOR_OF = {
     "loop_refusal": ("loop", "refuse"),
@@ -88,12 +88,12 @@ class Audit:
     """
 
     def __init__(self, turns: pd.DataFrame, events: pd.DataFrame | None = None) -> None:
-        self.turns = _checked(turns, TurnRow, "turns")
+        self.turns = checked(turns, TurnRow, "turns")
         self._keys = _keys(self.turns)
-        _no_repeated_turns(self.turns, self._keys)
+        no_repeated_turns(self.turns, self._keys)
         self.events = None
         if events is not None:
-            conformed = _checked(events, EventRow, "events")
+            conformed = checked(events, EventRow, "events")
             if ("source" in conformed.columns) != ("source" in self.turns.columns):
                 has, lacks = ("turns", "events") if "source" in self.turns.columns else ("events", "turns")
                 raise ValueError(
@@ -101,7 +101,7 @@ class Audit:
                     f"{lacks} frame has none, so their runs cannot be matched; load both with "
                     "load_many(paths) and load_many(paths, table='events')"
                 )
-            self.events = _of_turns(conformed, self.turns, self._keys)
+            self.events = of_turns(conformed, self.turns, self._keys)
 
     # -- tables ---------------------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ class Audit:
         turns = pairs["producer"].value_counts()
         runs = pairs.drop_duplicates()["producer"].value_counts()
         out = pd.DataFrame({"turns": turns, "runs": runs.reindex(turns.index)})
-        out = out.reindex([p for p in _PRODUCERS if p in out.index])
+        out = out.reindex([p for p in PRODUCERS if p in out.index])
         errors = None
         if self.events is not None:
             e = self.events
@@ -127,7 +127,7 @@ class Audit:
             errors = e.loc[kinds, "producer"].astype(str).value_counts()
         frame = pd.DataFrame(
             {
-                "producer": pd.Categorical(out.index, categories=_PRODUCERS),
+                "producer": pd.Categorical(out.index, categories=PRODUCERS),
                 "channel": pd.Categorical(
                     ["soft" if p in SOFT_PRODUCERS else "hard" for p in out.index], categories=_CHANNELS
                 ),
@@ -151,83 +151,14 @@ class Audit:
         ends a streak). ``soft_turns``: the streak's length. ``turns_to_recover``: turns from the
         first error to the ok turn (1 = the very next one), i.e. ``soft_turns`` when recovered.
         """
-        import numpy as np
-        import pandas as pd
-
-        t = self.turns.sort_values([*self._keys, "turn"], kind="stable").reset_index(drop=True)
-        run = t.groupby(self._keys, sort=False, observed=True).ngroup().to_numpy()
-        number = t["turn"].to_numpy(dtype=np.int64, na_value=-2)
-        channel = t["channel"].astype(str).to_numpy()
-        soft = channel == "soft"
-        # row i follows row i - 1 when both are of one run and their turn numbers are consecutive
-        follows = np.zeros(len(t), dtype=bool)
-        follows[1:] = (run[1:] == run[:-1]) & (number[1:] == number[:-1] + 1)
-        continues = soft & follows & np.concatenate([[False], soft[:-1]])
-        starts = soft & ~continues
-        first = np.flatnonzero(starts)
-        soft_turns = np.bincount(np.cumsum(starts)[soft], minlength=len(first) + 1)[1:]
-        after = first + soft_turns  # the row after each streak, if it exists and follows it
-        known = after < len(t)
-        known[known] &= follows[after[known]]
-        nxt = np.full(len(first), "", dtype=object)
-        nxt[known] = channel[after[known]]
-        outcome = np.where(nxt == "ok", "recovered", np.where(nxt == "hard", "ended_hard", "unfinished"))
-        rows = t.iloc[first]
-        return pd.DataFrame(
-            {
-                **{k: rows[k].astype("string").array for k in self._keys},
-                "first_turn": pd.array(rows["turn"].to_numpy(), dtype="Int64"),
-                "producer": pd.Categorical(rows["producer"].astype(object), categories=_PRODUCERS),
-                "soft_turns": pd.array(soft_turns, dtype="Int64"),
-                "outcome": pd.Categorical(outcome, categories=_OUTCOMES),
-                "turns_to_recover": pd.array(
-                    [
-                        n if o == "recovered" else None
-                        for n, o in zip(soft_turns.tolist(), outcome, strict=True)
-                    ],
-                    dtype="Int64",
-                ),
-            }
-        )
+        return recovery_episodes(self.turns, self._keys)
 
     def recovery(self) -> pd.DataFrame:
         """Self-recovery per producer of the first error of each soft streak: ``episodes``
         (streaks), how many ``recovered``, ``rate`` (recovered / episodes, a fraction from 0 to
         1), ``median_turns`` and ``max_turns`` to recover (of the recovered ones), how many
         ``ended_hard`` and how many are ``unfinished`` (the three add up to ``episodes``)."""
-        import pandas as pd
-
-        ep = self.recovery_episodes()
-        rows = []
-        for producer in _PRODUCERS:
-            sel = ep[ep["producer"] == producer]
-            if not len(sel):
-                continue
-            rec = sel[sel["outcome"] == "recovered"]["turns_to_recover"]
-            rows.append(
-                {
-                    "producer": producer,
-                    "episodes": len(sel),
-                    "recovered": len(rec),
-                    "rate": len(rec) / len(sel),
-                    "median_turns": float(rec.median()) if len(rec) else None,
-                    "max_turns": int(rec.max()) if len(rec) else None,
-                    "ended_hard": int((sel["outcome"] == "ended_hard").sum()),
-                    "unfinished": int((sel["outcome"] == "unfinished").sum()),
-                }
-            )
-        return pd.DataFrame(
-            {
-                "producer": pd.Categorical([r["producer"] for r in rows], categories=_PRODUCERS),
-                "episodes": pd.array([r["episodes"] for r in rows], dtype="Int64"),
-                "recovered": pd.array([r["recovered"] for r in rows], dtype="Int64"),
-                "rate": pd.array([r["rate"] for r in rows], dtype="Float64"),
-                "median_turns": pd.array([r["median_turns"] for r in rows], dtype="Float64"),
-                "max_turns": pd.array([r["max_turns"] for r in rows], dtype="Int64"),
-                "ended_hard": pd.array([r["ended_hard"] for r in rows], dtype="Int64"),
-                "unfinished": pd.array([r["unfinished"] for r in rows], dtype="Int64"),
-            }
-        )
+        return recovery_per_producer(self.recovery_episodes())
 
     def retries(self) -> pd.DataFrame:
         """Every call that went to recovery: its ``retries`` against the ``ceiling`` (5),
@@ -240,86 +171,9 @@ class Audit:
         every tool it called, ``call_id`` and ``last_decision`` missing, ``outcome`` from the
         turn's producer and channel.
         """
-        import pandas as pd
-
         if self.events is None:
-            return self._retries_from_turns()
-        keys = [*self._keys, "turn", "call_id", "instance"]
-        e = self.events
-        e = e[e["kind"].isin(["tool_dispatched", "recovery_decided"]) & e["call_id"].notna()]
-        e = e.sort_values([*self._keys, "seq"], kind="stable")
-        # A call is its attempt 0 and what follows: a model may reuse an id in a later turn, or
-        # even twice in one reply, and those are separate calls.
-        starts = ((e["kind"] == "tool_dispatched") & (e["attempt"] == 0)).fillna(False).astype(int)
-        e = e.assign(instance=starts.groupby([e[k] for k in keys[:-1]], sort=False).cumsum())
-        dec = e[e["kind"] == "recovery_decided"]
-        disp = e[e["kind"] == "tool_dispatched"]
-        last_disp = disp.groupby(keys, sort=False).tail(1)
-        last_dec = dec.groupby(keys, sort=False).tail(1)
-        merged = last_dec[[*keys, "tool", "decision", "attempt", "max_attempts"]].merge(
-            last_disp[[*keys, "attempt", "is_error"]].rename(columns={"attempt": "tried"}),
-            on=keys,
-            how="left",
-        )
-        retries = merged["tried"].fillna(0).astype("Int64")
-        exhausted = (merged["decision"] == "retry") & (merged["attempt"] >= merged["max_attempts"])
-        outcome = [
-            "exhausted"
-            if ex
-            else "gave_up"
-            if d != "retry"
-            else "recovered"
-            if not bool(err)
-            else "still_failing"
-            for ex, d, err in zip(
-                exhausted,
-                merged["decision"].astype(str),
-                merged["is_error"].fillna(True),
-                strict=True,
-            )
-        ]
-        out = pd.DataFrame(
-            {
-                **{k: merged[k].astype("string") for k in self._keys},
-                "turn": merged["turn"].astype("Int64"),
-                "call_id": merged["call_id"].astype("string"),
-                "tool": merged["tool"].astype("string"),
-                "retries": retries,
-                "calls": retries + 1,
-                "ceiling": pd.array([CEILING] * len(merged), dtype="Int64"),
-                "last_decision": merged["decision"],
-                "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
-            }
-        )
-        return out.sort_values([*self._keys, "turn"], kind="stable").reset_index(drop=True)
-
-    def _retries_from_turns(self) -> pd.DataFrame:
-        import pandas as pd
-
-        t = self.turns[self.turns["recovery_attempts"] > 0]
-        outcome = [
-            "exhausted"
-            if p == "tool_recovery_exhausted"
-            else "gave_up"
-            if p == "recovery_gave_up"
-            else "recovered"
-            if c == "ok"
-            else "still_failing"
-            for p, c in zip(t["producer"].astype(object), t["channel"].astype(str), strict=True)
-        ]
-        return pd.DataFrame(
-            {
-                **{k: t[k].astype("string") for k in self._keys},
-                "turn": t["turn"],
-                "call_id": pd.array([None] * len(t), dtype="string"),
-                "tool": t["tools"],
-                "retries": t["recovery_attempts"],
-                "calls": t["recovery_attempts"] + 1,
-                "ceiling": pd.array([CEILING] * len(t), dtype="Int64"),
-                "last_decision": pd.Categorical([None] * len(t), categories=_DECISIONS),
-                "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
-            }
-        ).reset_index(drop=True)
+            return retries_from_turns(self.turns, self._keys)
+        return retries_from_events(self.events, self._keys)
 
     def breakers(self) -> pd.DataFrame:
         """Per breaker target: ``trips`` (to open), ``half_opens``, ``closes`` (back to closed),
@@ -332,71 +186,9 @@ class Audit:
         ``scope`` is inferred: a target the model called as a tool is a tool's breaker, any
         other a model's.
         """
-        import pandas as pd
-
         if self.events is not None:
-            e = self.events
-            e = e[e["kind"].isin(["breaker_transitioned", "soft_error_returned"])]
-            e = _chronological(e, self._keys, "at", "seq")
-            tr = e[e["kind"] == "breaker_transitioned"]
-            states = [(str(t), str(s)) for t, s in zip(tr["target"], tr["state"], strict=True)]
-            ref = e[(e["kind"] == "soft_error_returned") & (e["producer"] == "breaker_open")]
-            refusals = ref["tool"].astype(str).value_counts()
-            scopes = dict(zip(tr["target"].astype(str), tr["scope"].astype(str), strict=True))
-        else:
-            states, refusals, scopes = self._breakers_from_turns()
-        targets = list(dict.fromkeys([t for t, _ in states] + list(refusals.index)))
-        rows = []
-        for target in targets:
-            mine = [s for t, s in states if t == target]
-            rows.append(
-                {
-                    "target": target,
-                    "scope": scopes.get(target),
-                    "trips": mine.count("open"),
-                    "half_opens": mine.count("half_open"),
-                    "closes": mine.count("closed"),
-                    "refusals": int(refusals.get(target, 0)),
-                    "last_state": mine[-1] if mine else None,
-                }
-            )
-        breaker = pd.CategoricalDtype(["closed", "open", "half_open"])
-        return pd.DataFrame(
-            {
-                "target": pd.array([r["target"] for r in rows], dtype="string"),
-                "scope": pd.Categorical([r["scope"] for r in rows], categories=["tool", "model"]),
-                "trips": pd.array([r["trips"] for r in rows], dtype="Int64"),
-                "half_opens": pd.array([r["half_opens"] for r in rows], dtype="Int64"),
-                "closes": pd.array([r["closes"] for r in rows], dtype="Int64"),
-                "refusals": pd.array([r["refusals"] for r in rows], dtype="Int64"),
-                "last_state": pd.Categorical([r["last_state"] for r in rows], dtype=breaker),
-            }
-        )
-
-    def _breakers_from_turns(self) -> tuple[list[tuple[str, str]], pd.Series, dict[str, str]]:
-        """Transitions, refusals per tool and scopes, read off the turns' ``breaker_states``."""
-        import pandas as pd
-
-        transitions: list[tuple[str, str]] = []
-        refused: list[str] = []
-        t = _chronological(self.turns, self._keys, "started_at", "turn")
-        for _, run in t.groupby(self._keys, sort=False, observed=True):
-            before: dict[str, str] = {}
-            for raw, producer, tools in zip(
-                run["breaker_states"], run["producer"].astype(object), run["tools"], strict=True
-            ):
-                now = json.loads(raw) if isinstance(raw, str) else {}
-                for target, state in now.items():
-                    if state != before.get(target, "closed"):
-                        transitions.append((target, state))
-                if producer == "breaker_open":
-                    names = str(tools).split(", ") if isinstance(tools, str) else ["?"]
-                    open_ = [n for n in names if "open" in (before.get(n), now.get(n))]
-                    refused.append((open_ or names)[0])
-                before = now
-        called = {n for tools in self.turns["tools"].dropna() for n in str(tools).split(", ")}
-        scopes = {target: "tool" if target in called else "model" for target, _ in transitions}
-        return transitions, pd.Series(refused, dtype=object).value_counts(), scopes
+            return breaker_table(*breakers_from_events(self.events, self._keys))
+        return breaker_table(*breakers_from_turns(self.turns, self._keys))
 
     def loops(self) -> pd.DataFrame:
         """Safety detectors acting, per ``detector`` and ``action``: ``fired`` and ``runs``.
@@ -559,48 +351,6 @@ class Audit:
         return f"Audit({len(self.turns)} turns, {with_events})"
 
 
-def _checked(df: Any, row_model: type[TurnRow] | type[EventRow], name: str) -> pd.DataFrame:
-    """``df`` conformed to ``row_model`` (plus its ``source`` column), or an error naming what is wrong."""
-    import pandas as pd
-
-    from loopnb.record.frames import conform
-
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"audit(): {name} must be a DataFrame, got {type(df).__name__}")
-    missing = [c for c in row_model.model_fields if c not in df.columns]
-    if missing:
-        hint = ""
-        if name == "turns" and "kind" in df.columns:
-            hint = " (this looks like an events frame: pass the turns first, audit(turns, events))"
-        elif name == "events" and "recovery_attempts" in df.columns:
-            hint = " (this looks like a turns frame: pass the turns first, audit(turns, events))"
-        table = "" if name == "turns" else ", table='events'"
-        raise ValueError(
-            f"audit(): the {name} frame is missing columns {', '.join(missing)}; expected a {name} "
-            f"frame (Recorder.{name}, load(path).{name} or load_many(paths{table})){hint}"
-        )
-    try:
-        conformed = conform(df, row_model)
-    except ValueError as exc:
-        raise ValueError(f"audit(): the {name} frame: {exc}") from exc
-    if "source" in df.columns:
-        conformed.insert(0, "source", df["source"].astype("string").array)
-    return conformed
-
-
-def _no_repeated_turns(turns: pd.DataFrame, keys: list[str]) -> None:
-    """Raise when a run has a turn twice: two recordings reusing a run id, stacked without
-    ``load_many``'s ``source`` column, would otherwise be audited as one run."""
-    repeated = turns[turns.duplicated([*keys, "turn"])]
-    if len(repeated):
-        first = repeated.iloc[0]
-        where = ", ".join(f"{k} {first[k]!r}" for k in keys)
-        raise ValueError(
-            f"audit(): the turns frame has turn {first['turn']} of {where} more than once; "
-            "recordings that reuse a run_id need load_many's 'source' column to tell them apart"
-        )
-
-
 def _most_first(counts: pd.Series) -> list[tuple[str, int]]:
     """``counts`` as (name, count) pairs, the largest first, ties by name: the same for any row order."""
     return sorted(((str(k), int(v)) for k, v in counts.items()), key=lambda kv: (-kv[1], kv[0]))
@@ -611,31 +361,3 @@ def _or_none(value: Any) -> Any:
     import pandas as pd
 
     return None if value is None or pd.isna(value) else value
-
-
-def _chronological(df: pd.DataFrame, keys: list[str], time: str, order: str) -> pd.DataFrame:
-    """``df`` run by run, runs in the order they started (by ``time``), each in ``order``."""
-    if not len(df):
-        return df
-    started = df.groupby(keys, sort=False, observed=True)[time].transform("min")
-    return (
-        df.assign(_started=started)
-        .sort_values(["_started", *keys, order], kind="stable")
-        .drop(columns="_started")
-    )
-
-
-def _of_turns(events: pd.DataFrame, turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The events of ``turns``: those inside one of its turns, and its runs' events outside any."""
-    import pandas as pd
-
-    if not len(events):
-        return events
-    runs = pd.MultiIndex.from_frame(turns[keys])
-    numbered = pd.MultiIndex.from_frame(turns[[*keys, "turn"]])
-    in_run = pd.MultiIndex.from_frame(events[keys]).isin(runs)
-    in_turn = pd.MultiIndex.from_frame(events[[*keys, "turn"]]).isin(numbered)
-    keep = in_run & (events["turn"].isna().to_numpy() | in_turn)
-    if keep.all():
-        return events
-    return events[keep].reset_index(drop=True)
