@@ -23,7 +23,7 @@ from loopnb import (
 from loopnb.engine.clock import FakeClock
 from loopnb.engine.messages import ModelReply, Usage
 from loopnb.engine.recovery import Retry
-from loopnb.record import Recorder
+from loopnb.record import Recorder, RecordingWarning
 from loopnb.record.synthetic import Call, RunBuilder
 
 from .conftest import hard_run, read_file, typo_run
@@ -266,7 +266,9 @@ def test_two_files_reusing_a_run_id_are_two_runs(tmp_path):
     """The same hard run, recorded twice under the run id 'r', in two files."""
     for name in ("a.jsonl", "b.jsonl"):
         recorded(hard_run("r")).save(tmp_path / name)
-    a = audit(load_many(tmp_path), load_many(tmp_path, table="events"))
+    with pytest.warns(RecordingWarning, match=r"b\.jsonl: run r also in .*a\.jsonl"):
+        turns, events = load_many(tmp_path), load_many(tmp_path, table="events")
+    a = audit(turns, events)
     assert table(a.by_producer(), "producer", "turns", "runs", "errors") == [
         ["breaker_open", "2", "2", "2"],
         ["recovery_gave_up", "2", "2", "2"],
