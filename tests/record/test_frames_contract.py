@@ -1,5 +1,5 @@
 """The frames as an auditor in pandas meets them: the same dtypes from every source, what the
-text columns hold, the published schema, and errors that name the column at fault."""
+text columns hold, and the published schema that documents both."""
 
 from __future__ import annotations
 
