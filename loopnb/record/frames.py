@@ -10,7 +10,8 @@ events, with no row-by-row concatenation. ``conform`` brings a frame read from e
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from operator import attrgetter
 from typing import Any
@@ -138,13 +139,22 @@ def time_column(seconds: Sequence[float]) -> Any:
     return pd.array(us.view("datetime64[us]"), dtype="datetime64[us]").tz_localize("UTC")
 
 
+@contextmanager
+def _building(name: str) -> Iterator[None]:
+    """A value column ``name`` cannot hold raises a ``ValueError`` that names the column."""
+    try:
+        yield
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"column {name!r}: {exc}") from exc
+
+
 def _columns_frame(
     columns: dict[str, Any], times: Collection[str], row_model: type[BaseModel], n: int
 ) -> pd.DataFrame:
-    data = {
-        name: time_column(columns[name]) if name in times else _column(columns[name], dtype)
-        for name, dtype in pandas_dtypes(row_model).items()
-    }
+    data = {}
+    for name, dtype in pandas_dtypes(row_model).items():
+        with _building(name):
+            data[name] = time_column(columns[name]) if name in times else _column(columns[name], dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(n))
 
 
@@ -190,18 +200,33 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
     types_of = pandas_dtypes(EventRow)
     data = {}
     for name, dtype in types_of.items():
-        if name in COMMON_EVENT_COLUMNS:
-            column = list(map(attrgetter(name), events))
-            data[name] = time_column(column) if name in EVENT_TIMES else _column(column, dtype)
-        else:
-            data[name] = _scattered(n, parts.get(name, []), dtype)
+        with _building(name):
+            if name in COMMON_EVENT_COLUMNS:
+                column = list(map(attrgetter(name), events))
+                data[name] = time_column(column) if name in EVENT_TIMES else _column(column, dtype)
+            else:
+                data[name] = _scattered(n, parts.get(name, []), dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(n))
 
 
 def frame(rows: Sequence[dict[str, Any]], row_model: type[BaseModel]) -> pd.DataFrame:
-    """A DataFrame of ``rows`` (dicts keyed by ``row_model``'s columns) with its dtypes."""
+    """A DataFrame of ``rows`` (dicts keyed by ``row_model``'s columns) with its dtypes.
+
+    Raises ``ValueError`` naming the column (and the row, when one lacks it) that is wrong.
+    """
     types = pandas_dtypes(row_model)
-    data = {name: _column([r[name] for r in rows], dtype) for name, dtype in types.items()}
+    data = {}
+    for name, dtype in types.items():
+        try:
+            values = [r[name] for r in rows]
+        except KeyError:
+            index = next(i for i, r in enumerate(rows) if name not in r)
+            raise ValueError(
+                f"row {index} has no {name!r} column (a {row_model.__name__} row has all of: "
+                f"{', '.join(types)})"
+            ) from None
+        with _building(name):
+            data[name] = _column(values, dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(len(rows)))
 
 

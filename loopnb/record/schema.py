@@ -18,6 +18,21 @@ annotation                pandas dtype
 ``AwareDatetime``         ``datetime64[us, UTC]``
 ========================  ============================================================
 
+The published schemas carry each column's dtype as ``x-pandas-dtype``. Reading the frames:
+
+- Missing values: pandas shows a missing category as ``NaN`` and a missing text, number or
+  flag as ``<NA>``; ``isna()`` / ``notna()`` treat both alike. Filter whole columns with ``eq``
+  or ``isin`` (``turns[turns.producer.eq("timeout")]``): a single missing text is ``pd.NA``,
+  and ``if value == "x"`` raises on it.
+- ``tools`` is one string per turn, the names joined by ``", "``; one row per call, to filter
+  or group by tool: ``turns.assign(tool=turns.tools.str.split(", ")).explode("tool")``.
+- ``breaker_states`` is a JSON object per turn; one column per breaker, on the turns' index:
+  ``states = turns.breaker_states.dropna().map(json.loads)`` then
+  ``pd.DataFrame(states.tolist(), index=states.index)``.
+- ``error_text`` joins a turn's error texts with newlines, and one text may itself span lines
+  (invalid arguments do): ``n_errors`` counts the calls that failed, and the ``events`` frame has
+  each text the model read on its own ``soft_error_returned`` row.
+
 This module imports no pandas: the live view builds rows without it.
 """
 
@@ -61,7 +76,14 @@ EventKind = Literal[
 ]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 
-_ROW = ConfigDict(frozen=True, extra="forbid")
+
+def _publish_dtypes(schema: dict[str, Any], row_model: type[BaseModel]) -> None:
+    """Put each column's pandas dtype into the JSON schema, beside its description."""
+    for name, spec in dtypes(row_model).items():
+        schema["properties"][name]["x-pandas-dtype"] = spec if isinstance(spec, str) else spec[0]
+
+
+_ROW = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_publish_dtypes)
 
 
 class TurnRow(BaseModel):
@@ -90,14 +112,19 @@ class TurnRow(BaseModel):
     n_calls: int = Field(description="Number of tool calls the model made this turn.")
     n_errors: int = Field(description="Number of those calls whose result was an error.")
     error_text: str | None = Field(
-        description="Exactly what the model read as errors this turn (error results, then "
-        "engine feedback, one per line); on the hard row, the LoopError's message."
+        description="Exactly what the model read as errors this turn: the error results in call "
+        "order, then the engine's feedback, joined by newlines (one text may span several lines; "
+        "the events' soft_error_returned rows hold them one by one); on the hard row, the "
+        "LoopError's message; missing when the model read no error."
     )
     notes: str | None = Field(
         description="Recovery notes that rode beside the results (never merged into them)."
     )
     reply_text: str | None = Field(description="The text of the model's reply, if any.")
-    recovery_attempts: int = Field(description="Recovery retries granted during this turn (0 when none).")
+    recovery_attempts: int = Field(
+        description="The most recovery retries any one call of this turn was granted, against the "
+        "ceiling of 5 (0 when none); each call's retries are in the events' recovery_decided rows."
+    )
     breaker_states: str | None = Field(
         description="Every breaker's state as the turn ended, as a JSON object "
         '{"name": "closed" | "open" | "half_open"}; missing when there are no breakers.'
@@ -126,7 +153,8 @@ class EventRow(BaseModel):
     tool: str | None = Field(description="The tool concerned (dispatch, recovery, soft error).")
     call_id: str | None = Field(description="The tool call concerned.")
     attempt: int | None = Field(
-        description="Dispatch attempt: 0 for the original call, 1..5 for recovery retries."
+        description="Dispatch attempt: 0 for the original call, 1..5 for recovery retries; on a "
+        "recovery decision, the attempt that failed and is decided on."
     )
     max_attempts: int | None = Field(description="The recovery ceiling the strategy was given.")
     decision: Decision | None = Field(description="What the recovery strategy answered.")
@@ -139,10 +167,13 @@ class EventRow(BaseModel):
     )
     producer: Producer | None = Field(description="Producer of the error or turn, if any.")
     text: str | None = Field(
-        description="The event's text: a result the model read, a note, a detector's message, "
-        "a rejection reason, an error message, the reply or output."
+        description="The event's text: the task (run_started), a reply, a result the model read, "
+        "a recovery note, a detector's message, a rejection reason, a compaction summary, an error "
+        "message, a turn's error_text, the run's output."
     )
-    model: str | None = Field(description="The model concerned.")
+    model: str | None = Field(
+        description="The model concerned; on run_started, every model of the chain joined by ', '."
+    )
     latency_ms: float | None = Field(description="Duration of the request, dispatch or turn.")
     status: int | None = Field(description="HTTP-like status of a model failure, if known.")
     target: str | None = Field(description="The breaker's tool or model.")
@@ -164,8 +195,6 @@ class EventRow(BaseModel):
 
 TURN_COLUMNS: tuple[str, ...] = tuple(TurnRow.model_fields)
 EVENT_COLUMNS: tuple[str, ...] = tuple(EventRow.model_fields)
-TURN_SCHEMA: dict[str, Any] = TurnRow.model_json_schema()
-EVENT_SCHEMA: dict[str, Any] = EventRow.model_json_schema()
 
 DtypeSpec = str | tuple[str, tuple[str, ...]]
 """A pandas dtype name, or ``("category", categories)``."""
@@ -205,3 +234,9 @@ def _dtype_of(annotation: Any) -> DtypeSpec:
     if base is str:
         return "string"
     raise TypeError(f"no column dtype for {annotation!r}")
+
+
+TURN_SCHEMA: dict[str, Any] = TurnRow.model_json_schema()
+"""The published JSON schema of a ``turns`` row: every column's description and pandas dtype."""
+EVENT_SCHEMA: dict[str, Any] = EventRow.model_json_schema()
+"""The published JSON schema of an ``events`` row."""

@@ -163,9 +163,8 @@ class RunBuilder:
         for call, tc in zip(calls, tool_calls, strict=True):
             results.append(self._dispatch(call, tc))
         retries = max((r.attempts - 1 for r in results), default=0)
-        producer: SoftProducer | None = next((r.producer for r in results if r.is_error), None)
-        if producer is None:
-            producer = next((m.producer for m in feedback if m.producer), None)
+        errors = self._soft_errors(results, feedback)
+        producer: SoftProducer | None = next((p for p, _ in errors), None)
         self._emit(
             TurnFinished,
             turn=self._turn,
@@ -179,7 +178,38 @@ class RunBuilder:
             feedback=feedback,
             recovery_attempts=retries,
             breakers=dict(self.breakers),
+            error_text="\n".join(text for _, text in errors) or None,
         )
+
+    def _soft_errors(
+        self, results: list[ToolResult], feedback: tuple[Message, ...]
+    ) -> list[tuple[SoftProducer | None, str]]:
+        """Report what the model read as errors, as the engine does when a turn ends: the error
+        results in call order, then the engine's feedback; returns (producer, text) pairs."""
+        errors: list[tuple[SoftProducer | None, str]] = []
+        for r in results:
+            if r.is_error:
+                errors.append((r.producer, r.content))
+                self._emit(
+                    SoftErrorReturned,
+                    turn=self._turn,
+                    producer=r.producer,
+                    text=r.content,
+                    tool=r.name,
+                    call_id=r.call_id,
+                )
+        for m in feedback:
+            if m.is_error:
+                errors.append((m.producer, m.content))
+                self._emit(
+                    SoftErrorReturned,
+                    turn=self._turn,
+                    producer=m.producer,
+                    text=m.content,
+                    tool=None,
+                    call_id=None,
+                )
+        return errors
 
     def _dispatch(self, call: Call, tc: ToolCall, *, exhaust: bool = False) -> ToolResult:
         def result(content: str, producer: SoftProducer | None, attempts: int) -> ToolResult:
@@ -233,15 +263,6 @@ class RunBuilder:
         if call.gave_up:
             self._decide(call, tc, call.retries, call.gave_up)
             final = first.model_copy(update={"producer": "recovery_gave_up", "attempts": call.retries + 1})
-        if final.is_error and final.producer is not None:
-            self._emit(
-                SoftErrorReturned,
-                turn=self._turn,
-                producer=final.producer,
-                text=final.content,
-                tool=call.name,
-                call_id=tc.id,
-            )
         return final
 
     def _decide(self, call: Call, tc: ToolCall, attempt: int, decision: str) -> None:
