@@ -300,6 +300,17 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
+def _schema(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the JSON schema of the turns or the events frame (each column: type, description,
+    pandas dtype)."""
+    import json
+
+    from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA
+
+    out.write(json.dumps(TURN_SCHEMA if args.table == "turns" else EVENT_SCHEMA, indent=2) + "\n")
+    return 0
+
+
 def _columns(text: str) -> int:
     """``--width``: a whole number of columns, at least 1."""
     try:
@@ -356,6 +367,14 @@ def _parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"
     )
     audit.set_defaults(handler=_audit)
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON schema of the recorded frames",
+        description="Print the JSON schema of the turns frame (or the events frame): every column "
+        "with its type, description and pandas dtype.",
+    )
+    schema.add_argument("table", nargs="?", choices=("turns", "events"), default="turns")
+    schema.set_defaults(handler=_schema)
     return parser
 
 

@@ -86,3 +86,22 @@ def test_audit_of_only_damaged_recordings_prints_no_audit(
     code, out, err = run(capsys, "audit", str(recording))
     assert (code, out) == (1, "")
     assert "format version 99 is not supported" in err
+
+
+@pytest.mark.parametrize(("table", "column"), [("turns", "error_text"), ("events", "kind")])
+def test_schema_prints_the_frames_json_schema(
+    capsys: pytest.CaptureFixture[str], table: str, column: str
+) -> None:
+    from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA
+
+    code, out, err = run(capsys, "schema", table)
+    assert (code, err) == (0, "")
+    printed = json.loads(out)
+    assert printed == (TURN_SCHEMA if table == "turns" else EVENT_SCHEMA)
+    assert printed["properties"][column]["description"]
+
+
+def test_schema_prints_the_turns_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from loopnb.record.schema import TURN_SCHEMA
+
+    assert json.loads(run(capsys, "schema")[1]) == TURN_SCHEMA
