@@ -41,14 +41,17 @@ overflow-wrap:anywhere}
 def exported_events(source: Any) -> list[Any]:
     """``source``'s events as they may leave the process: secrets redacted (DESIGN.md, Recording).
 
-    A loaded ``Recording`` is already what was written to disk; a ``Recorder`` or a list of
-    events goes through the recorder's redactor.
+    A ``Recorder`` goes through its own redactor. A loaded ``Recording`` whose header says it was
+    redacted is already what was written to disk; any other recording (one made in memory from
+    raw events, or read from a file written with ``redact=None``), a path to one and a list of
+    events go through the default redactor.
     """
     exported = getattr(source, "exported_events", None)
     if callable(exported):  # a Recorder: its own redaction settings
         return list(exported()[0])
     events = events_of(source)
-    if hasattr(source, "meta"):  # a Recording: redacted when it was written
+    meta = getattr(source, "meta", None)
+    if isinstance(meta, dict) and meta.get("redacted") is True:  # redacted when it was written
         return events
     from loopnb.record.jsonl import dump_event, parse_event, redact_line
     from loopnb.record.redact import DEFAULT_REDACTOR

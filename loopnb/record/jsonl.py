@@ -105,20 +105,55 @@ def dump_events(events: Sequence[Event]) -> list[bytes]:
 
 
 def redact_line(line: str, redact: Redact | None) -> str:
-    """``line`` (one or more JSON lines) after ``redact``; changed lines must still be JSON."""
+    """``line`` (one or more JSON lines) after ``redact``; every line it changed must still be one
+    valid event, and the lines as many. A hook that raises or breaks a line is a ``RecordingError``
+    saying so, raised before anything is written."""
     if redact is None:
         return line
-    out = redact(line)
+    try:
+        out = redact(line)
+    except Exception as exc:
+        raise RecordingError(f"the redaction hook {redact!r} raised {type(exc).__name__}: {exc}") from exc
+    if type(out) is not str:
+        raise RecordingError(
+            f"the redaction hook {redact!r} returned {type(out).__name__}, not str: it must return "
+            "the text it was given, redacted"
+        )
     if out != line:
-        try:
-            for part in out.split("\n"):
-                json.loads(part)
-        except ValueError as exc:
-            raise RecordingError(
-                f"the redaction hook turned an event into invalid JSON ({exc}); "
-                "a replacement must not contain quotes, backslashes or newlines"
-            ) from exc
+        _check_redacted(line.split("\n"), out.split("\n"))
     return out
+
+
+def _check_redacted(before: list[str], after: list[str]) -> None:
+    """Every line the redaction hook changed must still be one valid event (else the file would
+    not load), and it must keep one line per event."""
+    if len(after) != len(before):
+        raise RecordingError(
+            f"the redaction hook turned {len(before)} line(s) into {len(after)}: a replacement must not "
+            "contain a newline, nor remove one"
+        )
+    for old, new in zip(before, after, strict=True):
+        if new == old:
+            continue
+        try:
+            parse_event(new)
+        except (ValueError, TypeError) as exc:
+            what = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            where = _where(old)
+            raise RecordingError(
+                f"the redaction hook turned {where} into invalid JSON or an invalid event ({what}); "
+                "a replacement must not contain quotes, backslashes or newlines, nor change an "
+                "event's fields"
+            ) from exc
+
+
+def _where(line: str) -> str:
+    """Which event ``line`` is, for an error message: its kind and seq."""
+    try:
+        raw = json.loads(line)
+        return f"event {raw['seq']} ({raw['kind']})"
+    except Exception:
+        return "an event"
 
 
 def redacted_lines(events: Iterable[Event], redact: Redact | None) -> list[str]:

@@ -1,13 +1,21 @@
 """Secrets never land in files: the redaction applied to every line before it is written.
 
-A redactor is any callable ``(text) -> text``. It receives the JSON text of one event and must
-return JSON text (a replacement containing no quote or backslash keeps it valid; the recorder
-checks every line a redactor changed). ``Redactor`` is the built-in one: a list of regular
-expressions; a pattern with a group named ``secret`` replaces only that group, else the whole
-match. The defaults cover OpenAI- and Anthropic-style keys, bearer tokens, AWS access key ids,
-GitHub and Google API tokens, and ``api_key=...`` / ``"password": "..."``-style assignments::
+A redactor is any callable ``(text) -> text``. It receives the JSON text of one or more events
+(one a line) and must return JSON text, line for line (a replacement containing no quote,
+backslash or newline keeps it valid; the recorder checks that every line a redactor changed is
+still a valid event). ``Redactor`` is the built-in one: a list of regular expressions; a pattern
+with a group named ``secret`` replaces only that group, else the whole match. The defaults cover
+OpenAI and Anthropic keys, Stripe, Slack, GitLab, GitHub and Google tokens, AWS access key ids,
+JSON Web Tokens, private keys (PEM), ``Bearer`` and ``Basic`` authorization, passwords in URLs,
+and ``api_key=...`` / ``"password": "..."`` / ``SECRET_KEY=...``-style assignments, also in JSON
+escaped inside a string (a tool's JSON result). They keep ordinary text, paths, hashes, UUIDs
+and numbers as they are, and a JSON number, ``null`` or boolean is never replaced (the line would
+not be JSON). They do not catch a secret with nothing to recognise it by: a bare AWS secret key
+(40 characters of base64), a password in prose ("the password is ..."), a key spelt with
+``\\u`` escapes. Nor, to keep the common case fast (every default pattern costs a scan of
+every turn), Hugging Face or npm tokens; add those, and your own formats::
 
-    Recorder("run.jsonl", redact=Redactor().extend(r"corp-[0-9a-f]{32}"))
+    Recorder("run.jsonl", redact=Redactor().extend(r"hf_[A-Za-z0-9]{30,}", r"corp-[0-9a-f]{32}"))
 
 In-memory frames keep exactly what the model read; only files and exports are redacted.
 """
@@ -33,10 +41,32 @@ REDACTED = "[REDACTED]"
 Redact = Callable[[str], str]
 """A redaction hook: the JSON text of one event in, the text to write out."""
 
-# Every pattern stops at quotes, backslashes and whitespace, so that a match never eats the JSON
-# around a secret, whether it sits in a JSON value or inside an escaped string (or crosses lines).
-_VALUE = r"[^\s\"'\\,;&}{\]\[]"
-_SEPARATOR = r"\\?[\"']?\s*[:=]"
+
+def _token(prefix: str, body: str) -> str:
+    """A token: ``prefix`` (a fixed-width regex, literal first), not inside a word but maybe
+    right after a JSON escape (a token starting a line of a model's reply is "\\nsk-..." in the
+    serialised text) or an ANSI colour code ("\\u001b[32msk-..." in a terminal's output); then
+    ``body``. The prefix comes first and the boundary is looked at behind it, so that the regex
+    engine finds candidates by the prefix's first character (a lookbehind first made the search
+    some thirty times slower)."""
+    boundary = rf"(?:(?<![A-Za-z0-9]{prefix})|(?<=\\[nrtbf]{prefix})|(?<=[0-9]m{prefix}))"
+    return f"(?P<secret>{prefix}{boundary}{body})"
+
+
+# The value of an assignment: it stops at quotes, backslashes and whitespace, so that a match
+# never eats the JSON around a secret, whether it sits in a JSON value or inside an escaped string
+# (or crosses lines); a \uXXXX escape (a non-ASCII character of JSON inside a string) is taken whole.
+_VALUE = r"(?:[^\s\"'\\,;&}{\]\[]|\\+u[0-9a-fA-F]{4})"
+# After the name: its closing quote, as it is (a JSON key: "kq") or escaped at any depth of JSON
+# inside a string, then ":", "=" or "=>".
+_KEY_END = r"(?:(?P<kq>\")|\\+[\"']?|')?"
+_ASSIGN = r"[ \t]*[:=]>?[ \t]*"
+# The value's opening quote: a JSON key's value is a string, or nothing to redact (a number, null,
+# true, false: the replacement would not be JSON); a backslash is only ever taken with its quote,
+# so that a replacement never splits an escape ("token:\nabc" is left alone).
+_OPEN = r"(?(kq)\"|(?:\\*[\"'])?)"
+# The cheap test for a name followed by its separator, in the case-folded text.
+_SEPARATOR = r"\\*[\"']?[ \t]*[:=]"
 
 
 class Rule(NamedTuple):
@@ -57,37 +87,81 @@ class Rule(NamedTuple):
     fold: bool = False
 
 
+_K = "k(?:(?:ey|(?<=tok)en)" + _SEPARATOR + "|_(?:live|test)_)"
+"""The scan for "key" and "token" followed by a separator, and for Stripe's keys (sk_live_...):
+one scan from the "k" they all have (a scan of a turn's text is most of the screen's cost). A
+word alone would not do: "token" also names fields of the events themselves (input_tokens)."""
+_DASH = r"-(?<=[kabposrt]-)(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=xapp-)|(?<=glpat-))|-----BEGIN"
+"""The scan for the tokens with a "-" (OpenAI, Anthropic, Slack, GitLab, private keys): one look
+at each "-", of which the events hold few, and a closer one only after a letter that ends a
+prefix."""
+_GH = r"g(?:h[pousr]|ithub_pat)_"
+"""The scan for GitHub tokens (ghp_..., github_pat_...)."""
+_B = "b(?:earer|as(?:i\u0307?|\u0131)c)"
+"""The scan for the "Bearer" and "Basic" of an Authorization header, in the case-folded text
+(under re.I an "i" also matches "\u0130" and "\u0131", which case-fold to "i\u0307" and
+"\u0131")."""
+_A = "A(?:KIA|SIA|Iza)"
+"""The scan for AWS access key ids and Google API keys."""
+
 DEFAULT_RULES: tuple[Rule, ...] = (
-    # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) style API keys.
-    Rule(r"(?<![A-Za-z0-9])(?P<secret>sk-[A-Za-z0-9_\-]{16,})", (("-", "sk-"),)),
-    # Authorization: Bearer <token>
-    Rule(r"(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})", (("", "bearer"),), fold=True),
-    # api_key=..., "api_key": "...", password: ..., X_ACCESS_TOKEN=..., also inside escaped JSON.
-    # A word alone would not do as a trigger: "token" also names fields of the events themselves
-    # (input_tokens), so each word is looked for with its separator after it. "key" and "token"
-    # share one scan, from the "k" both have: a scan of a turn's text is most of the screen's cost.
+    # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) API keys.
+    Rule(_token("sk-", r"[A-Za-z0-9_\-]{16,}"), (("-", _DASH),)),
+    # Slack (xoxb-..., xapp-...) and GitLab (glpat-...) tokens.
+    Rule(_token("xox[abposr]-", r"[A-Za-z0-9\-]{10,}"), (("-", _DASH),)),
+    Rule(_token("xapp-", r"[A-Za-z0-9\-]{10,}"), (("-", _DASH),)),
+    Rule(_token("glpat-", r"[A-Za-z0-9_\-]{20,}"), (("-", _DASH),)),
+    # PEM private keys: the base64 body (first: an assignment would take only "-----BEGIN").
     Rule(
-        r"(?i:api[_\-]?key|apikey|access[_\-]?key|secret|token|password|passwd)"
-        + _SEPARATOR
-        + r"\s*\\?[\"']?(?P<secret>"
+        r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----(?P<secret>(?:[A-Za-z0-9+/=\r\n]|\\+[nr])+)",
+        (("-", _DASH),),
+    ),
+    # Stripe secret and restricted keys (sk_live_..., rk_test_...).
+    Rule(_token("[rs]k_(?:live|test)_", "[A-Za-z0-9]{10,}"), (("", _K),), fold=True),
+    # Authorization: Bearer <token>
+    Rule(r"[bB](?i:earer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})", (("", _B),), fold=True),
+    # Authorization: Basic <base64 of user:password>
+    Rule(
+        # (the literal first: the pattern only looks at the header as it is usually written)
+        r"uthorization(?<=[Aa]uthorization)" + _SEPARATOR + r"[ \t]*(?:\\*[\"'])?[Bb]asic[ \t]+"
+        r"(?P<secret>[A-Za-z0-9+/]{6,}={0,2})",
+        (("", _B),),
+        fold=True,
+    ),
+    # api_key=..., "api_key": "...", password: ..., X_ACCESS_TOKEN=..., SECRET_KEY=..., also
+    # inside escaped JSON (at any depth); never a JSON number or literal.
+    Rule(
+        # The names factored by their first letter: each place in the text is tried faster.
+        r"(?i:a(?:pi|ccess)[_\-]?key|secret(?:[_\-]?key)?|token|p(?:assw(?:or)?d|rivate[_\-]?key))"
+        + _KEY_END
+        + _ASSIGN
+        + _OPEN
+        + r"(?!(?:null|true|false)\b)(?P<secret>"
         + _VALUE
         + r"{3,})",
         (
-            ("", "k(?:ey|(?<=tok)en)" + _SEPARATOR),
+            ("", _K),
             ("", "secret" + _SEPARATOR),
             ("w", "passw(?:or)?d" + _SEPARATOR),
         ),
         fold=True,
     ),
+    # Passwords in URLs: scheme://user:password@host.
+    Rule(r"://[^\s:/@\"'\\]*:(?P<secret>[^\s/@\"'\\]{3,})@", (("@", "://"),)),
     # AWS access key ids.
-    Rule(r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", (("A", "A(?:KIA|SIA)"),)),
-    # GitHub tokens and Google API keys.
-    Rule(r"(?<![A-Za-z0-9])(?P<secret>gh[pousr]_[A-Za-z0-9]{30,})", (("", "gh[pousr]_"),)),
-    Rule(r"(?<![A-Za-z0-9])(?P<secret>AIza[0-9A-Za-z_\-]{35})", (("A", "AIza"),)),
+    Rule(r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", (("A", _A),)),
+    # GitHub tokens (ghp_..., gho_..., github_pat_...).
+    Rule(_token("gh[pousr]_", "[A-Za-z0-9]{30,}"), (("", _GH),)),
+    Rule(_token("github_pat_", "[A-Za-z0-9_]{30,}"), (("", _GH),)),
+    # Google API keys.
+    Rule(_token("AIza", r"[0-9A-Za-z_\-]{35}"), (("A", _A),)),
+    # JSON Web Tokens (header.payload.signature), wherever they appear without a "Bearer".
+    Rule(_token("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), (("J", "eyJ"),)),
 )
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(rule.pattern for rule in DEFAULT_RULES)
 
 _Triggers = tuple[tuple[str, re.Pattern[str]], ...]
+_Screen = list[tuple[str, Callable[[str], "re.Match[str] | None"]]]
 _PLAIN_FLAGS = re.compile("").flags
 _TRIGGERS: dict[str, tuple[_Triggers, bool]] = {
     rule.pattern: (tuple((gate, re.compile(regex)) for gate, regex in rule.triggers), rule.fold)
@@ -123,13 +197,21 @@ class Redactor:
         )
         self.replacement = replacement
         self._rules = [(p, *_triggers_of(p)) for p in self.patterns]
-        # Every trigger of every rule in one flat list, for the quick look at the whole text; only
-        # when all the patterns have triggers can a miss skip them all.
-        self._screen: list[tuple[str, re.Pattern[str], bool]] | None = None
+        # Every trigger of every rule, each once (rules share scans), for the quick look at the
+        # whole text (a rule runs only when one of its own fires): the bound ``search`` of those
+        # on the text as it is, then of those on the case-folded text (folded only if need be).
+        # Only when all the patterns have triggers can a miss skip them all.
+        self._screen: tuple[_Screen, _Screen] | None = None
         if all(triggers is not None for _, triggers, _ in self._rules):
-            self._screen = [
+            screen = dict.fromkeys(
                 (gate, trigger, fold) for _, triggers, fold in self._rules for gate, trigger in triggers or ()
-            ]
+            )
+            # A trigger with a gate adds nothing to the same one without.
+            kept = [(g, t, f) for g, t, f in screen if not g or ("", t, f) not in screen]
+            self._screen = (
+                [(g, t.search) for g, t, f in kept if not f],
+                [(g, t.search) for g, t, f in kept if f],
+            )
 
     def extend(self, *patterns: str | re.Pattern[str]) -> Redactor:
         """A new redactor with these patterns added to this one's."""
@@ -143,12 +225,16 @@ class Redactor:
         text = match.group(0)
         return text[: start - whole_start] + self.replacement + text[end - whole_start :]
 
-    def _any_trigger(self, text: str, screen: list[tuple[str, re.Pattern[str], bool]]) -> bool:
-        folded = text.casefold()
-        for gate, trigger, fold in screen:
-            haystack = folded if fold else text
-            if (not gate or gate in haystack) and trigger.search(haystack) is not None:
+    def _any_trigger(self, text: str, screen: tuple[_Screen, _Screen]) -> bool:
+        plain, folded = screen
+        for gate, search in plain:
+            if gate in text and search(text) is not None:  # "" is in every text
                 return True
+        if folded:
+            text = text.casefold()
+            for gate, search in folded:
+                if gate in text and search(text) is not None:
+                    return True
         return False
 
     def __call__(self, text: str) -> str:
