@@ -179,7 +179,7 @@ def test_a_recorder_that_cannot_write_is_one_plain_warning(
     monkeypatch.setattr(jsonl.JsonlWriter, "write", disk_full)
     code, out, err = run(capsys, "demo", "mistyped_path", "--record", str(tmp_path))
     assert code == 0 and out.rstrip().endswith("1/1 as declared")
-    assert err.startswith("loopnb demo: warning: loopnb: observer Recorder(")
+    assert err.startswith("loopnb demo: warning: ") and "streaming stopped" in err
     assert "No space left on device" in err and len(err.splitlines()) == 1
 
 

@@ -13,6 +13,7 @@ arrives::
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import LoopnbWarning
 from loopnb.engine.events import Event, RunFinished, TurnFinished
-from loopnb.record.errors import RecordingError
+from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.jsonl import (
     JsonlWriter,
     dump_event,
@@ -94,12 +95,30 @@ class Recorder:
             self._notify(event)
 
     def _write(self) -> None:
-        """Append the events not yet in the file (a turn's, when a turn or a run ends). A batch
-        the writer refuses (a redaction hook that breaks the JSON) is not offered again."""
+        """Append the events not yet in the file (a turn's, when a turn or a run ends).
+
+        A batch that cannot be written (a full disk, a redaction hook that fails) stops the
+        streaming, with a ``RecordingWarning``: the file keeps every turn before it, whole, and
+        recording goes on in memory, so nothing is lost (``save`` writes it all later).
+        """
         with self._lock:
             start, self._written = self._written, len(self._events)
-            if self._writer is not None and start < self._written:
-                self._writer.write(self._events[start : self._written])
+            writer = self._writer
+            if writer is None or start >= self._written:
+                return
+            try:
+                writer.write(self._events[start : self._written])
+            except (RecordingError, OSError) as exc:
+                self._writer = None
+                with contextlib.suppress(OSError):
+                    writer.close()
+                warnings.warn(
+                    f"{self.path}: streaming stopped, this turn could not be written ({exc}); "
+                    "the file keeps every turn before it, and the run is still recorded in memory: "
+                    "recorder.save(path) writes all of it",
+                    RecordingWarning,
+                    stacklevel=4,
+                )
 
     # -- listeners ----------------------------------------------------------------------------
 

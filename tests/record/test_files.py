@@ -90,7 +90,7 @@ def test_close_writes_the_events_of_an_unfinished_turn(tmp_path):
     assert len(rec) == len(events) - 2
 
 
-def test_a_refused_batch_is_not_offered_again(tmp_path):
+def test_a_refused_batch_stops_the_stream_and_recording_goes_on_in_memory(tmp_path):
     calls = []
 
     def breaking(text):
@@ -100,12 +100,42 @@ def test_a_refused_batch_is_not_offered_again(tmp_path):
     path = tmp_path / "b.jsonl"
     rec = Recorder(path, redact=breaking)
     events = typo_run().events
-    with pytest.raises(RecordingError, match="invalid JSON"):
+    with pytest.warns(
+        RecordingWarning, match=r"b\.jsonl: streaming stopped, this turn could not be written .*invalid JSON"
+    ):
         for e in events:
             rec(e)
-    rec.close()  # the refused turn is not written, nor refused again
-    assert len(load(path).turns) == 2
-    assert sum("It prints nothing." in c for c in calls) == 1
+    assert len(rec.event_objects) == len(events)  # nothing lost in memory
+    assert len(rec.turns) == 3
+    rec.close()
+    assert len(load(path).turns) == 2  # the file keeps the turns before, whole
+    assert sum("It prints nothing." in c for c in calls) == 1  # not offered again
+    with pytest.raises(RecordingError, match="invalid JSON"):
+        rec.save(tmp_path / "all.jsonl")  # the hook still breaks it: said, not written
+    assert not (tmp_path / "all.jsonl").exists()
+
+
+def test_a_full_disk_stops_the_stream_and_save_writes_it_all_later(tmp_path, monkeypatch):
+    path = tmp_path / "d.jsonl"
+    rec = Recorder(path)
+    events = typo_run().events
+    real_put = jsonl.JsonlWriter._put
+    turns_written = []
+
+    def filling(self, file, data):
+        if turns_written:
+            raise OSError(28, "No space left on device")
+        turns_written.append(data)
+        real_put(self, file, data)
+
+    monkeypatch.setattr(jsonl.JsonlWriter, "_put", filling)
+    with pytest.warns(RecordingWarning, match="No space left on device"):
+        for e in events:
+            rec(e)
+    monkeypatch.setattr(jsonl.JsonlWriter, "_put", real_put)
+    assert len(load(path).turns) == 1
+    rec.save(tmp_path / "later.jsonl")
+    assert len(load(tmp_path / "later.jsonl").turns) == 3
 
 
 def test_appending_to_an_existing_recording(tmp_path):
