@@ -186,30 +186,13 @@ class RunBuilder:
     ) -> list[tuple[SoftProducer | None, str]]:
         """Report what the model read as errors, as the engine does when a turn ends: the error
         results in call order, then the engine's feedback; returns (producer, text) pairs."""
-        errors: list[tuple[SoftProducer | None, str]] = []
-        for r in results:
-            if r.is_error:
-                errors.append((r.producer, r.content))
-                self._emit(
-                    SoftErrorReturned,
-                    turn=self._turn,
-                    producer=r.producer,
-                    text=r.content,
-                    tool=r.name,
-                    call_id=r.call_id,
-                )
-        for m in feedback:
-            if m.is_error:
-                errors.append((m.producer, m.content))
-                self._emit(
-                    SoftErrorReturned,
-                    turn=self._turn,
-                    producer=m.producer,
-                    text=m.content,
-                    tool=None,
-                    call_id=None,
-                )
-        return errors
+        read = [(r.producer, r.content, r.name, r.call_id) for r in results if r.is_error]
+        read += [(m.producer, m.content, None, None) for m in feedback if m.is_error]
+        for producer, text, tool, call_id in read:
+            self._emit(
+                SoftErrorReturned, turn=self._turn, producer=producer, text=text, tool=tool, call_id=call_id
+            )
+        return [(producer, text) for producer, text, _, _ in read]
 
     def _dispatch(self, call: Call, tc: ToolCall, *, exhaust: bool = False) -> ToolResult:
         def result(content: str, producer: SoftProducer | None, attempts: int) -> ToolResult:

@@ -44,7 +44,7 @@ def test_the_notebook_runs_the_smallest_program_on_a_configured_model(
     text = outputs(nb)
     assert f"Using a real model: OpenAIChatModel('local-test', base_url='{server.openai_url}'" in text
     assert "soft  read_file: 'file src/mian.rs not found'" in text
-    assert "4 turns; answer: 'It does nothing: main is empty.'" in text
+    assert "turns: 4; answer: 'It does nothing: main is empty.'" in text
     tool_messages = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "ERROR: file src/mian.rs not found"
     assert server.requests[0].headers["authorization"] == "Bearer no-key"

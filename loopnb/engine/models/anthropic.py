@@ -33,7 +33,7 @@ from loopnb.engine.models.remote import (
     failure_from_exception,
     field,
     import_client,
-    redact,
+    read_reply,
     request_options,
     resolve_key,
     snippet,
@@ -150,13 +150,7 @@ class AnthropicModel:
                 model=self.model,
                 root=_ROOT,
             ) from None
-        try:
-            return self._reply(response)
-        except ModelUnavailable as exc:  # it quotes the reply, which may echo the key
-            raise ModelUnavailable(redact(str(exc), self._key)) from None
-        except Exception as exc:  # a reply of a shape no server should send
-            what = redact(snippet(str(exc)), self._key)
-            raise ModelUnavailable(f"{self.name}: unreadable reply ({type(exc).__name__}: {what})") from None
+        return read_reply(self._reply, response, who=self.name, key=self._key)
 
     def _reply(self, response: Any) -> ModelReply:
         if field(response, "type") == "error" or field(response, "error") is not None:

@@ -46,6 +46,7 @@ __all__ = [
     "failure_from_status",
     "field",
     "import_client",
+    "read_reply",
     "redact",
     "request_options",
     "resolve_key",
@@ -334,6 +335,18 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(new_id)
         out.append(call if new_id == call.id else call.model_copy(update={"id": new_id}))
     return out
+
+
+def read_reply(parse: Callable[[Any], T], response: Any, *, who: str, key: str | None) -> T:
+    """``parse(response)``; a reply that cannot be read is a model failure whose text never holds
+    ``key`` (the text quotes the reply, which may echo it)."""
+    try:
+        return parse(response)
+    except ModelUnavailable as exc:
+        raise ModelUnavailable(redact(str(exc), key), status=exc.status) from None
+    except Exception as exc:  # a reply of a shape no server should send
+        what = redact(snippet(str(exc)), key)
+        raise ModelUnavailable(f"{who}: unreadable reply ({type(exc).__name__}: {what})") from None
 
 
 def snippet(value: object, limit: int = 120) -> str:
