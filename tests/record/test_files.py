@@ -320,6 +320,17 @@ def test_write_recordings_one_file_per_run(recorder, tmp_path):
     pd.testing.assert_frame_equal(load(pq[0]).turns, load(paths[0]).turns)
 
 
+def test_write_recordings_names_stay_inside_the_folder_and_distinct(tmp_path):
+    rec = Recorder()
+    for run_id in ("../../evil", "a/b", "a_b", ".hidden"):
+        for e in typo_run(run_id).events:
+            rec(e)
+    paths = write_recordings(rec, tmp_path / "out")
+    assert [p.name for p in paths] == ["_.._evil.jsonl", "a_b.jsonl", "a_b-2.jsonl", "hidden.jsonl"]
+    assert all(p.parent == tmp_path / "out" for p in paths)
+    assert [load(p).run_ids for p in paths] == [["../../evil"], ["a/b"], ["a_b"], [".hidden"]]
+
+
 def test_recorder_recording_is_redacted_and_complete(recorder):
     rec = recorder.recording()
     pd.testing.assert_frame_equal(rec.turns, recorder.turns)
