@@ -8,7 +8,8 @@ Line 1 is the header, a JSON object::
 Every later line is one event exactly as ``EVENT_ADAPTER`` serialises it (redacted). Nothing is
 ever rewritten; a writer killed mid-line leaves at most a torn last line, which the reader skips
 with a ``RecordingWarning``. Lines are parsed as JSON and validated as events: nothing in a file
-is ever executed.
+is ever executed. One line's serialising, parsing and redacting are in ``lines``; replacing a
+whole file atomically, and locking one, in ``files``.
 """
 
 from __future__ import annotations
@@ -16,18 +17,26 @@ from __future__ import annotations
 import gc
 import json
 import os
-import secrets
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, get_args
+from typing import Any, BinaryIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from loopnb.engine.events import EVENT_ADAPTER, Event
+from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError, RecordingWarning
+from loopnb.record.files import locked, replacing
+from loopnb.record.lines import describe as _describe
+from loopnb.record.lines import (
+    dump_event,
+    dump_event_bytes,
+    dump_events,
+    parse_event,
+    redact_line,
+    redacted_lines,
+)
 from loopnb.record.redact import Redact
 
 __all__ = [
@@ -72,95 +81,6 @@ def make_header(*, redacted: bool, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _serializers() -> dict[type, Any]:
-    # One serializer per event class: the same JSON as EVENT_ADAPTER's, about twice as fast
-    # as going through the discriminated union (measured in benchmarks/bench_record.py).
-    union = get_args(get_args(Event)[0])
-    return {cls: TypeAdapter(cls).serializer for cls in union}
-
-
-_SERIALIZERS = _serializers()
-
-
-def dump_event_bytes(event: Event) -> bytes:
-    """One event as one line of UTF-8 JSON (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
-    serializer = _SERIALIZERS.get(type(event))
-    if serializer is None:
-        return EVENT_ADAPTER.dump_json(event)
-    return serializer.to_json(event)  # type: ignore[no-any-return]
-
-
-def dump_event(event: Event) -> str:
-    """One event as one line of JSON text (no newline), exactly as ``EVENT_ADAPTER`` dumps it."""
-    return dump_event_bytes(event).decode()
-
-
-def dump_events(events: Sequence[Event]) -> list[bytes]:
-    """The lines of ``events``, as ``dump_event_bytes`` makes them (one lookup per event, no call)."""
-    serializers = _SERIALIZERS
-    try:
-        return [serializers[type(e)].to_json(e) for e in events]
-    except KeyError:
-        return [dump_event_bytes(e) for e in events]
-
-
-def redact_line(line: str, redact: Redact | None) -> str:
-    """``line`` (one or more JSON lines) after ``redact``; every line it changed must still be one
-    valid event, and the lines as many. A hook that raises or breaks a line is a ``RecordingError``
-    saying so, raised before anything is written."""
-    if redact is None:
-        return line
-    try:
-        out = redact(line)
-    except Exception as exc:
-        raise RecordingError(f"the redaction hook {redact!r} raised {type(exc).__name__}: {exc}") from exc
-    if type(out) is not str:
-        raise RecordingError(
-            f"the redaction hook {redact!r} returned {type(out).__name__}, not str: it must return "
-            "the text it was given, redacted"
-        )
-    if out != line:
-        _check_redacted(line.split("\n"), out.split("\n"))
-    return out
-
-
-def _check_redacted(before: list[str], after: list[str]) -> None:
-    """Every line the redaction hook changed must still be one valid event (else the file would
-    not load), and it must keep one line per event."""
-    if len(after) != len(before):
-        raise RecordingError(
-            f"the redaction hook turned {len(before)} line(s) into {len(after)}: a replacement must not "
-            "contain a newline, nor remove one"
-        )
-    for old, new in zip(before, after, strict=True):
-        if new == old:
-            continue
-        try:
-            parse_event(new)
-        except (ValueError, TypeError) as exc:
-            what = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
-            where = _where(old)
-            raise RecordingError(
-                f"the redaction hook turned {where} into invalid JSON or an invalid event ({what}); "
-                "a replacement must not contain quotes, backslashes or newlines, nor change an "
-                "event's fields"
-            ) from exc
-
-
-def _where(line: str) -> str:
-    """Which event ``line`` is, for an error message: its kind and seq."""
-    try:
-        raw = json.loads(line)
-        return f"event {raw['seq']} ({raw['kind']})"
-    except Exception:
-        return "an event"
-
-
-def redacted_lines(events: Iterable[Event], redact: Redact | None) -> list[str]:
-    """The file lines of ``events``: serialised, then redacted."""
-    return [redact_line(dump_event(e), redact) for e in events]
-
-
 def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     """The parsed header line, or a ``RecordingError`` saying what is wrong with it."""
     try:
@@ -183,18 +103,6 @@ def check_header(raw: bytes, path: Path) -> dict[str, Any]:
             line=1,
         )
     return header
-
-
-def _describe(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{first['msg']} at {where or 'top level'}{more}"
-
-
-def parse_event(raw: bytes | str) -> Event:
-    """One event from its JSON text (validated; a ``ValidationError`` or ``ValueError`` if not)."""
-    return EVENT_ADAPTER.validate_json(raw)
 
 
 def parse_events(lines: Sequence[bytes] | Sequence[str]) -> list[Event]:
@@ -363,7 +271,7 @@ class JsonlWriter:
         try:
             # Locked, so that of two writers opening one file at once only one writes the header,
             # and none mends a tail the other is writing.
-            with _locked(file):
+            with locked(file):
                 if os.fstat(file.fileno()).st_size == 0:
                     header = make_header(redacted=self.redact is not None)
                     self._put(file, json.dumps(header).encode() + b"\n")
@@ -429,57 +337,8 @@ class JsonlWriter:
         return self._file.closed
 
 
-@contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A fresh temporary file beside ``path``, renamed onto it when the block ends without error
-    and removed otherwise: ``path`` ends up either untouched or whole. A failure to write is a
-    ``RecordingError`` naming ``path``."""
-    if path.is_dir():
-        raise RecordingError("cannot save a recording there: it is a folder", path=path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _fresh_file(path)
-    except OSError as exc:
-        raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise RecordingError(f"cannot write: {exc.strerror or exc}", path=path) from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _fresh_file(path: Path) -> Path:
-    """Create a new, empty file of a name no one else uses, beside ``path``. Made with the
-    permissions any new file gets (the umask's), not ``mkstemp``'s owner-only ones: the saved
-    recording keeps them."""
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except FileExistsError:
-            continue
-        return tmp
-
-
 def _open_append(path: Path) -> BinaryIO:
     return path.open("ab", buffering=0)
-
-
-@contextmanager
-def _locked(file: BinaryIO) -> Iterator[None]:
-    """An exclusive advisory lock on ``file`` while the block runs (where the OS has ``flock``)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no lock
-        yield
-        return
-    fcntl.flock(file.fileno(), fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        fcntl.flock(file.fileno(), fcntl.LOCK_UN)
 
 
 def write_jsonl(path: str | Path, header: dict[str, Any], lines: Iterable[str]) -> None:
