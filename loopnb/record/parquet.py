@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError
+from loopnb.record.files import replacing
 from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
-from loopnb.record.jsonl import check_header, replacing
+from loopnb.record.jsonl import check_header
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow
 
 if TYPE_CHECKING:
@@ -393,7 +394,8 @@ def _parse_json(lines: list[str | None], path: Path) -> list[Event]:
     """The events of the ``event_json`` column; a bad one is a ``RecordingError`` naming it."""
     from pydantic import ValidationError
 
-    from loopnb.record.jsonl import _describe, _parse_lines, parse_event
+    from loopnb.record.jsonl import _parse_lines
+    from loopnb.record.lines import describe, parse_event
 
     def one(raw: str | None, index: int) -> Event:
         if raw is None:
@@ -401,7 +403,7 @@ def _parse_json(lines: list[str | None], path: Path) -> list[Event]:
         try:
             return parse_event(raw)
         except (ValueError, TypeError) as exc:
-            what = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            what = describe(exc) if isinstance(exc, ValidationError) else str(exc)
             raise RecordingError(f"event {index + 1}: not a valid event: {what}", path=path) from exc
 
     if None in lines:
