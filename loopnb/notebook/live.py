@@ -1,27 +1,27 @@
 """``LiveView``: one ipywidgets widget with the four panes, fed by events at a bounded rate.
 
 The view is an observer (``engine.subscribe(view)``). Folding an event into the ``ViewModel`` is
-all the engine's thread pays; a painter thread redraws at most ``max_fps`` times a second while
-something changed, and the final state is drawn when the run ends, before ``run()`` returns. A
-redraw is one ``batch_update`` of the figure (only the properties that changed) and a handful of
-``HTML`` values under ``hold_sync``. At the end the figure's saved state is refreshed so that a
-saved notebook or an HTML export shows the final charts, and ``_repr_mimebundle_`` carries a
-script-free ``text/html`` picture for GitHub and nbviewer.
+all the engine's thread pays; a painter thread (see ``loopnb.notebook.pacing``) redraws at most
+``max_fps`` times a second while something changed, and the final state is drawn when the run
+ends, before ``run()`` returns. A redraw is one ``batch_update`` of the figure (only the
+properties that changed) and a handful of ``HTML`` values under ``hold_sync``. At the end the
+figure's saved state is refreshed so that a saved notebook or an HTML export shows the final
+charts, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
+nbviewer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from loopnb.notebook.markup import board_html, esc, inspector_html, status_html, summary_html
+from loopnb.notebook.pacing import Page, Painter, check_fps
 from loopnb.notebook.render import TIMELINE, Patch, Timeline, apply_patch, base_figure, figure_patch
 from loopnb.notebook.viewmodel import HANDLED, ViewModel, ViewState
 
@@ -35,164 +35,6 @@ class Controls(Protocol):
     def step(self) -> None: ...
     def resume(self) -> None: ...
     def stop(self) -> None: ...
-
-
-class _Painter:
-    """A thread that calls ``draw`` when poked, at most once per ``interval`` seconds.
-
-    The first redraw waits ``first`` seconds (a run over by then is drawn once, at its end), and
-    after each redraw it rests ``busy`` times the CPU that redraw took, so that redrawing never
-    takes more than about 1 / (1 + ``busy``) of the time, whatever the turn rate. Before the next
-    redraw it calls ``settle(stop)``, which waits for the page to catch up (see ``_Page``).
-    """
-
-    def __init__(
-        self,
-        draw: Callable[[], None],
-        interval: float,
-        *,
-        first: float = 0.0,
-        busy: float = 4.0,
-        settle: Callable[[threading.Event], None] | None = None,
-        release: Callable[[], None] | None = None,
-    ) -> None:
-        self._draw = draw
-        self._interval = interval
-        self._first = max(first, interval)
-        self._busy = busy
-        self._settle = settle
-        self._release = release
-        self._wake = threading.Event()
-        self._poked = False  # a plain flag in front of the Event: poking costs one attribute read
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="loopnb-painter", daemon=True)
-        self._thread.start()
-
-    def poke(self) -> None:
-        if not self._poked:
-            self._poked = True
-            self._wake.set()
-
-    def _loop(self) -> None:
-        if self._stop.wait(self._first):  # a run over before its first frame is drawn once, at the end
-            return
-        while True:
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            self._wake.clear()
-            self._poked = False  # after the clear: a poke from now on wakes the next round
-            started = time.thread_time()  # this thread's CPU: the run's share of the GIL is not ours
-            self._draw()
-            rest = max(self._interval, self._busy * (time.thread_time() - started))
-            if self._stop.wait(rest):
-                return
-            if self._settle is not None:
-                self._settle(self._stop)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._release is not None:
-            self._release()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
-
-
-class _Page(anywidget.AnyWidget):
-    """The view's link to the page it is shown on: sizes plotly, and says when a frame is drawn.
-
-    Sizing: plotly's widget draws at its default 700 px when it renders before its element is
-    attached (as it does under anywidget), and a ``responsive`` plot re-measures on a window
-    ``resize``. This invisible widget watches the view's width and dispatches that event when it
-    changes.
-
-    Pacing: after each redraw the painter sends ``{"frame": n}``; the page answers
-    ``{"drawn": n}`` on its next animation frame, that is once it has applied every update sent
-    before and painted. While a page answers, the painter waits for the answer before the next
-    redraw, so a browser that draws slowly (a long timeline, a busy machine) gets fewer frames
-    instead of a growing queue. Where no page answers (no front end, or a kernel busy running a
-    cell cannot read the answers) the painter keeps its own pace. Trusted code of ours, no network.
-    """
-
-    _esm = """
-    function render({ model, el }) {
-      el.style.display = "none";
-      let observer = null, last = -1, tries = 0;
-      const poke = () => window.dispatchEvent(new Event("resize"));
-      const watch = () => {
-        const host = el.closest(".loopnb-view");
-        if (!host) {
-          if (tries++ < 600) requestAnimationFrame(watch);
-          return;
-        }
-        observer = new ResizeObserver((entries) => {
-          const width = Math.round(entries[0].contentRect.width);
-          if (width > 0 && width !== last) {
-            last = width;
-            poke();
-            setTimeout(poke, 250);
-          }
-        });
-        observer.observe(host);
-      };
-      requestAnimationFrame(watch);
-      const answer = (msg) => {
-        if (msg && Number.isInteger(msg.frame)) {
-          requestAnimationFrame(() => model.send({ drawn: msg.frame }));
-        }
-      };
-      model.on("msg:custom", answer);
-      return () => {
-        model.off("msg:custom", answer);
-        if (observer) observer.disconnect();
-      };
-    }
-    export default { render };
-    """
-
-    def __init__(self, *, patience: float = 2.0) -> None:
-        super().__init__()
-        self.patience = patience
-        self.sent = 0
-        self.drawn = 0
-        self.answering = False  # a page answered lately: wait for it
-        self._changed = threading.Condition()
-        self.on_msg(self._on_msg)
-
-    def ping(self) -> None:
-        """Ask the page to say when it has drawn everything sent so far."""
-        with self._changed:
-            self.sent += 1
-            frame = self.sent
-        self.send({"frame": frame})
-
-    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        drawn = content.get("drawn") if isinstance(content, dict) else None
-        if isinstance(drawn, int) and not isinstance(drawn, bool):
-            with self._changed:
-                self.drawn = max(self.drawn, min(drawn, self.sent))
-                self.answering = True
-                self._changed.notify_all()
-
-    def settle(self, stop: threading.Event) -> None:
-        """Wait until the page has drawn the last frame, if a page answers; at most ``patience``.
-
-        A page silent for that long is not waited for again until it answers.
-        """
-        with self._changed:
-            if not self.answering:
-                return
-            caught_up = self._changed.wait_for(
-                lambda: self.drawn >= self.sent or stop.is_set(), timeout=self.patience
-            )
-            if not caught_up:
-                self.answering = False
-
-    def release(self) -> None:
-        """Wake a waiting ``settle`` (its ``stop`` was set)."""
-        with self._changed:
-            self._changed.notify_all()
 
 
 class LiveView:
@@ -224,7 +66,7 @@ class LiveView:
         self.note: str | None = None
         self._lock = threading.Lock()  # guards the model (engine thread vs painter)
         self._draw_lock = threading.RLock()  # one redraw at a time
-        self._painter: _Painter | None = None
+        self._painter: Painter | None = None
         self._follow = True
         self._drawing = False
         self._state = ViewState()
@@ -239,7 +81,7 @@ class LiveView:
         apply_patch(base, empty)  # built as the empty view: the first redraw sends only changes
         self._last = empty
         self.figure = go.FigureWidget(base)
-        # responsive: plotly re-measures on a window resize, which _Page sends once attached
+        # responsive: plotly re-measures on a window resize, which Page sends once attached
         self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
         self.header = widgets.HTML(f"<b>{esc(title)}</b>")  # often a task or a file name
         self.status = widgets.HTML(status_html(self._state))
@@ -272,7 +114,7 @@ class LiveView:
             bar.append(self.play)
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
-        self._page = _Page()
+        self._page = Page()
         self.board.layout = widgets.Layout(width="40%")
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(
@@ -304,7 +146,7 @@ class LiveView:
             self.finish()
         elif kind == "run_started":
             self.finished = False
-            self._painter = _Painter(
+            self._painter = Painter(
                 self._paint,
                 self.interval,
                 first=self.first_frame,
@@ -471,14 +313,6 @@ class LiveView:
     def __repr__(self) -> str:
         run = self._state.run
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
-
-
-def check_fps(owner: str, max_fps: object) -> None:
-    """Refuse a frame rate that is not a number > 0 (NaN would lift the bound on redraws)."""
-    if isinstance(max_fps, bool) or not isinstance(max_fps, int | float):
-        raise TypeError(f"{owner}: max_fps must be a number of redraws per second, got {max_fps!r}")
-    if not max_fps > 0:
-        raise ValueError(f"{owner}: max_fps must be > 0, got {max_fps!r}")
 
 
 def _copy(value: Any) -> Any:

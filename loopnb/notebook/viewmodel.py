@@ -4,14 +4,14 @@
 ``ViewState`` with the four panes: the decision flow (lit path, edge counts), the recovery gauge,
 the breaker board and the turn timeline with per-turn inspector data. The same events give the same
 state, whether they come live from an engine or from a loaded recording: the view has no other
-input. Time is the events' own ``at`` (cooldowns are "left as of the last event").
+input. Time is the events' own ``at`` (cooldowns are "left as of the last event"). The state's
+types are defined in ``loopnb.notebook.state`` and importable from here too.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from loopnb.engine.events import (
@@ -25,9 +25,18 @@ from loopnb.engine.events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.engine.frozen import positional
-from loopnb.engine.messages import ToolCall
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
+from loopnb.notebook.state import (
+    MAX_ATTEMPTS,
+    BreakerView,
+    CallView,
+    Gauge,
+    ReadView,
+    RunView,
+    TurnView,
+    ViewState,
+    turn_view,
+)
 
 __all__ = [
     "HANDLED",
@@ -43,168 +52,6 @@ __all__ = [
     "runs_of",
     "turn_view",
 ]
-
-MAX_ATTEMPTS = 5
-"""The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
-
-Phase = Literal["waiting", "running", "ok", "hard"]
-GaugeStatus = Literal["idle", "ok", "failed", "retrying", "gave_up", "exhausted"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunView:
-    """The run as a whole: what it was asked, what it used, how it ended."""
-
-    run_id: str | None = None
-    task: str = ""
-    models: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    phase: Phase = "waiting"
-    turn: int = 0
-    output: str | None = None
-    error: str | None = None
-    message: str | None = None
-    scratchpad_discarded: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Gauge:
-    """The recovery gauge: the current (or last) tool call's attempt against the ceiling.
-
-    ``attempt`` is 0 for the original call, 1..5 for retries, and 6 when recovery asked for a
-    sixth retry and hit the wall (``ToolRecoveryExhausted``).
-    """
-
-    tool: str | None = None
-    call_id: str | None = None
-    turn: int = 0
-    attempt: int = 0
-    status: GaugeStatus = "idle"
-    decision: str | None = None
-    producer: str | None = None
-    max_attempts: int = MAX_ATTEMPTS
-
-    @property
-    def at_wall(self) -> bool:
-        return self.attempt > self.max_attempts
-
-
-@dataclass(frozen=True, slots=True)
-class BreakerView:
-    """One breaker on the board. ``cooldown_left`` is seconds left while open (None if unknown)."""
-
-    name: str
-    scope: Literal["tool", "model"]
-    state: BreakerState = "closed"
-    failures: int = 0
-    cooldown: float = 0.0
-    cooldown_left: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CallView:
-    """A tool call the model asked for; ``arguments`` as JSON text (or the raw string it sent)."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReadView:
-    """One thing the model read after its reply: a tool result, or the engine's own feedback."""
-
-    source: Literal["tool", "engine"]
-    name: str
-    text: str
-    is_error: bool
-    producer: str | None
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnView:
-    """One turn for the timeline and the inspector: the request and exactly what the model read.
-
-    The timeline needs only the first fields; the inspector's detail is read from the turn's own
-    ``TurnFinished`` event when asked for, so that folding a long run stays cheap.
-    """
-
-    turn: int
-    channel: Literal["ok", "soft", "hard"]
-    producer: str | None
-    model: str | None
-    tools: tuple[str, ...]
-    dropped: bool
-    error: str | None
-    event: TurnFinished = field(repr=False)
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return path_of(self.channel, self.producer)
-
-    @property
-    def calls(self) -> tuple[CallView, ...]:
-        """The tool calls the model asked for (the request)."""
-        reply = self.event.reply
-        return tuple(CallView(c.id, c.name, _arguments(c)) for c in (reply.tool_calls if reply else ()))
-
-    @property
-    def read(self) -> tuple[ReadView, ...]:
-        """Exactly what the model read after its reply: tool results, then engine feedback."""
-        e = self.event
-        return tuple(
-            ReadView("tool", r.name, r.content, r.is_error, r.producer, r.note) for r in e.results
-        ) + tuple(ReadView("engine", m.role, m.content, m.is_error, m.producer) for m in e.feedback)
-
-    @property
-    def reply_text(self) -> str | None:
-        return self.event.reply.text if self.event.reply else None
-
-    @property
-    def error_text(self) -> str | None:
-        return self.event.error_text
-
-    @property
-    def recovery_attempts(self) -> int:
-        return self.event.recovery_attempts
-
-    @property
-    def latency_ms(self) -> float:
-        return self.event.latency_ms
-
-    @property
-    def breakers(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted(self.event.breakers.items()))
-
-
-@dataclass(frozen=True, slots=True)
-class ViewState:
-    """Everything the four panes show, at one moment of one run."""
-
-    run: RunView = field(default_factory=RunView)
-    lit: tuple[str, ...] = ()
-    lit_turn: int | None = None
-    lit_channel: str | None = None
-    lit_producer: str | None = None
-    edge_counts: tuple[int, ...] = (0,) * len(EDGES)
-    gauge: Gauge = field(default_factory=Gauge)
-    breakers: tuple[BreakerView, ...] = ()
-    turns: tuple[TurnView, ...] = ()
-    now: float = 0.0
-
-    def edge_count(self, edge_id: str) -> int:
-        return self.edge_counts[EDGE_INDEX[edge_id]]
-
-    def turn(self, number: int) -> TurnView | None:
-        """The turn numbered ``number`` (1-based), if it has finished."""
-        if 1 <= number <= len(self.turns) and self.turns[number - 1].turn == number:
-            return self.turns[number - 1]
-        return next((t for t in self.turns if t.turn == number), None)
-
-    @property
-    def breaker_by_name(self) -> dict[str, BreakerView]:
-        return {b.name: b for b in self.breakers}
 
 
 @dataclass(slots=True)
@@ -390,7 +237,6 @@ HANDLED: frozenset[str] = frozenset(_HANDLERS)
 """The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
 already in the ``TurnFinished`` that follows them."""
 
-_new_turn_view = positional(TurnView)  # one per turn: built without the frozen __init__
 
 _HARD_BY_CLASS = {
     "Cancelled": "cancelled",
@@ -411,22 +257,6 @@ def _names(value: object) -> list[str]:
     if not isinstance(value, list | tuple):
         return []
     return [name for name in value if isinstance(name, str)]
-
-
-def _arguments(call: ToolCall) -> str:
-    if isinstance(call.arguments, str):
-        return call.arguments
-    try:
-        return json.dumps(call.arguments, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(call.arguments)
-
-
-def turn_view(e: TurnFinished, error: str | None = None) -> TurnView:
-    """The timeline/inspector view of one finished turn (a pure function of the event)."""
-    calls = e.reply.tool_calls if e.reply is not None else ()
-    tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
-    return _new_turn_view(e.turn, e.channel, e.producer, e.model, tools, e.dropped, error, e)
 
 
 def runs_of(events: Iterable[Any]) -> dict[str, list[Any]]:
