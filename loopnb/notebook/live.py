@@ -96,6 +96,7 @@ class LiveView:
             self.figure.data[index].on_click(self._on_click)
         self.buttons: dict[str, widgets.Button] = {}
         self.play: widgets.Play | None = None
+        self.runs: widgets.Dropdown | None = None  # replay of a recording of several runs: which one
         bar: list[widgets.Widget] = []
         if controls is not None:
             for name, icon, action in (

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.notebook.live import LiveView
+from loopnb.notebook.markup import esc
 from loopnb.notebook.viewmodel import TurnView, ViewModel, ViewState, runs_of
 
 __all__ = ["Frames", "events_of", "replay", "run_events"]
@@ -81,10 +82,10 @@ def replay(source: Any, *, run_id: str | None = None, interval_ms: int = 300) ->
     """The live view of a recorded run, with a turn slider and a play button.
 
     ``source`` is a ``Recording`` (``loopnb.load(path)``), a ``Recorder``, a path, or a list of
-    events; a recording of many runs shows the last one unless ``run_id`` names another (the
-    title says which of how many). A run the recording does not see end (a torn last line, a
-    writer still going) says so beside its status. The view opens on the final frame; display it
-    by making it a cell's last expression.
+    events; a recording of many runs shows the last one unless ``run_id`` names another, and a
+    ``run`` menu beside the slider (``view.runs``) switches between them. A run the recording
+    does not see end (a torn last line, a writer still going) says so beside its status. The view
+    opens on the final frame; display it by making it a cell's last expression.
     """
     events = events_of(source)
     try:
@@ -92,14 +93,53 @@ def replay(source: Any, *, run_id: str | None = None, interval_ms: int = 300) ->
     except ValueError as exc:
         where = _where(source)
         raise ValueError(f"replay: {where}{exc}") from None
-    frames = Frames(chosen)
-    view = LiveView(mode="replay", title=_title(list(runs_of(events)), chosen[0].run_id))
+    runs = runs_of(events)
+    shown = chosen[0].run_id
+    view = LiveView(mode="replay", title=_title(list(runs), shown))
     if view.play is not None:
         view.play.interval = interval_ms
-    if frames.final.run.phase == "running":
-        view.set_note("the recording ends here, before the run did")
-    view.show_frames(frames, frames.count)
+    _show(view, runs, shown)
+    if len(runs) > 1:
+        _add_run_menu(view, runs, shown)
     return view
+
+
+def _show(view: LiveView, runs: dict[str, list[Any]], run_id: str) -> None:
+    """Put ``run_id``'s frames behind the view's slider, on its final frame."""
+    frames = Frames(runs[run_id])
+    view.header.value = f"<b>{esc(_title(list(runs), run_id))}</b>"
+    view.set_note(
+        "the recording ends here, before the run did" if frames.final.run.phase == "running" else None
+    )
+    view.show_frames(frames, frames.count)
+
+
+def _add_run_menu(view: LiveView, runs: dict[str, list[Any]], shown: str) -> None:
+    """A ``run`` menu before the play button: picking a run replays it in the same view."""
+    import ipywidgets as widgets
+
+    options = [
+        (f"{i}. {_clip(run_id)} ({_ending(events)})", run_id)
+        for i, (run_id, events) in enumerate(runs.items(), 1)
+    ]
+    menu = widgets.Dropdown(
+        options=options, value=shown, description="run", layout=widgets.Layout(width="auto")
+    )
+    menu.observe(lambda change: _show(view, runs, change["new"]), names="value")
+    view.runs = menu
+    view.controls.children = (menu, *view.controls.children)
+
+
+def _ending(events: list[Any]) -> str:
+    """How a run ended, for the menu: ``ok``, the hard error's variant, or ``unfinished``."""
+    last = events[-1]
+    if last.kind != "run_finished":
+        return "unfinished"
+    return "ok" if last.outcome == "ok" else str(last.error or "hard")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _where(source: Any) -> str:
@@ -112,7 +152,4 @@ def _title(run_ids: list[str], shown: str) -> str:
     """The view's title: which run of how many, when the recording holds several."""
     if len(run_ids) < 2:
         return "loopnb replay"
-    return (
-        f"loopnb replay · run {run_ids.index(shown) + 1} of {len(run_ids)} in this recording "
-        "(replay(recording, run_id=...) shows another)"
-    )
+    return f"loopnb replay · run {run_ids.index(shown) + 1} of {len(run_ids)} in this recording"

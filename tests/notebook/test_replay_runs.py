@@ -19,10 +19,45 @@ def test_replay_of_many_runs_says_which_one_it_shows():
     events_b, _ = run_events(S.looping())
     both = [*events_a, *events_b]
     last = replay(both)
-    assert "run 2 of 2 in this recording" in last.header.value and "run_id=" in last.header.value
+    assert "run 2 of 2 in this recording" in last.header.value
     first = replay(both, run_id=events_a[0].run_id)
     assert "run 1 of 2" in first.header.value
-    assert replay(events_a).header.value == "<b>loopnb replay</b>"
+    assert first.runs is not None and first.runs.value == events_a[0].run_id
+    single = replay(events_a)
+    assert single.header.value == "<b>loopnb replay</b>" and single.runs is None
+
+
+def test_the_run_menu_replays_the_run_picked_in_the_same_view():
+    events_a, _ = run_events(S.typo())
+    events_b, _ = run_events(S.looping())
+    view = replay([*events_a, *events_b])
+    a, b = events_a[0].run_id, events_b[0].run_id
+    assert view.runs is not None and view.runs in view.controls.children
+    assert [value for _, value in view.runs.options] == [a, b]
+    labels = [label for label, _ in view.runs.options]
+    assert labels[0].startswith(f"1. {a} (") and labels[1].startswith(f"2. {b} (")
+    alone_a, alone_b = replay(events_a), replay(events_b)
+    assert view.state == alone_b.state
+    view.runs.value = a
+    assert view.state == alone_a.state and view.slider.max == alone_a.slider.max
+    assert "run 1 of 2" in view.header.value
+    view.select(1)
+    alone_a.select(1)
+    assert view.slider.value == 1 and view.state == alone_a.state
+    view.runs.value = b
+    assert view.state == alone_b.state and view.slider.value == view.slider.max
+
+
+def test_the_run_menu_clears_the_cut_short_note_for_a_whole_run():
+    events_a, _ = run_events(S.typo())
+    events_b, _ = run_events(S.looping())
+    cut = [e for e in events_b if e.kind != "run_finished"]
+    view = replay([*events_a, *cut])
+    assert "the recording ends here" in view.status.value
+    labels = [label for label, _ in view.runs.options]
+    assert labels[1].endswith("(unfinished)")
+    view.runs.value = events_a[0].run_id
+    assert view.note is None and "the recording ends here" not in view.status.value
 
 
 def test_replay_errors_name_the_file(tmp_path):
