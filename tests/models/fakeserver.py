@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
-__all__ = ["Action", "Cut", "Drop", "Fail", "FakeServer", "Raw", "Received", "Reply", "Stall"]
+__all__ = ["Action", "Cut", "Drop", "Fail", "FakeServer", "Raw", "Received", "Reply", "Stall", "Trickle"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,15 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Trickle:
+    """A 200 announcing all of ``body`` and sending it one byte every ``every`` seconds: a
+    server (or a proxy) that keeps the connection busy without ever finishing its reply."""
+
+    body: bytes
+    every: float = 0.05
+
+
+@dataclass(frozen=True)
 class Received:
     """One request as the server received it."""
 
@@ -116,7 +125,7 @@ class Received:
         return _protocol(self.path)
 
 
-Action: TypeAlias = "Reply | Fail | Raw | Drop | Stall | Cut | Callable[[Received], Action]"
+Action: TypeAlias = "Reply | Fail | Raw | Drop | Stall | Cut | Trickle | Callable[[Received], Action]"
 
 
 def _protocol(path: str) -> str:
@@ -203,7 +212,7 @@ class FakeServer:
             action: Action = (
                 self._script.popleft() if self._script else Fail(500, "fake server: script exhausted")
             )
-        while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall | Cut):
+        while callable(action) and not isinstance(action, Reply | Fail | Raw | Drop | Stall | Cut | Trickle):
             action = action(request)
         return action
 
@@ -343,6 +352,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(action.status, action.body, action.content_type, action.headers)
         elif isinstance(action, Cut):
             self._send_cut(action)
+        elif isinstance(action, Trickle):
+            self._send_trickle(action)
         elif isinstance(action, Stall):
             self.fake._closing.wait(action.seconds)
             self._drop(reset=False)
@@ -380,6 +391,21 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         if cut.stall:
             self.fake._closing.wait(cut.stall)
+        self._drop(reset=False)
+
+    def _send_trickle(self, trickle: Trickle) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(trickle.body)))
+            self.end_headers()
+            for i in range(len(trickle.body)):
+                if self.fake._closing.wait(trickle.every):
+                    break
+                self.wfile.write(trickle.body[i : i + 1])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up
         self._drop(reset=False)
 
     def _drop(self, *, reset: bool) -> None:

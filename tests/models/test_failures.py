@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from loopnb.engine.messages import Transcript
 from loopnb.engine.models.anthropic import AnthropicModel
 from loopnb.engine.models.openai import OpenAIChatModel
 from loopnb.engine.models.remote import ModelConfigError, failure_from_status
-from tests.models.fakeserver import Action, Cut, Drop, Fail, FakeServer, Raw, Reply, Stall
+from tests.models.fakeserver import Action, Cut, Drop, Fail, FakeServer, Raw, Reply, Stall, Trickle
 from tests.models.transcripts import READ_FILE, start
 
 KEY = "sk-test-secret-4242424242"
@@ -232,6 +233,13 @@ def test_a_reply_cut_off_mid_body_is_a_model_failure(provider: str, server: Fake
 def test_a_reply_that_stalls_mid_body_times_out(provider: str, server: FakeServer) -> None:
     err = fail_with(provider, server, Cut(b'{"id": "x"}' + b" " * 100, 10, stall=30), timeout=0.2)
     assert str(err).endswith("no reply within 0.2s (pass timeout=... to wait longer)")
+
+
+def test_a_reply_that_trickles_for_ever_times_out_as_a_whole(provider: str, server: FakeServer) -> None:
+    started = time.monotonic()
+    err = fail_with(provider, server, Trickle(b'{"id": "x"}' + b" " * 400, every=0.05), timeout=0.5)
+    assert str(err).endswith("no reply within 0.5s (pass timeout=... to wait longer)")
+    assert time.monotonic() - started < 5  # each byte came in time; the whole reply did not
 
 
 def test_a_404_names_the_model_and_the_url_asked(provider: str, server: FakeServer) -> None:

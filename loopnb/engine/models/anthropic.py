@@ -28,6 +28,7 @@ from loopnb.engine.models.remote import (
     check_base_url,
     check_model,
     check_timeout,
+    deadline,
     default_name,
     error_detail,
     failure_from_exception,
@@ -136,7 +137,8 @@ class AnthropicModel:
             request["tools"] = to_anthropic_tools(tools)
         client = self._client if self._clients is None else await self._clients.get()
         try:
-            response = await client.messages.create(**request)
+            async with deadline(self.timeout):
+                response = await client.messages.create(**request)
         except Exception as exc:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.

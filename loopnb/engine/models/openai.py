@@ -27,6 +27,7 @@ from loopnb.engine.models.remote import (
     check_base_url,
     check_model,
     check_timeout,
+    deadline,
     default_name,
     error_detail,
     failure_from_exception,
@@ -144,7 +145,8 @@ class OpenAIChatModel:
             request["tools"] = to_openai_tools(tools)
         client = self._client if self._clients is None else await self._clients.get()
         try:
-            completion = await client.chat.completions.create(**request)
+            async with deadline(self.timeout):
+                completion = await client.chat.completions.create(**request)
         except Exception as exc:
             # Raised without its cause: the client's exception holds the request, whose
             # headers carry the key.

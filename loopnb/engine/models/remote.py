@@ -39,6 +39,7 @@ __all__ = [
     "check_base_url",
     "check_model",
     "check_timeout",
+    "deadline",
     "default_name",
     "describe_exception",
     "error_detail",
@@ -274,7 +275,7 @@ def failure_from_exception(
             unit = "s" if retry_after.isdigit() else ""
             detail += f"; retry after {retry_after[:40]}{unit}"
         return failure_from_status(status, redact(detail, key), who=who, env_var=env_var)
-    if isinstance(exc, api.APITimeoutError):
+    if isinstance(exc, api.APITimeoutError | TimeoutError):
         waited = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"
         return ModelUnavailable(f"{who}: no reply {waited} (pass timeout=... to wait longer)")
     if isinstance(exc, json.JSONDecodeError):
@@ -335,6 +336,13 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(new_id)
         out.append(call if new_id == call.id else call.model_copy(update={"id": new_id}))
     return out
+
+
+def deadline(seconds: float | None) -> contextlib.AbstractAsyncContextManager[object]:
+    """The whole request's time limit. The clients apply ``timeout`` to each network step, so a
+    server sending a byte now and then would never time out; this raises ``TimeoutError`` once
+    ``seconds`` have passed in all (``None``: no limit)."""
+    return contextlib.nullcontext() if seconds is None else asyncio.timeout(seconds)
 
 
 def read_reply(parse: Callable[[Any], T], response: Any, *, who: str, key: str | None) -> T:
