@@ -6,7 +6,9 @@ and lets one trial through: a success closes it, a failure opens it again for an
 (the same ``cooldown`` each time: it does not grow).
 
 A breaker may be shared by runs on several threads: its transitions happen under a lock, so each
-is made, and reported to the listeners, exactly once.
+is made, and reported to its ``listeners``, exactly once. (The engine's ``BreakerTransitioned``
+events compare the state before and after a call, so runs sharing a breaker at the same moment
+may each report a transition the other made.)
 """
 
 from __future__ import annotations

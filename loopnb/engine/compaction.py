@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopnb.engine.context import approx_tokens, drop_oldest_turns, item_tokens
-from loopnb.engine.errors import ContextExceeded, ModelContextOverflow
+from loopnb.engine.errors import ContextExceeded, ModelContextOverflow, exception_text
 from loopnb.engine.events import ContextCompacted
 from loopnb.engine.messages import Message, ModelReply, ToolResult, Transcript
 from loopnb.engine.state import RunState
@@ -64,7 +64,9 @@ class _Compaction:
             try:
                 new_tail = list(budget.compactor(list(tail), target - head_tokens))
             except Exception as exc:
-                raise ContextExceeded(f"the compactor raised {type(exc).__name__}: {exc}") from exc
+                raise ContextExceeded(
+                    f"the compactor raised {type(exc).__name__}: {exception_text(exc)}"
+                ) from exc
             new_tokens = budget.count(new_tail)
             if sum(new_tokens) >= sum(tail_tokens):
                 raise ContextExceeded(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from loopnb.engine.errors import SoftProducer, ToolRecoveryExhausted
+from loopnb.engine.errors import SoftProducer, ToolRecoveryExhausted, exception_text
 from loopnb.engine.messages import ToolCall, ToolResult, ToolSpec
 
 __all__ = [
@@ -146,13 +146,21 @@ async def drive(
             return result.model_copy(update={"note": decision.note, "attempts": attempt + 1})
 
 
+def _shown(value: object) -> str:
+    """``repr(value)`` cut to 80 characters, or ``<unprintable X>`` when even that fails."""
+    try:
+        return f"{value!r:.80}"
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
 def _ask(strategy: RecoveryStrategy, failure: Failure, attempt: int) -> tuple[Decision, bool]:
     try:
         decision = strategy.decide(failure, attempt, MAX_RECOVERY_ATTEMPTS)
     except Exception as exc:
-        return Fail(note=f"recovery strategy raised {type(exc).__name__}: {exc}"), False
+        return Fail(note=f"recovery strategy raised {type(exc).__name__}: {exception_text(exc)}"), False
     if type(decision) not in _DECISION_NAMES:
-        return Fail(note=f"recovery strategy answered {decision!r:.80}, which is not a decision"), False
+        return Fail(note=f"recovery strategy answered {_shown(decision)}, which is not a decision"), False
     try:
         return _checked(decision), True
     except ValueError as exc:

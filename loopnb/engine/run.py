@@ -20,6 +20,7 @@ from loopnb.engine.errors import (
     ModelContextOverflow,
     SoftProducer,
     UserInputRequired,
+    exception_text,
 )
 from loopnb.engine.events import (
     CompletionRejected,
@@ -383,7 +384,7 @@ def _verdict(done: DoneCheck | None, text: str) -> str | None:
     try:
         verdict = done(text)
     except Exception as exc:
-        return f"the completion check raised {type(exc).__name__}: {exc}"
+        return f"the completion check raised {type(exc).__name__}: {exception_text(exc)}"
     if verdict is None or verdict is True:
         return None
     if verdict is False:

@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.cancel import CancelToken
-from loopnb.engine.errors import LoopError
+from loopnb.engine.errors import LoopError, exception_text
 from loopnb.engine.result import RunResult
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ class BackgroundRun:
         with self._cond:
             if self._over:
                 return
-        self.cancel.cancel("stopped from the live view")
-        with self._cond:
+            self.cancel.cancel("stopped from the live view")  # under the lock: never after the end
             self._cond.notify_all()
         self._publish()
 
@@ -215,6 +214,8 @@ class BackgroundRun:
                     self._in_turn = False
                     if finished:
                         self.turns += 1
+                    if steps.done:  # over from here on: a late Stop must leave the token alone
+                        self._over = True
             self._publish()
 
     def _finish(self, view: LiveView, shown: Any) -> None:
@@ -235,9 +236,6 @@ class BackgroundRun:
 
 def _describe_failure(exc: BaseException, limit: int = 300) -> str:
     """``Type: message`` of an exception, even one whose ``str`` raises; cut at ``limit``."""
-    try:
-        message = str(exc)
-    except Exception:
-        message = "(unprintable)"
+    message = exception_text(exc)
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"

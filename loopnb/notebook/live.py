@@ -306,8 +306,9 @@ class LiveView:
             child.close()
         for button in self.buttons.values():
             button.close()
-        if self.play is not None:
-            self.play.close()
+        for extra in (self.play, self.runs):
+            if extra is not None:
+                extra.close()
         self.controls.close()
         self.widget.close()
 

@@ -108,17 +108,19 @@ class Recorder:
                 return
             try:
                 writer.write(self._events[start : self._written])
+                return
             except (RecordingError, OSError) as exc:
                 self._writer = None
+                failure = exc
                 with contextlib.suppress(OSError):
                     writer.close()
-                warnings.warn(
-                    f"{self.path}: streaming stopped, this turn could not be written ({exc}); "
-                    "the file keeps every turn before it, and the run is still recorded in memory: "
-                    "recorder.save(path) writes all of it",
-                    RecordingWarning,
-                    stacklevel=4,
-                )
+        warnings.warn(  # outside the lock: a warning turned into an error must not hold it
+            f"{self.path}: streaming stopped, this turn could not be written ({failure}); "
+            "the file keeps every turn before it, and the run is still recorded in memory: "
+            "recorder.save(path) writes all of it",
+            RecordingWarning,
+            stacklevel=4,
+        )
 
     # -- listeners ----------------------------------------------------------------------------
 

@@ -302,3 +302,61 @@ def test_ctrl_c_landing_in_an_observer_at_the_start_is_cancelled():
         pytest.fail("the KeyboardInterrupt escaped the run instead of ending it as Cancelled")
     assert fired == ["run_started"]
     assert info.value.run is not None
+
+
+# -- user callbacks whose exceptions cannot even be printed --------------------------------------
+
+
+class _Unhelpful:
+    """A recovery strategy that raises an exception whose ``str`` raises."""
+
+    def decide(self, failure, attempt, max_attempts):
+        raise UnprintableError
+
+
+class _UnprintableAnswer:
+    """A recovery strategy whose answer cannot be shown either."""
+
+    class Answer:
+        def __repr__(self) -> str:
+            raise ValueError("no repr")
+
+    def decide(self, failure, attempt, max_attempts):
+        return self.Answer()
+
+
+def _failing_read() -> Engine:
+    @tool
+    def read(path: str) -> str:
+        """Fails."""
+        raise ToolError(f"no {path}")
+
+    return read
+
+
+@pytest.mark.parametrize("strategy", [_Unhelpful(), _UnprintableAnswer()], ids=["raises", "answers"])
+def test_a_recovery_strategy_that_cannot_be_printed_gives_up_softly(strategy):
+    engine = Engine(
+        ScriptedModel([ToolCall("read", {"path": "x"}), "done"]), tools=[_failing_read()], recovery=strategy
+    )
+    result = engine.run("t")
+    assert result.output == "done"
+    assert result.tool_results[0].producer == "recovery_gave_up"
+    assert "unprintable" in result.tool_results[0].note
+
+
+def test_a_done_check_that_raises_unprintably_rejects_the_answer():
+    calls = []
+
+    def done(text):
+        calls.append(text)
+        if len(calls) == 1:
+            raise UnprintableError
+        return None
+
+    result = Engine(ScriptedModel(["first", "second"]), done=done).run("t")
+    assert result.output == "second"
+    rejected = [m for m in result.messages if getattr(m, "producer", None) == "completion_rejected"]
+    assert (
+        "the completion check raised UnprintableError: <unprintable UnprintableError>" in rejected[0].content
+    )

@@ -220,7 +220,7 @@ def test_an_unprintable_failure_is_still_named():
     turns.wait_began()
     turns.end()
     assert run.wait(WAIT)
-    assert view.note == "the run failed: Unprintable: (unprintable)"
+    assert view.note == "the run failed: Unprintable: <unprintable Unprintable>"
 
 
 @pytest.mark.parametrize("paused", [True, False])
