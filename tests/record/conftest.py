@@ -47,6 +47,15 @@ def hard_run(run_id: str = "r2") -> RunBuilder:
     return b
 
 
+def recorded(*runs: RunBuilder, **options: object) -> Recorder:
+    """A ``Recorder(**options)`` that has observed every event of ``runs``."""
+    rec = Recorder(**options)  # type: ignore[arg-type]
+    for run in runs:
+        for e in run.events:
+            rec(e)
+    return rec
+
+
 @pytest.fixture
 def recorder() -> Recorder:
     rec = Recorder()

@@ -26,16 +26,8 @@ from loopnb.engine.recovery import Retry
 from loopnb.record import Recorder, RecordingWarning
 from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, read_file, typo_run
+from .conftest import hard_run, read_file, recorded, typo_run
 from .test_audit import breaker_run, loop_run
-
-
-def recorded(*builders: RunBuilder) -> Recorder:
-    rec = Recorder()
-    for b in builders:
-        for e in b.events:
-            rec(e)
-    return rec
 
 
 def table(df: pd.DataFrame, *columns: str) -> list[list[str | None]]:

@@ -16,15 +16,7 @@ from loopnb.record.frames import event_frame, turn_frame
 from loopnb.record.schema import dtypes
 from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, read_file, typo_run
-
-
-def _recorded(*runs: RunBuilder) -> Recorder:
-    rec = Recorder(redact=None)
-    for run in runs:
-        for e in run.events:
-            rec(e)
-    return rec
+from .conftest import hard_run, read_file, recorded, typo_run
 
 
 def _breaker_run(run_id: str = "r3") -> RunBuilder:
@@ -45,7 +37,7 @@ def _breaker_run(run_id: str = "r3") -> RunBuilder:
 
 def test_every_source_gives_the_empty_frames_dtypes(tmp_path):
     want_t, want_e = turn_frame([]).dtypes, event_frame([]).dtypes
-    rec = _recorded(typo_run(), hard_run("r2"), _breaker_run())
+    rec = recorded(typo_run(), hard_run("r2"), _breaker_run(), redact=None)
     rec.save(tmp_path / "all.jsonl")
     rec.save(tmp_path / "all.parquet")
     empty = Recorder()
@@ -69,8 +61,8 @@ def test_every_source_gives_the_empty_frames_dtypes(tmp_path):
 
 
 def test_concatenated_frames_of_different_recordings_keep_their_categories(tmp_path):
-    one = _recorded(typo_run())  # soft and ok turns, one tool
-    other = _recorded(hard_run("r2"), _breaker_run())  # hard turns, other tools and models
+    one = recorded(typo_run(), redact=None)  # soft and ok turns, one tool
+    other = recorded(hard_run("r2"), _breaker_run(), redact=None)  # hard turns, other tools and models
     other.save(tmp_path / "other.parquet")
     parts = [one.turns, load(tmp_path / "other.parquet").turns, Recorder().turns]
     both = pd.concat(parts, ignore_index=True)
@@ -82,7 +74,7 @@ def test_concatenated_frames_of_different_recordings_keep_their_categories(tmp_p
 
 
 def test_times_are_utc_latency_is_milliseconds_turns_count_from_one_and_the_hard_turn_is_dropped():
-    t = _recorded(typo_run(), hard_run("r2")).turns
+    t = recorded(typo_run(), hard_run("r2"), redact=None).turns
     assert str(t["started_at"].dt.tz) == "UTC"
     assert t.groupby("run_id")["turn"].min().tolist() == [1, 1]
     assert t.loc[t["channel"].eq("hard"), "dropped"].tolist() == [True]
@@ -138,7 +130,7 @@ def test_error_text_of_a_multi_call_turn_is_every_text_read_and_the_events_hold_
 
 
 def test_the_documented_ways_to_use_tools_and_breaker_states_work():
-    turns = _recorded(typo_run(), _breaker_run()).turns
+    turns = recorded(typo_run(), _breaker_run(), redact=None).turns
     calls = turns.assign(tool=turns["tools"].str.split(", ")).explode("tool")
     assert calls.groupby("tool").size().to_dict() == {"fetch": 1, "read_file": 2, "search": 1}
     states = turns["breaker_states"].dropna().map(json.loads)

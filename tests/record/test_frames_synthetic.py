@@ -9,15 +9,7 @@ from loopnb.engine.messages import Message
 from loopnb.record import Recorder
 from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import read_file
-
-
-def _recorded(*runs: RunBuilder) -> Recorder:
-    rec = Recorder(redact=None)
-    for run in runs:
-        for e in run.events:
-            rec(e)
-    return rec
+from .conftest import read_file, recorded
 
 
 def test_a_synthetic_run_has_the_engine_s_events():
@@ -37,7 +29,7 @@ def test_a_synthetic_run_has_the_engine_s_events():
     b.final("It prints.")
     columns = ["kind", "turn", "tool", "producer", "text"]
     engine = rec.events[columns]
-    synthetic = _recorded(b).events[columns]
+    synthetic = recorded(b, redact=None).events[columns]
     # the run's first event names the task, and the engine says more about the model
     pd.testing.assert_frame_equal(synthetic.iloc[1:], engine.iloc[1:])
 
@@ -48,7 +40,7 @@ def test_a_synthetic_turn_reports_its_feedback_as_a_soft_error():
         role="user", content="answer rejected: cite it", is_error=True, producer="completion_rejected"
     )
     b.tool_turn(feedback=(rejected,), text="an answer")
-    ev = _recorded(b).events
+    ev = recorded(b, redact=None).events
     soft = ev[ev["kind"].eq("soft_error_returned")]
     assert soft[["producer", "text"]].astype(object).values.tolist() == [
         ["completion_rejected", "answer rejected: cite it"]
