@@ -27,15 +27,14 @@ from loopnb.engine.models.remote import (
     check_base_url,
     check_model,
     check_timeout,
-    deadline,
     default_name,
     error_detail,
-    failure_from_exception,
     field,
     import_client,
     read_reply,
     request_options,
     resolve_key,
+    sent,
     snippet,
     token_count,
     unique_ids,
@@ -144,22 +143,16 @@ class OpenAIChatModel:
         if tools:
             request["tools"] = to_openai_tools(tools)
         client = self._client if self._clients is None else await self._clients.get()
-        try:
-            async with deadline(self.timeout):
-                completion = await client.chat.completions.create(**request)
-        except Exception as exc:
-            # Raised without its cause: the client's exception holds the request, whose
-            # headers carry the key.
-            raise failure_from_exception(
-                exc,
-                api=self._openai,
-                who=self.name,
-                env_var=ENV_KEY,
-                key=self._key,
-                timeout=self.timeout,
-                model=self.model,
-                root=_ROOT,
-            ) from None
+        completion = await sent(
+            client.chat.completions.create(**request),
+            api=self._openai,
+            who=self.name,
+            env_var=ENV_KEY,
+            key=self._key,
+            timeout=self.timeout,
+            model=self.model,
+            root=_ROOT,
+        )
         return read_reply(self._reply, completion, who=self.name, key=self._key)
 
     def _reply(self, completion: Any) -> ModelReply:

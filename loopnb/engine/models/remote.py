@@ -51,6 +51,7 @@ __all__ = [
     "redact",
     "request_options",
     "resolve_key",
+    "sent",
     "server_label",
     "snippet",
     "token_count",
@@ -343,6 +344,29 @@ def deadline(seconds: float | None) -> contextlib.AbstractAsyncContextManager[ob
     server sending a byte now and then would never time out; this raises ``TimeoutError`` once
     ``seconds`` have passed in all (``None``: no limit)."""
     return contextlib.nullcontext() if seconds is None else asyncio.timeout(seconds)
+
+
+async def sent(
+    request: Awaitable[T],
+    *,
+    api: ModuleType,
+    who: str,
+    env_var: str,
+    key: str | None,
+    timeout: float | None,
+    model: str,
+    root: str,
+) -> T:
+    """Await a client's ``request`` within ``timeout`` in all; a failure is the model failure
+    ``failure_from_exception`` makes of it, raised without its cause (the client's exception holds
+    the request, whose headers carry the key)."""
+    try:
+        async with deadline(timeout):
+            return await request
+    except Exception as exc:
+        raise failure_from_exception(
+            exc, api=api, who=who, env_var=env_var, key=key, timeout=timeout, model=model, root=root
+        ) from None
 
 
 def read_reply(parse: Callable[[Any], T], response: Any, *, who: str, key: str | None) -> T:
