@@ -31,7 +31,7 @@ from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import CancelToken, task_cancelling
 from loopnb.engine.clock import Clock
 from loopnb.engine.errors import SoftProducer, ToolError, exception_text
-from loopnb.engine.events import RecoveryDecided, ToolDispatched, new_tool_dispatched
+from loopnb.engine.events import RecoveryDecided, ToolDispatched
 from loopnb.engine.invocation import (
     _call_inline,
     _content,
@@ -43,7 +43,7 @@ from loopnb.engine.invocation import (
     panic_text,
 )
 from loopnb.engine.invocation import _captured as _captured
-from loopnb.engine.messages import ToolCall, ToolResult, trusted_result
+from loopnb.engine.messages import ToolCall, ToolResult
 from loopnb.engine.recovery import (
     RECOVERABLE,
     Decision,
@@ -218,7 +218,9 @@ class Dispatcher:
         return None
 
     def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
-        result = trusted_result(text, True, call.name, call.id, producer, 0)
+        result = ToolResult(
+            text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
+        )
         if state.observing:
             state.emit(
                 ToolDispatched(
@@ -226,11 +228,8 @@ class Dispatcher:
                     run_id=state.run_id,
                     at=self.clock.time(),
                     turn=state.turn,
-                    call=call,
-                    attempt=0,
                     result=result,
                     executed=False,
-                    latency_ms=0.0,
                 )
             )
         return result
@@ -284,7 +283,14 @@ class Dispatcher:
         else:
             content, producer = _call_inline(tool, kwargs)
             executed = True
-        result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
+        result = ToolResult(
+            content,
+            is_error=producer is not None,
+            name=tool.name,
+            call_id=call.id,
+            producer=producer,
+            attempts=attempt + 1,
+        )
         if observing:
             self._report(call, attempt, result, executed, t0, state)
         return result
@@ -307,7 +313,14 @@ class Dispatcher:
         else:
             content, producer = await self._run(tool, kwargs, pending)
             executed = True
-        result = trusted_result(content, producer is not None, tool.name, call.id, producer, attempt + 1)
+        result = ToolResult(
+            content,
+            is_error=producer is not None,
+            name=tool.name,
+            call_id=call.id,
+            producer=producer,
+            attempts=attempt + 1,
+        )
         if state.observing:
             self._report(call, attempt, result, executed, t0, state)
         return result
@@ -316,17 +329,16 @@ class Dispatcher:
         self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
     ) -> None:
         latency_ms = (self.clock.monotonic() - t0) * 1000.0
-        state.emit(  # positional, in field order: seq, run_id, at, turn, call, attempt, result, ...
-            new_tool_dispatched(
-                state.next_seq(),
-                state.run_id,
-                self.clock.time(),
-                state.turn,
-                call,
-                attempt,
-                result,
-                executed,
-                latency_ms,
+        state.emit(
+            ToolDispatched(
+                seq=state.next_seq(),
+                run_id=state.run_id,
+                at=self.clock.time(),
+                turn=state.turn,
+                result=result,
+                attempt=attempt,
+                executed=executed,
+                latency_ms=latency_ms,
             )
         )
 

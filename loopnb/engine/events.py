@@ -1,8 +1,12 @@
 """The event stream: the only thing observers see of a run.
 
-Events are immutable facts (frozen, slotted dataclasses) tagged by ``kind`` and numbered by
-``seq`` within their run. Errors travel as text, never as live exception objects. One pydantic
-adapter (``EVENT_ADAPTER``) turns any event to and from JSON; the engine itself never serialises.
+Events are facts, plain slotted dataclasses tagged by ``kind`` and numbered by ``seq`` within
+their run; treat them as immutable (the engine never changes one it has emitted). Each fact is in
+one event and never copied into a later one: a turn's reply is in its ``ModelReplied``, each
+dispatch attempt's result in its ``ToolDispatched``, and ``TurnFinished`` adds only the engine's
+verdict (``loopnb.engine.turns`` puts a turn back together). Errors travel as text, never as live
+exception objects. One pydantic adapter (``EVENT_ADAPTER``) turns any event to and from JSON,
+both to write a recording and to validate one on load; the engine itself never serialises.
 
 The order within a run is fixed: ``RunStarted`` first, then per turn ``TurnStarted`` ...
 ``TurnFinished``, and exactly one ``RunFinished`` last.
@@ -10,17 +14,17 @@ The order within a run is fixed: ``RunStarted`` first, then per turn ``TurnStart
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
 from loopnb.engine.errors import Channel, HardProducer, SoftProducer
-from loopnb.engine.frozen import positional
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult
+from loopnb.engine.messages import ModelReply, ToolResult
 
 __all__ = [
     "EVENT_ADAPTER",
+    "EVENT_TYPES",
     "BreakerState",
     "BreakerTransitioned",
     "CompletionRejected",
@@ -41,7 +45,7 @@ __all__ = [
 
 BreakerState = Literal["closed", "open", "half_open"]
 
-_EVENT = {"frozen": True, "slots": True, "kw_only": True}
+_EVENT = {"slots": True, "kw_only": True}
 
 
 @dataclass(**_EVENT)
@@ -104,19 +108,20 @@ class ModelFailed:
 class ToolDispatched:
     """One dispatch attempt of one tool call, and what it produced.
 
-    ``attempt`` is 0 for the original call and 1..5 for recovery retries. ``executed`` is False
-    when nothing ran (pre-answer, refusal, veto, open breaker, invalid arguments).
+    The call itself is in the turn's ``ModelReplied`` (``result.call_id`` names it; a retry's
+    corrected arguments are in the ``RecoveryDecided`` before it). ``attempt`` is 0 for the
+    original call and 1..5 for recovery retries. ``executed`` is False when nothing ran
+    (pre-answer, refusal, veto, open breaker, invalid arguments).
     """
 
     seq: int
     run_id: str
     at: float
     turn: int
-    call: ToolCall
-    attempt: int
     result: ToolResult
-    executed: bool
-    latency_ms: float
+    attempt: int = 0
+    executed: bool = True
+    latency_ms: float = 0.0
     kind: Literal["tool_dispatched"] = "tool_dispatched"
 
 
@@ -235,78 +240,43 @@ class HardErrorRaised:
 
 @dataclass(**_EVENT)
 class TurnFinished:
-    """A turn ended. Everything a turn row needs, as facts.
+    """A turn ended, on ``channel``: the engine's verdict on the turn.
 
-    ``results`` are the tool results the model read, one per call; ``feedback`` the engine's own
-    messages (a rejected answer, a convergence warning). A turn the run ended on is ``hard`` with
-    ``dropped=True``: it never reached the scratchpad.
+    Only what is new at this moment is here: what the model asked and read is in the turn's
+    earlier events (``loopnb.engine.turns`` puts a turn back together). ``producer`` is the first
+    non-ok producer of the turn (the LoopError variant's on a hard turn); ``breakers`` every
+    breaker's state as the turn ends. A turn the run ended on is ``hard`` with ``dropped=True``:
+    it never reached the scratchpad.
     """
 
     seq: int
     run_id: str
     at: float
     turn: int
-    started_at: float
     latency_ms: float
     channel: Channel
-    producer: SoftProducer | HardProducer | None
-    model: str | None
-    reply: ModelReply | None
-    results: tuple[ToolResult, ...]
-    feedback: tuple[Message, ...]
-    recovery_attempts: int
-    breakers: dict[str, BreakerState]
+    producer: SoftProducer | HardProducer | None = None
+    breakers: dict[str, BreakerState] = field(default_factory=dict)
     dropped: bool = False
-    error_text: str | None = None
     kind: Literal["turn_finished"] = "turn_finished"
 
 
 @dataclass(**_EVENT)
 class RunFinished:
-    """The run ended: ``outcome`` ``ok`` with the output, or ``hard`` with the error's variant."""
+    """The run ended: ``outcome`` ``ok`` with the output, or ``hard`` with the error's variant
+    (``error`` its class name, ``producer`` its snake_case name, ``message`` its text)."""
 
     seq: int
     run_id: str
     at: float
     outcome: Literal["ok", "hard"]
     turns: int
-    output: str | None
-    error: str | None
-    message: str | None
+    output: str | None = None
+    error: str | None = None
+    producer: HardProducer | None = None
+    message: str | None = None
     scratchpad_discarded: bool = False
     kind: Literal["run_finished"] = "run_finished"
-
-
-_MISSING = object()
-
-
-def _fast_init(cls: type) -> None:
-    """Give a frozen, slotted event class a faster ``__init__`` with the same signature.
-
-    A frozen dataclass's own ``__init__`` goes through ``object.__setattr__`` once per field,
-    which made building an event four times slower than the turn it describes. This one writes
-    each slot through its descriptor; instances stay frozen (assignment still raises).
-    """
-    names, params, body = [], [], []
-    env: dict[str, Any] = {"_MISSING": _MISSING}
-    for f in fields(cls):
-        names.append(f.name)
-        env[f"_set_{f.name}"] = getattr(cls, f.name).__set__
-        if f.default is not MISSING:
-            env[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        elif f.default_factory is not MISSING:
-            env[f"_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_MISSING")
-            body.append(f"    if {f.name} is _MISSING: {f.name} = _factory_{f.name}()")
-        else:
-            params.append(f.name)
-        body.append(f"    _set_{f.name}(self, {f.name})")
-    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body)
-    exec(source, env)  # generated from the class's own field list, nothing else
-    init = env["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[misc]
 
 
 Event = Annotated[
@@ -327,30 +297,8 @@ Event = Annotated[
     Field(discriminator="kind"),
 ]
 
-for _cls in (
-    RunStarted,
-    TurnStarted,
-    ModelReplied,
-    ModelFailed,
-    ToolDispatched,
-    RecoveryDecided,
-    BreakerTransitioned,
-    DetectorFired,
-    CompletionRejected,
-    ContextCompacted,
-    SoftErrorReturned,
-    HardErrorRaised,
-    TurnFinished,
-    RunFinished,
-):
-    _fast_init(_cls)
-
-
-new_turn_started = positional(TurnStarted)
-new_model_replied = positional(ModelReplied)
-new_tool_dispatched = positional(ToolDispatched)
-new_soft_error_returned = positional(SoftErrorReturned)
-new_turn_finished = positional(TurnFinished)
-
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates and serialises any event: ``EVENT_ADAPTER.dump_json(e)``, ``validate_json(b)``."""
+
+EVENT_TYPES: tuple[type, ...] = get_args(get_args(Event)[0])
+"""Every event class, in the union's order."""

@@ -6,14 +6,18 @@ A transcript is a list of three kinds of item, told apart by ``role``:
   rejected answer or a convergence warning);
 - ``ModelReply``: what the model answered (``role="assistant"``): text and/or tool calls;
 - ``ToolResult``: one tool call's result (``role="tool"``), ``is_error=True`` for a soft error.
+
+Items are plain slotted dataclasses, as events are: the engine builds several a turn, and pydantic
+validates them only where data comes from outside (a recording being loaded, through the one
+adapter in ``events``; a model's reply, checked by ``checked_reply``). Treat them as immutable:
+the engine never changes one after building it, and neither should an observer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal, overload
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Literal, overload
 
 from loopnb.engine.errors import SoftProducer
 
@@ -26,126 +30,66 @@ __all__ = [
     "Transcript",
     "TranscriptItem",
     "Usage",
+    "reply_problem",
 ]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-
-class ToolCall(BaseModel):
-    """One call the model asks for: ``ToolCall("read_file", {"path": "src/main.rs"})``.
-
-    ``arguments`` is a dict, or the raw string a model sent when it was not a JSON object (the
-    dispatcher answers that softly). ``id`` is filled in by the engine when the model gives none.
-    """
-
-    model_config = _FROZEN
+@dataclass(slots=True)
+class ToolCall:
+    """One call the model asks for: ``ToolCall("read_file", {"path": "src/main.rs"})``."""
 
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    """The tool's name, as the model spelt it."""
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    """The arguments: a dict, or the raw string a model sent when it was not a JSON object (the
+    dispatcher answers that softly)."""
     id: str = ""
-
-    def __init__(self, name: str, arguments: dict[str, Any] | str | None = None, **data: Any) -> None:
-        super().__init__(name=name, arguments={} if arguments is None else arguments, **data)
-
-    # Positional arguments are a convenience of this ``__init__`` alone: data that pydantic
-    # validates (a recording being loaded, a nested dict) always names its fields. Marked as
-    # pydantic's own ``__init__``, it is skipped there, and pydantic builds the model without a
-    # call back into Python for each one (a quarter of loading a JSON Lines recording).
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+    """The call's id; the engine fills one in when the model gives none."""
 
 
-class ToolResult(BaseModel):
-    """The result of one tool call, exactly as the model reads it.
+@dataclass(slots=True)
+class ToolResult:
+    """The result of one tool call, exactly as the model reads it."""
 
-    ``is_error=True`` marks a soft error; ``producer`` says which row of the channel table made it
-    (``None`` for a success). ``note`` carries a recovery analysis beside the result: it is never
-    merged into ``content``. ``attempts`` counts calls of the tool made for this result (0 when
-    nothing was executed, e.g. a pre-answer or a refusal).
-    """
-
-    model_config = _FROZEN
-
-    role: Literal["tool"] = "tool"
     content: str
+    """The text the model reads."""
+    _: KW_ONLY
     is_error: bool = False
+    """True for a soft error."""
     name: str = ""
+    """The tool the call named."""
     call_id: str = ""
+    """The id of the call this answers."""
     producer: SoftProducer | None = None
+    """Which row of the channel table made this error; ``None`` for a success."""
     note: str | None = None
+    """A recovery analysis riding beside the result: never merged into ``content``."""
     attempts: int = 1
-
-    def __init__(self, content: str | None = None, **data: Any) -> None:
-        if content is not None:
-            data["content"] = content
-        super().__init__(**data)
-
-    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]  # as for ToolCall
+    """Calls of the tool made for this result (0 when nothing was executed: a pre-answer, a refusal)."""
+    role: Literal["tool"] = "tool"
 
 
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__  # the slot setters, looked up once
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-# Shared by every trusted result: pydantic copies a model's fields-set before changing it
-# (``model_copy``) and a frozen model never adds to it, so one set object is safe to share.
-_FIELDS = {"content", "is_error", "name", "call_id", "producer", "attempts"}
-_FIELDS_NOTE = _FIELDS | {"note"}
-
-
-def trusted_result(
-    content: str,
-    is_error: bool,
-    name: str,
-    call_id: str,
-    producer: SoftProducer | None,
-    attempts: int,
-    note: str | None = None,
-) -> ToolResult:
-    """Build a ``ToolResult`` from values the engine has already checked, skipping validation.
-
-    The dispatcher builds one per tool call, so this sits on the per-turn path; it yields exactly
-    the object ``ToolResult(...)`` would (the tests compare the two).
-    """
-    result: ToolResult = _new(ToolResult)
-    _set_dict(
-        result,
-        {
-            "role": "tool",
-            "content": content,
-            "is_error": is_error,
-            "name": name,
-            "call_id": call_id,
-            "producer": producer,
-            "note": note,
-            "attempts": attempts,
-        },
-    )
-    _set_fields(result, _FIELDS if note is None else _FIELDS_NOTE)
-    _set_extra(result, None)
-    _set_private(result, None)
-    return result
-
-
-class Usage(BaseModel):
+@dataclass(slots=True)
+class Usage:
     """Token usage a model reported for one request."""
-
-    model_config = _FROZEN
 
     input_tokens: int = 0
     output_tokens: int = 0
 
 
-class ModelReply(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ModelReply:
     """What the model answered. No tool calls means a final reply whose ``text`` is the output."""
 
-    model_config = _FROZEN
-
-    role: Literal["assistant"] = "assistant"
     text: str | None = None
+    """The reply's text: the run's output when it is final."""
     tool_calls: tuple[ToolCall, ...] = ()
+    """The calls the model asks for, in order."""
     model: str | None = None
+    """The name of the model that answered."""
     usage: Usage | None = None
+    """The tokens the request used, when the model reported them."""
+    role: Literal["assistant"] = "assistant"
 
     @property
     def is_final(self) -> bool:
@@ -153,51 +97,68 @@ class ModelReply(BaseModel):
         return not self.tool_calls
 
 
-class Message(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Message:
     """Text from the system or the user: the system prompt, the task, engine feedback."""
-
-    model_config = _FROZEN
 
     role: Literal["system", "user"]
     content: str
     is_error: bool = False
+    """True for engine feedback the model reads as an error (a rejected answer)."""
     producer: SoftProducer | None = None
+    """Which row of the channel table made this feedback; ``None`` for the prompt and the task."""
 
 
-TranscriptItem = Annotated[Message | ModelReply | ToolResult, Field(discriminator="role")]
+def reply_problem(reply: object) -> str | None:
+    """What is wrong with a model's reply, in words, or ``None`` when it is a well-formed
+    ``ModelReply`` (nothing validates a dataclass as it is built, so the engine checks here)."""
+    if not isinstance(reply, ModelReply):
+        return f"{type(reply).__name__}, not a ModelReply"
+    if reply.text is not None and not isinstance(reply.text, str):
+        return f"a ModelReply whose text is {type(reply.text).__name__}, not a str or None"
+    calls = reply.tool_calls
+    if not isinstance(calls, tuple):
+        return f"a ModelReply whose tool_calls is {type(calls).__name__}, not a tuple of ToolCall"
+    for i, call in enumerate(calls):
+        if not isinstance(call, ToolCall):
+            return f"a ModelReply whose tool_calls[{i}] is {type(call).__name__}, not a ToolCall"
+        if not isinstance(call.name, str) or not isinstance(call.id, str):
+            return f"a ModelReply whose tool_calls[{i}] has a name or id that is not a str"
+    return None
 
 
-class ToolSpec(BaseModel):
+TranscriptItem = Message | ModelReply | ToolResult
+"""One item of a transcript (told apart by ``role``)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolSpec:
     """A tool as the model is shown it: name, description and the JSON schema of its arguments."""
-
-    model_config = _FROZEN
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-class Transcript(Sequence[Message | ModelReply | ToolResult]):
+class Transcript(Sequence[TranscriptItem]):
     """A read-only view of the engine's transcript, handed to models without copying it."""
 
     __slots__ = ("_items",)
 
-    def __init__(self, items: list[Message | ModelReply | ToolResult]) -> None:
+    def __init__(self, items: list[TranscriptItem]) -> None:
         self._items = items
 
     @overload
-    def __getitem__(self, index: int) -> Message | ModelReply | ToolResult: ...
+    def __getitem__(self, index: int) -> TranscriptItem: ...
     @overload
-    def __getitem__(self, index: slice) -> list[Message | ModelReply | ToolResult]: ...
-    def __getitem__(
-        self, index: int | slice
-    ) -> Message | ModelReply | ToolResult | list[Message | ModelReply | ToolResult]:
+    def __getitem__(self, index: slice) -> list[TranscriptItem]: ...
+    def __getitem__(self, index: int | slice) -> TranscriptItem | list[TranscriptItem]:
         return self._items[index]
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self) -> Iterator[Message | ModelReply | ToolResult]:
+    def __iter__(self) -> Iterator[TranscriptItem]:
         return iter(self._items)
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ import difflib
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -126,9 +126,7 @@ async def drive(
         decision, valid = _ask(strategy, failure, attempt)
         on_decision(failure, attempt, decision, valid)
         if not isinstance(decision, Retry):
-            return first.model_copy(
-                update={"producer": "recovery_gave_up", "note": decision.note, "attempts": attempt + 1}
-            )
+            return replace(first, producer="recovery_gave_up", note=decision.note, attempts=attempt + 1)
         if attempt >= MAX_RECOVERY_ATTEMPTS:
             raise ToolRecoveryExhausted(
                 f"recovery of {call.name} asked for retry {attempt + 1} after {attempt + 1} calls; "
@@ -140,10 +138,10 @@ async def drive(
         before_retry()
         attempt += 1
         if decision.corrected_input is not None:
-            current_call = current_call.model_copy(update={"arguments": decision.corrected_input})
+            current_call = replace(current_call, arguments=decision.corrected_input)
         result = await execute(current_call, attempt)
         if not result.is_error:
-            return result.model_copy(update={"note": decision.note, "attempts": attempt + 1})
+            return replace(result, note=decision.note, attempts=attempt + 1)
 
 
 def _shown(value: object) -> str:

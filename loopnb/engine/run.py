@@ -27,13 +27,11 @@ from loopnb.engine.events import (
     HardErrorRaised,
     RunFinished,
     RunStarted,
+    SoftErrorReturned,
     TurnFinished,
-    new_soft_error_returned,
-    new_turn_finished,
-    new_turn_started,
+    TurnStarted,
 )
-from loopnb.engine.messages import Message, ModelReply, ToolResult, Transcript
-from loopnb.engine.models.scripted import distinct_ids, with_call_ids
+from loopnb.engine.messages import Message, ToolResult, Transcript
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import RunState
 
@@ -155,11 +153,9 @@ class _Run(_Compaction):
     async def _turn(self) -> TurnFinished | None:
         s, e = self.state, self.engine
         s.turn += 1
-        self.turn_model: str | None = None
-        self.turn_reply: ModelReply | None = None
         if s.observing:
-            self.turn_started, self.turn_t0 = s.clock.time(), s.clock.monotonic()
-            s.emit(new_turn_started(s.next_seq(), s.run_id, self.turn_started, s.turn))
+            self.turn_t0 = s.clock.monotonic()
+            s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
             s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
         if s.cancel.cancelled:
@@ -171,10 +167,6 @@ class _Run(_Compaction):
         except ModelContextOverflow:
             reply, model = await self._ask_after_overflow()
         calls = reply.tool_calls
-        if calls and not distinct_ids(calls):  # results are matched to calls by id
-            reply = with_call_ids(reply, f"t{s.turn}")
-            calls = reply.tool_calls
-        self.turn_model, self.turn_reply = model, reply
         if model not in self.models_used:
             self.models_used[model] = None
         append = s.messages.append if self.tokens is None else self._append
@@ -210,8 +202,6 @@ class _Run(_Compaction):
                     outcome="ok",
                     turns=s.turn,
                     output=self.result.output,
-                    error=None,
-                    message=None,
                 )
             )
         return event
@@ -220,49 +210,42 @@ class _Run(_Compaction):
         """Report the soft errors the model read this turn, then the turn itself."""
         s = self.state
         producer: SoftProducer | None = None
-        errors: list[str] = []
-        retries = 0
         for result in results:
-            if result.attempts > retries + 1:
-                retries = result.attempts - 1
             if result.is_error:
-                errors.append(self._soft(result.producer, result.content, result.name, result.call_id))
+                self._soft(result.producer, result.content, result.name, result.call_id)
                 producer = producer or result.producer
         for message in feedback:
             if message.is_error:
-                errors.append(self._soft(message.producer, message.content, None, None))
+                self._soft(message.producer, message.content, None, None)
                 producer = producer or message.producer
-        now = s.clock.time()
-        event = new_turn_finished(  # positional, in field order (see events.TurnFinished)
-            s.next_seq(),  # seq
-            s.run_id,  # run_id
-            now,  # at
-            s.turn,  # turn
-            self.turn_started,  # started_at
-            (s.clock.monotonic() - self.turn_t0) * 1000.0,  # latency_ms
-            "ok" if producer is None else "soft",  # channel
-            producer,  # producer
-            self.turn_model,  # model
-            self.turn_reply,  # reply
-            tuple(results),  # results
-            tuple(feedback),  # feedback
-            retries,  # recovery_attempts
-            self.engine.breaker_states(),  # breakers
-            False,  # dropped
-            "\n".join(errors) or None,  # error_text
+        event = TurnFinished(
+            seq=s.next_seq(),
+            run_id=s.run_id,
+            at=s.clock.time(),
+            turn=s.turn,
+            latency_ms=(s.clock.monotonic() - self.turn_t0) * 1000.0,
+            channel="ok" if producer is None else "soft",
+            producer=producer,
+            breakers=self.engine.breaker_states(),
         )
         s.emit(event)
         return event
 
-    def _soft(self, producer: SoftProducer | None, text: str, tool: str | None, call_id: str | None) -> str:
+    def _soft(self, producer: SoftProducer | None, text: str, tool: str | None, call_id: str | None) -> None:
         s = self.state
         assert producer is not None
         s.emit(
-            new_soft_error_returned(
-                s.next_seq(), s.run_id, s.clock.time(), s.turn, producer, text, tool, call_id
+            SoftErrorReturned(
+                seq=s.next_seq(),
+                run_id=s.run_id,
+                at=s.clock.time(),
+                turn=s.turn,
+                producer=producer,
+                text=text,
+                tool=tool,
+                call_id=call_id,
             )
         )
-        return text
 
     def _judge(self, text: str) -> list[Message]:
         """A final reply: accept it (the run is done) or reject it and let the model go on."""
@@ -348,18 +331,11 @@ class _Run(_Compaction):
                     run_id=s.run_id,
                     at=now,
                     turn=s.turn,
-                    started_at=getattr(self, "turn_started", now),
                     latency_ms=(s.clock.monotonic() - getattr(self, "turn_t0", s.clock.monotonic())) * 1000.0,
                     channel="hard",
                     producer=err.producer,
-                    model=getattr(self, "turn_model", None),
-                    reply=getattr(self, "turn_reply", None),
-                    results=(),
-                    feedback=(),
-                    recovery_attempts=getattr(err, "attempts", 1) - 1,
                     breakers=self.engine.breaker_states(),
                     dropped=True,
-                    error_text=err.message,
                 )
             )
         s.emit(
@@ -371,6 +347,7 @@ class _Run(_Compaction):
                 turns=s.turn,
                 output=None,
                 error=type(err).__name__,
+                producer=err.producer,
                 message=err.message,
                 scratchpad_discarded=discard,
             )

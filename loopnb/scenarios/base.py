@@ -17,7 +17,8 @@ from typing import Any, Literal
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock, FakeClock, SystemClock
 from loopnb.engine.errors import HardProducer, LoopError, SoftProducer
-from loopnb.engine.events import RunStarted, TurnFinished
+from loopnb.engine.events import RunStarted
+from loopnb.engine.turns import Turn, assemble
 from loopnb.engine.loop import Engine
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
@@ -127,9 +128,9 @@ class Outcome:
         return self.run.output
 
     @property
-    def turns(self) -> list[TurnFinished]:
-        """Every turn's ``TurnFinished`` event, including the hard one a run ended on."""
-        return [e for e in self.events if isinstance(e, TurnFinished)]
+    def turns(self) -> list[Turn]:
+        """Every turn, including the hard one a run ended on."""
+        return assemble(self.events)
 
     @property
     def soft(self) -> frozenset[SoftProducer]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from loopnb.engine.turns import assemble
+
 from loopnb import ToolError, tool
 
 
@@ -38,6 +40,10 @@ class Events(list):
 
     def kinds(self) -> list[str]:
         return [e.kind for e in self]
+
+    def turns(self) -> list:
+        """The run's turns, put back together from the events."""
+        return assemble(self)
 
 
 @pytest.fixture

@@ -208,7 +208,7 @@ def test_odd_return_values_never_crash(value, producer, text):
     [([1, 2], "list [1, 2]"), (None, "NoneType None"), (5, "int 5")],
 )
 def test_arguments_that_are_neither_a_dict_nor_a_string_are_invalid_arguments(arguments, got):
-    call = ToolCall.model_construct(name="t", arguments=arguments, id="c")  # a model skipping validation
+    call = ToolCall("t", arguments, id="c")  # nothing validates a dataclass at construction
     engine = Engine(ScriptedModel([call, "done"]), tools=[tool(lambda: "ran", name="t")])
     result = engine.run("task").tool_results[0]
     assert (result.producer, result.content) == (
@@ -219,7 +219,7 @@ def test_arguments_that_are_neither_a_dict_nor_a_string_are_invalid_arguments(ar
 
 def test_arguments_nested_too_deep_to_encode_fail_softly_and_are_watched():
     deep = functools.reduce(lambda inner, _: [inner], range(5000), [])
-    call = ToolCall.model_construct(name="t", arguments={"text": deep}, id="c")
+    call = ToolCall("t", {"text": deep}, id="c")
 
     def t(text: str) -> str:
         return text

@@ -31,7 +31,6 @@ from loopnb import (
     tool,
 )
 from loopnb.engine import events as events_module
-from loopnb.engine.frozen import positional
 from loopnb.engine.messages import ModelReply
 from loopnb.engine.models.scripted import with_call_ids
 
@@ -107,7 +106,7 @@ def test_several_calls_in_one_turn_each_get_one_result_in_order():
         "fn main() {}",
         "file b not found",
     ]
-    turn = events.of("turn_finished")[0]
+    turn = events.turns()[0]
     assert (turn.channel, turn.producer, len(turn.results)) == ("soft", "tool_error", 3)
 
 
@@ -133,7 +132,7 @@ class _RepeatingIds:
 def test_calls_sharing_an_id_are_told_apart_so_each_result_answers_one_call():
     events = Events()
     result = Engine(_RepeatingIds(), tools=[read_file], observers=[events]).run("t")
-    calls = events.of("turn_finished")[0].reply.tool_calls
+    calls = events.turns()[0].reply.tool_calls
     assert [c.id for c in calls] == ["c", "c_1"]
     assert [(r.call_id, r.content) for r in result.tool_results] == [
         ("c", "file a not found"),
@@ -357,33 +356,13 @@ def test_events_round_trip_through_the_json_adapter():
     assert seqs == list(range(len(events)))
 
 
-@pytest.mark.parametrize(
-    ("new", "cls"),
-    [
-        (events_module.new_turn_started, events_module.TurnStarted),
-        (events_module.new_model_replied, events_module.ModelReplied),
-        (events_module.new_tool_dispatched, events_module.ToolDispatched),
-        (events_module.new_soft_error_returned, events_module.SoftErrorReturned),
-        (events_module.new_turn_finished, events_module.TurnFinished),
-    ],
-)
-def test_positional_event_constructors_build_the_same_frozen_event(new, cls):
-    names = [f.name for f in dataclasses.fields(cls) if f.name != "kind"]
-    values = [f"value of {name}" for name in names]
-    fast = new(*values)
-    slow = cls(**dict(zip(names, values, strict=True)))
-    assert type(fast) is cls and fast == slow and repr(fast) == repr(slow)
-    assert copy.copy(fast) == slow and pickle.loads(pickle.dumps(fast)) == slow
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast.seq = 99
-    required = [f for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
-    with pytest.raises(TypeError):
-        new(*values[: len(required) - 1])  # every field without a default is required
-
-
-def test_positional_constructors_refuse_a_class_they_cannot_build():
-    with pytest.raises(TypeError, match="plain slotted fields"):
-        positional(events_module.RunStarted)  # settings has a default factory
+def test_events_are_plain_slotted_dataclasses_that_pickle_and_copy():
+    events = Events()
+    Engine(ScriptedModel(SCRIPT), tools=[read_file], observers=[events]).run("task")
+    for event in events:
+        assert dataclasses.is_dataclass(event) and not hasattr(event, "__dict__")
+        assert copy.copy(event) == event and pickle.loads(pickle.dumps(event)) == event
+        assert event.kind == dataclasses.fields(event)[-1].default  # the tag is the last field
 
 
 # -- bad input -----------------------------------------------------------------------------
@@ -467,14 +446,3 @@ def test_a_sigint_handler_is_left_as_it_was():
     assert os.getpid()
 
 
-def test_positional_constructors_refuse_a_post_init_they_would_skip():
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Checked:
-        value: int
-
-        def __post_init__(self) -> None:
-            if self.value < 0:
-                raise ValueError("negative")
-
-    with pytest.raises(TypeError, match="plain slotted fields"):
-        positional(Checked)

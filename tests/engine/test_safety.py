@@ -305,7 +305,7 @@ def test_fallback_moves_to_the_next_model_within_the_same_turn():
     assert result.output == "done"
     assert result.models == ("backup",)
     assert [e.model for e in events.of("model_failed")] == ["primary"] * 3
-    turns = events.of("turn_finished")
+    turns = events.turns()
     assert [t.model for t in turns] == ["backup", "backup"]
     assert turns[0].breakers == {"primary": "open", "backup": "closed"}
 

@@ -105,7 +105,8 @@ def test_a_delay_of_another_number_type_is_waited_as_seconds():
     assert clock.slept == [0.25] * 5
     decided = events.of("recovery_decided")
     assert {(type(d.delay), d.delay, d.valid) for d in decided} == {(float, 0.25, True)}
-    assert [e.call.arguments for e in events.of("tool_dispatched")][1:] == [{"url": "v"}] * 5
+    assert [d.corrected_input for d in decided][:5] == [{"url": "v"}] * 5
+    assert [e.attempt for e in events.of("tool_dispatched")] == [0, 1, 2, 3, 4, 5]
 
 
 def test_an_invalid_decision_at_the_ceiling_gives_up_softly():

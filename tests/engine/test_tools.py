@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from loopnb import ContextBudget, FakeClock, ToolResult, ToolSpec, tool
 from loopnb.engine.context import drop_oldest_turns, item_tokens
-from loopnb.engine.messages import Message, ModelReply, ToolCall, trusted_result
+from loopnb.engine.messages import Message, ModelReply, ToolCall
 from loopnb.engine.tools import ToolRegistry, registry_miss_text, suggest_name
 
 
@@ -71,26 +71,6 @@ def test_fast_validation_defers_to_pydantic_for_anything_but_exact_types():
         return a
 
     assert f.validate({"a": 3.0}) == f.args_model.model_validate({"a": 3.0}).__dict__
-
-
-def test_trusted_results_equal_validated_ones():
-    fast = trusted_result("text", True, "read", "c1", "tool_error", 2, note="n")
-    slow = ToolResult(
-        content="text", is_error=True, name="read", call_id="c1", producer="tool_error", attempts=2, note="n"
-    )
-    assert fast == slow
-    assert fast.model_dump() == slow.model_dump()
-    assert ToolResult.model_validate_json(fast.model_dump_json()) == slow
-    assert fast.model_fields_set == slow.model_fields_set
-
-
-def test_trusted_results_share_nothing_a_copy_can_change():
-    a = trusted_result("a", False, "read", "c1", None, 1)
-    b = trusted_result("b", False, "read", "c2", None, 1)
-    changed = a.model_copy(update={"note": "added"})
-    assert changed.note == "added" and "note" in changed.model_fields_set
-    assert "note" not in a.model_fields_set and "note" not in b.model_fields_set
-    assert (a.content, b.content) == ("a", "b")
 
 
 def test_registry_keeps_registration_order_and_refuses_duplicates():
@@ -177,22 +157,19 @@ def test_fast_validation_agrees_with_pydantic_on_any_arguments(arguments):
     assert {k: type(v) for k, v in {**defaults, **fast}.items()} == {k: type(v) for k, v in slow.items()}
 
 
-def test_validated_calls_and_results_equal_constructed_ones_without_a_python_init():
-    # Loading a recording validates these by the hundred thousand: pydantic must build them
-    # itself (no call back into the positional ``__init__``), and the result must not differ.
-    assert ToolCall.__pydantic_custom_init__ is False
-    assert ToolResult.__pydantic_custom_init__ is False
-    assert ToolCall.model_validate({"name": "read", "arguments": {"p": 1}, "id": "c1"}) == ToolCall(
+def test_validated_calls_and_results_equal_constructed_ones():
+    # Loading a recording validates these by the hundred thousand, through the same dataclasses.
+    call = TypeAdapter(ToolCall)
+    result = TypeAdapter(ToolResult)
+    assert call.validate_python({"name": "read", "arguments": {"p": 1}, "id": "c1"}) == ToolCall(
         "read", {"p": 1}, id="c1"
     )
-    assert ToolCall.model_validate({"name": "read"}) == ToolCall("read") == ToolCall("read", None)
-    assert ToolCall.model_validate_json('{"name": "read", "arguments": "not json"}').arguments == "not json"
-    assert ToolResult.model_validate({"content": "text", "is_error": True}) == ToolResult(
-        "text", is_error=True
-    )
-    nested = ModelReply.model_validate({"tool_calls": [{"name": "read", "arguments": {"p": 1}}]})
+    assert call.validate_python({"name": "read"}) == ToolCall("read")
+    assert call.validate_json('{"name": "read", "arguments": "not json"}').arguments == "not json"
+    assert result.validate_python({"content": "text", "is_error": True}) == ToolResult("text", is_error=True)
+    nested = TypeAdapter(ModelReply).validate_python({"tool_calls": [{"name": "read", "arguments": {"p": 1}}]})
     assert nested.tool_calls == (ToolCall("read", {"p": 1}),)
     with pytest.raises(ValidationError, match="content"):
-        ToolResult.model_validate({"is_error": True})
+        result.validate_python({"is_error": True})
     with pytest.raises(TypeError):
         ToolResult("a", content="b")  # the positional form still names what it sets once

@@ -7,6 +7,7 @@ it doing something sensible (and finishing) with tools that are not the scenario
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import os
@@ -189,7 +190,7 @@ def test_the_reply_depends_on_what_a_model_reads_and_nothing_else() -> None:
         ModelReply(tool_calls=(ToolCall("read_file", {"path": "src/mian.rs"}, id="fallible-0-0"),)),
     ]
     plain = ToolResult("file src/mian.rs not found", is_error=True, call_id="fallible-0-0")
-    dressed = plain.model_copy(update={"producer": "registry_miss", "note": "analysis: x", "attempts": 6})
+    dressed = dataclasses.replace(plain, producer="registry_miss", note="analysis: x", attempts=6)
     assert model.reply([*items, plain], [spec]) == FallibleModel(seed=3).reply([*items, dressed], [spec])
 
 

@@ -15,9 +15,10 @@ from loopnb.engine.errors import (
     ModelUnavailable,
     exception_text,
 )
-from loopnb.engine.events import ModelFailed, new_model_replied
-from loopnb.engine.messages import ModelReply, ToolSpec, Transcript
+from loopnb.engine.events import ModelFailed, ModelReplied
+from loopnb.engine.messages import ModelReply, ToolSpec, Transcript, reply_problem
 from loopnb.engine.models.base import Model
+from loopnb.engine.models.scripted import distinct_ids, with_call_ids
 from loopnb.engine.state import RunState
 
 __all__ = ["FallbackChain"]
@@ -89,8 +90,11 @@ class FallbackChain:
                 t0 = clock.monotonic() if observing else 0.0
                 try:
                     reply = await model.complete(messages, tools)
-                    if reply.__class__ is not ModelReply and not isinstance(reply, ModelReply):
-                        raise ModelUnavailable(f"{name} returned {type(reply).__name__}, not a ModelReply")
+                    problem = reply_problem(reply)
+                    if problem is not None:
+                        raise ModelUnavailable(f"{name} returned {problem}")
+                    if reply.tool_calls and not distinct_ids(reply.tool_calls):
+                        reply = with_call_ids(reply, f"t{state.turn if state else 0}")  # results name their call
                 except (ModelContextOverflow, KeyboardInterrupt):
                     raise
                 except BaseException as exc:  # whatever a model raises is its failure, not the run's
@@ -135,9 +139,15 @@ class FallbackChain:
                 if observing:
                     assert state is not None
                     latency_ms = (clock.monotonic() - t0) * 1000.0
-                    state.emit(  # positional, in field order: seq, run_id, at, turn, model, reply, latency
-                        new_model_replied(
-                            state.next_seq(), state.run_id, clock.time(), state.turn, name, reply, latency_ms
+                    state.emit(
+                        ModelReplied(
+                            seq=state.next_seq(),
+                            run_id=state.run_id,
+                            at=clock.time(),
+                            turn=state.turn,
+                            model=name,
+                            reply=reply,
+                            latency_ms=latency_ms,
                         )
                     )
                 return reply, name

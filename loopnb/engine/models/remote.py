@@ -24,6 +24,7 @@ import os
 import re
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -335,7 +336,7 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
             n += 1
             new_id = f"{call.id}_{n}"
         seen.add(new_id)
-        out.append(call if new_id == call.id else call.model_copy(update={"id": new_id}))
+        out.append(call if new_id == call.id else replace(call, id=new_id))
     return out
 
 

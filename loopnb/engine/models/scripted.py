@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TypeAlias
 
 from loopnb.engine.errors import ModelUnavailable
@@ -21,7 +22,7 @@ def as_reply(step: object, *, model: str, where: str = "reply", ids: str = "call
     Calls without an id get ``{ids}_{n}`` so that each result can name the call it answers.
     """
     if isinstance(step, ModelReply):
-        reply = step if step.model else step.model_copy(update={"model": model})
+        reply = step if step.model else replace(step, model=model)
         return with_call_ids(reply, ids)
     if isinstance(step, str):
         return ModelReply(text=step, model=model)
@@ -56,8 +57,8 @@ def with_call_ids(reply: ModelReply, prefix: str) -> ModelReply:
         while new in seen:
             new = f"{new}_{i}"
         seen.add(new)
-        calls.append(call if new == call.id else call.model_copy(update={"id": new}))
-    return reply.model_copy(update={"tool_calls": tuple(calls)})
+        calls.append(call if new == call.id else replace(call, id=new))
+    return replace(reply, tool_calls=tuple(calls))
 
 
 class ScriptedModel:
