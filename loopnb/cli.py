@@ -28,9 +28,9 @@ from typing import Any, TextIO
 
 import loopnb
 from loopnb import scenarios
-from loopnb.engine.events import TurnFinished
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.models.remote import ModelConfigError
+from loopnb.engine.turns import Turn
 from loopnb.scenarios import Outcome, Scenario
 
 __all__ = ["format_outcome", "main", "turn_rows"]
@@ -39,11 +39,11 @@ _COLUMNS = ("turn", "channel", "producer", "model", "retries", "tools", "what th
 
 
 def turn_rows(outcome: Outcome) -> list[dict[str, str]]:
-    """One row per turn (keys: ``_COLUMNS``), built from the run's ``TurnFinished`` events only."""
+    """One row per turn (keys: ``_COLUMNS``), each read from the run's events as a ``Turn``."""
     return [_row(turn) for turn in outcome.turns]
 
 
-def _row(turn: TurnFinished) -> dict[str, str]:
+def _row(turn: Turn) -> dict[str, str]:
     calls = turn.reply.tool_calls if turn.reply is not None else ()
     if turn.channel == "hard":
         read = f"(run ended) {turn.error_text or ''}"

@@ -328,7 +328,7 @@ class Dispatcher:
     def _report(
         self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
     ) -> None:
-        latency_ms = (self.clock.monotonic() - t0) * 1000.0
+        latency_ms = round((self.clock.monotonic() - t0) * 1000.0, 3)  # to the microsecond
         state.emit(
             ToolDispatched(
                 seq=state.next_seq(),

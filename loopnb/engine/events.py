@@ -60,6 +60,8 @@ class RunStarted:
     models: tuple[str, ...]
     tools: tuple[str, ...]
     advertised: tuple[str, ...]
+    breakers: tuple[str, ...] = ()
+    """Every breaker of the run (models' and tools'), by name; all start closed."""
     settings: dict[str, Any] = field(default_factory=dict)
     kind: Literal["run_started"] = "run_started"
 
@@ -77,14 +79,14 @@ class TurnStarted:
 
 @dataclass(**_EVENT)
 class ModelReplied:
-    """A model answered a request."""
+    """A model answered a request (``latency_ms`` to the microsecond)."""
 
     seq: int
     run_id: str
     at: float
     turn: int
-    model: str
     reply: ModelReply
+    """What the model answered; ``reply.model`` names the model."""
     latency_ms: float
     kind: Literal["model_replied"] = "model_replied"
 
@@ -244,19 +246,20 @@ class TurnFinished:
 
     Only what is new at this moment is here: what the model asked and read is in the turn's
     earlier events (``loopnb.engine.turns`` puts a turn back together). ``producer`` is the first
-    non-ok producer of the turn (the LoopError variant's on a hard turn); ``breakers`` every
-    breaker's state as the turn ends. A turn the run ended on is ``hard`` with ``dropped=True``:
-    it never reached the scratchpad.
+    non-ok producer of the turn (the LoopError variant's on a hard turn); ``breakers`` the state
+    of each breaker that is not closed as the turn ends (``RunStarted.breakers`` names them all);
+    the turn's wall time is from its ``TurnStarted`` to here. A turn the run ended on is ``hard``
+    with ``dropped=True``: it never reached the scratchpad.
     """
 
     seq: int
     run_id: str
     at: float
     turn: int
-    latency_ms: float
     channel: Channel
     producer: SoftProducer | HardProducer | None = None
     breakers: dict[str, BreakerState] = field(default_factory=dict)
+    """The breakers that are not closed as the turn ends (every other one of the run is)."""
     dropped: bool = False
     kind: Literal["turn_finished"] = "turn_finished"
 

@@ -156,6 +156,10 @@ class Engine:
         """Every tool's and model's breaker state, by name."""
         return {name: breaker.state for name, breaker in self._every_breaker}
 
+    def breakers_not_closed(self) -> dict[str, BreakerState]:
+        """The state of every breaker that is not closed, by name (what a turn's end records)."""
+        return {name: b.state for name, b in self._every_breaker if b.state != "closed"}
+
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Deliver every event of every later run to ``observer``; returns an unsubscribe function."""
         if not callable(observer):

@@ -132,6 +132,7 @@ class _Run(_Compaction):
                     models=tuple(e.chain.names),
                     tools=tuple(e.registry.names),
                     advertised=tuple(spec.name for spec in e.specs),
+                    breakers=tuple(e.breaker_states()),
                     settings=self._settings(),
                 )
             )
@@ -154,7 +155,6 @@ class _Run(_Compaction):
         s, e = self.state, self.engine
         s.turn += 1
         if s.observing:
-            self.turn_t0 = s.clock.monotonic()
             s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
             s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
@@ -223,10 +223,9 @@ class _Run(_Compaction):
             run_id=s.run_id,
             at=s.clock.time(),
             turn=s.turn,
-            latency_ms=(s.clock.monotonic() - self.turn_t0) * 1000.0,
             channel="ok" if producer is None else "soft",
             producer=producer,
-            breakers=self.engine.breaker_states(),
+            breakers=self.engine.breakers_not_closed(),
         )
         s.emit(event)
         return event
@@ -331,10 +330,9 @@ class _Run(_Compaction):
                     run_id=s.run_id,
                     at=now,
                     turn=s.turn,
-                    latency_ms=(s.clock.monotonic() - getattr(self, "turn_t0", s.clock.monotonic())) * 1000.0,
                     channel="hard",
                     producer=err.producer,
-                    breakers=self.engine.breaker_states(),
+                    breakers=self.engine.breakers_not_closed(),
                     dropped=True,
                 )
             )

@@ -51,6 +51,8 @@ class Turn:
     """The errors the model read, in the order it read them."""
     hard: HardErrorRaised | None = None
     finished: TurnFinished | None = None
+    run_breakers: tuple[str, ...] = ()
+    """Every breaker of the run, from its ``RunStarted``."""
 
     @property
     def channel(self) -> Channel:
@@ -68,13 +70,18 @@ class Turn:
         return self._finished.dropped
 
     @property
-    def latency_ms(self) -> float:
-        return self._finished.latency_ms
+    def latency_ms(self) -> float | None:
+        """Wall time of the whole turn, in milliseconds (from its start to its end)."""
+        if self.started_at is None or self.finished is None:
+            return None
+        return round((self.finished.at - self.started_at) * 1000.0, 3)
 
     @property
     def breakers(self) -> dict[str, BreakerState]:
         """Every breaker's state as the turn ended."""
-        return self._finished.breakers
+        states: dict[str, BreakerState] = dict.fromkeys(self.run_breakers, "closed")
+        states.update(self._finished.breakers)
+        return states
 
     @property
     def _finished(self) -> TurnFinished:
@@ -90,7 +97,7 @@ class Turn:
     @property
     def model(self) -> str | None:
         """The model that answered this turn."""
-        return self.replied.model if self.replied is not None else None
+        return self.replied.reply.model if self.replied is not None else None
 
     @property
     def calls(self) -> tuple[ToolCall, ...]:
@@ -166,17 +173,23 @@ class TurnAssembler:
     """Groups events into turns as they arrive: ``add(event)`` returns the ``Turn`` a
     ``TurnFinished`` completes, else ``None``. Runs may interleave; each is followed by id."""
 
-    __slots__ = ("_open",)
+    __slots__ = ("_breakers", "_open")
 
     def __init__(self) -> None:
         self._open: dict[str, Turn] = {}
+        self._breakers: dict[str, tuple[str, ...]] = {}
 
     def add(self, event: Event) -> Turn | None:
         kind = event.kind
         if kind == "turn_started":
-            self._open[event.run_id] = Turn(event.run_id, event.turn, event.at)  # type: ignore[union-attr]
+            turn = Turn(event.run_id, event.turn, event.at)  # type: ignore[union-attr]
+            turn.run_breakers = self._breakers.get(event.run_id, ())
+            self._open[event.run_id] = turn
             return None
-        if kind == "run_started" or kind == "run_finished":
+        if kind == "run_started":
+            self._breakers[event.run_id] = event.breakers  # type: ignore[union-attr]
+            return None
+        if kind == "run_finished":
             return None
         turn = self._open.get(event.run_id)
         number = event.turn  # type: ignore[union-attr]
@@ -184,6 +197,7 @@ class TurnAssembler:
             if kind != "turn_finished" and kind != "hard_error_raised":
                 return None  # an event outside any turn (a breaker moving before turn 1)
             turn = self._open[event.run_id] = Turn(event.run_id, number)
+            turn.run_breakers = self._breakers.get(event.run_id, ())
         if kind == "tool_dispatched":
             turn.dispatched.append(event)  # type: ignore[arg-type]
         elif kind == "model_replied":

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal
 
-from loopnb.engine.events import BreakerState, TurnFinished
-from loopnb.engine.frozen import positional
+from loopnb.engine.events import BreakerState
 from loopnb.engine.messages import ToolCall
+from loopnb.engine.turns import Turn
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 
 __all__ = [
@@ -110,8 +110,8 @@ class ReadView:
 class TurnView:
     """One turn for the timeline and the inspector: the request and exactly what the model read.
 
-    The timeline needs only the first fields; the inspector's detail is read from the turn's own
-    ``TurnFinished`` event when asked for, so that folding a long run stays cheap.
+    The timeline needs only the first fields; the inspector's detail is read from the ``Turn``
+    (the turn's events, ``loopnb.engine.turns``) when asked for, so that folding stays cheap.
     """
 
     turn: int
@@ -121,7 +121,7 @@ class TurnView:
     tools: tuple[str, ...]
     dropped: bool
     error: str | None
-    event: TurnFinished = field(repr=False)
+    event: Turn = field(repr=False)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -143,7 +143,8 @@ class TurnView:
 
     @property
     def reply_text(self) -> str | None:
-        return self.event.reply.text if self.event.reply else None
+        reply = self.event.reply
+        return reply.text if reply is not None else None
 
     @property
     def error_text(self) -> str | None:
@@ -154,7 +155,7 @@ class TurnView:
         return self.event.recovery_attempts
 
     @property
-    def latency_ms(self) -> float:
+    def latency_ms(self) -> float | None:
         return self.event.latency_ms
 
     @property
@@ -191,9 +192,6 @@ class ViewState:
         return {b.name: b for b in self.breakers}
 
 
-_new_turn_view = positional(TurnView)  # one per turn: built without the frozen __init__
-
-
 def _arguments(call: ToolCall) -> str:
     if isinstance(call.arguments, str):
         return call.arguments
@@ -203,8 +201,8 @@ def _arguments(call: ToolCall) -> str:
         return repr(call.arguments)
 
 
-def turn_view(e: TurnFinished, error: str | None = None) -> TurnView:
-    """The timeline/inspector view of one finished turn (a pure function of the event)."""
-    calls = e.reply.tool_calls if e.reply is not None else ()
+def turn_view(t: Turn, error: str | None = None) -> TurnView:
+    """The timeline/inspector view of one finished turn (a pure function of its events)."""
+    calls = t.calls
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
-    return _new_turn_view(e.turn, e.channel, e.producer, e.model, tools, e.dropped, error, e)
+    return TurnView(t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t)

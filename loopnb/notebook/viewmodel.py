@@ -22,9 +22,9 @@ from loopnb.engine.events import (
     RunFinished,
     RunStarted,
     ToolDispatched,
-    TurnFinished,
     TurnStarted,
 )
+from loopnb.engine.turns import Turn, TurnAssembler
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 from loopnb.notebook.state import (
     MAX_ATTEMPTS,
@@ -84,7 +84,8 @@ class ViewModel:
         self._counts = [0] * len(EDGES)
         self._gauge: list[Any] = [None, None, 0, 0, "idle", None, None]
         self._breakers: dict[str, _Breaker] = {}
-        self._finished: list[tuple[TurnFinished, str | None]] = []
+        self._finished: list[tuple[Turn, str | None]] = []
+        self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
         self._now = 0.0
@@ -94,10 +95,17 @@ class ViewModel:
     def apply(self, event: Any) -> None:
         """Fold one event in. Events of another run than the current one are ignored, and so
         are kinds no pane shows (``HANDLED`` lists those that count)."""
-        handler = _HANDLERS.get(event.kind)
-        if handler is None or (event.run_id != self.run_id and event.kind != "run_started"):
+        kind = event.kind
+        if event.run_id != self.run_id and kind != "run_started":
             return
-        handler(self, event)
+        handler = _HANDLERS.get(kind)
+        if kind == "run_started":
+            handler(self, event)  # a new run: a new assembler, which must see its start too
+        turn = self._assembler.add(event)
+        if turn is not None:
+            self._turn_finished(turn)
+        elif handler is not None and kind != "run_started":
+            handler(self, event)
         self._now = event.at
 
     def extend(self, events: Iterable[Any]) -> ViewModel:
@@ -159,7 +167,7 @@ class ViewModel:
             g = self._gauge
             g[3], g[4], g[5] = MAX_ATTEMPTS + 1, "exhausted", "retry"
 
-    def _turn_finished(self, e: TurnFinished) -> None:
+    def _turn_finished(self, e: Turn) -> None:
         self._light(e.turn, e.channel, e.producer)
         self._finished.append((e, self._hard_error if e.channel == "hard" else None))
         for name, state in e.breakers.items():  # the engine's word at turn end wins
@@ -181,7 +189,7 @@ class ViewModel:
     def _run_finished(self, e: RunFinished) -> None:
         if e.outcome == "hard" and not self._finished:
             # the run ended before any turn finished: light the hard path all the same
-            self._light(0, "hard", _producer_of_error(e.error))
+            self._light(0, "hard", e.producer)
         self._turn = e.turns
         self._run = replace(
             self._run,
@@ -229,27 +237,12 @@ _HANDLERS: dict[str, Any] = {
     "recovery_decided": ViewModel._decided,
     "breaker_transitioned": ViewModel._breaker,
     "hard_error_raised": ViewModel._hard,
-    "turn_finished": ViewModel._turn_finished,
     "run_finished": ViewModel._run_finished,
 }
 
-HANDLED: frozenset[str] = frozenset(_HANDLERS)
+HANDLED: frozenset[str] = frozenset({*_HANDLERS, "turn_finished", "model_replied", "soft_error_returned"})
 """The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
-already in the ``TurnFinished`` that follows them."""
-
-
-_HARD_BY_CLASS = {
-    "Cancelled": "cancelled",
-    "ContextExceeded": "context_exceeded",
-    "LoopDetected": "loop_detected",
-    "UserInputRequired": "user_input_required",
-    "ToolRecoveryExhausted": "tool_recovery_exhausted",
-    "FallbackExhausted": "fallback_exhausted",
-}
-
-
-def _producer_of_error(error: str | None) -> str | None:
-    return _HARD_BY_CLASS.get(error or "")
+read through the ``Turn`` a ``TurnFinished`` completes."""
 
 
 def _names(value: object) -> list[str]:

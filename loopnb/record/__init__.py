@@ -14,22 +14,24 @@ from loopnb.record.recorder import Listener, Recorder
 from loopnb.record.recording import Recording, load, load_many
 from loopnb.record.redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
 from loopnb.record.rows import event_row, turn_row, turn_rows
-from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA, EventRow, TurnRow
+from loopnb.record.schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
 
 __all__ = [
     "DEFAULT_PATTERNS",
     "DEFAULT_REDACTOR",
+    "EVENTS",
     "EVENT_SCHEMA",
+    "TURNS",
     "TURN_SCHEMA",
     "Audit",
-    "EventRow",
+    "Column",
     "Listener",
     "Recorder",
     "Recording",
     "RecordingError",
     "RecordingWarning",
     "Redactor",
-    "TurnRow",
+    "Table",
     "audit",
     "event_row",
     "load",

@@ -28,7 +28,7 @@ from loopnb.record.breakers import breaker_table, breakers_from_events, breakers
 from loopnb.record.checks import checked, no_repeated_turns, of_turns
 from loopnb.record.episodes import PRODUCERS, recovery_episodes, recovery_per_producer
 from loopnb.record.retries import CEILING, retries_from_events, retries_from_turns
-from loopnb.record.schema import EventRow, TurnRow
+from loopnb.record.schema import EVENTS, TURNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,12 +88,12 @@ class Audit:
     """
 
     def __init__(self, turns: pd.DataFrame, events: pd.DataFrame | None = None) -> None:
-        self.turns = checked(turns, TurnRow, "turns")
+        self.turns = checked(turns, TURNS, "turns")
         self._keys = _keys(self.turns)
         no_repeated_turns(self.turns, self._keys)
         self.events = None
         if events is not None:
-            conformed = checked(events, EventRow, "events")
+            conformed = checked(events, EVENTS, "events")
             if ("source" in conformed.columns) != ("source" in self.turns.columns):
                 has, lacks = ("turns", "events") if "source" in self.turns.columns else ("events", "turns")
                 raise ValueError(

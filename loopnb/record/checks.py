@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopnb.record.schema import EventRow, TurnRow
+from loopnb.record.schema import Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -16,15 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["checked", "no_repeated_turns", "of_turns"]
 
 
-def checked(df: Any, row_model: type[TurnRow] | type[EventRow], name: str) -> pd.DataFrame:
-    """``df`` conformed to ``row_model`` (plus its ``source`` column), or an error naming what is wrong."""
+def checked(df: Any, table: Table, name: str) -> pd.DataFrame:
+    """``df`` conformed to ``table`` (plus its ``source`` column), or an error naming what is wrong."""
     import pandas as pd
 
     from loopnb.record.frames import conform
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"audit(): {name} must be a DataFrame, got {type(df).__name__}")
-    missing = [c for c in row_model.model_fields if c not in df.columns]
+    missing = [c for c in table.names if c not in df.columns]
     if missing:
         hint = ""
         if name == "turns" and "kind" in df.columns:
@@ -37,7 +37,7 @@ def checked(df: Any, row_model: type[TurnRow] | type[EventRow], name: str) -> pd
             f"frame (Recorder.{name}, load(path).{name} or load_many(paths{table})){hint}"
         )
     try:
-        conformed = conform(df, row_model)
+        conformed = conform(df, table)
     except ValueError as exc:
         raise ValueError(f"audit(): the {name} frame: {exc}") from exc
     if "source" in df.columns:

@@ -1,8 +1,8 @@
 """Events (or rows) to DataFrames, column by column, with the dtypes the schema declares.
 
 ``turn_table`` and ``event_table`` build the frames of an event stream straight from the column
-definitions in ``rows`` (``turn_values``, ``EVENT_LAYOUTS``): no dict per row, one list per
-column, one typed array per list, each time column converted at once. ``turn_frame`` and
+lists (``schema.TURNS`` read from each ``Turn``, ``rows.EVENT_LAYOUTS`` per event class): no dict
+per row, one list per column, one typed array per list, each time column converted at once. ``turn_frame`` and
 ``event_frame`` build the same frames from row dicts. Building is linear in the number of
 events, with no row-by-row concatenation. ``conform`` brings a frame read from elsewhere
 (Parquet) to exactly the same dtypes, so frames from every source compare equal.
@@ -18,19 +18,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel
 
-from loopnb.engine.events import Event, RunFinished, TurnFinished
-from loopnb.record.rows import (
-    COMMON_EVENT_COLUMNS,
-    EVENT_TIMES,
-    TURN_TIMES,
-    discarded_runs,
-    layout_of,
-    turn_values,
-    when,
-)
-from loopnb.record.schema import TURN_COLUMNS, EventRow, TurnRow, dtypes
+from loopnb.engine.events import Event, RunFinished
+from loopnb.engine.turns import Turn, assemble
+from loopnb.record.rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
+from loopnb.record.schema import EVENTS, TURNS, Table
 
 __all__ = [
     "conform",
@@ -41,15 +33,15 @@ __all__ = [
     "time_column",
     "turn_frame",
     "turn_table",
-    "turn_values_frame",
+    "turns_frame",
 ]
 
 
 @cache
-def pandas_dtypes(row_model: type[BaseModel]) -> dict[str, Any]:
-    """The pandas dtype objects of ``row_model``'s columns."""
+def pandas_dtypes(table: Table) -> dict[str, Any]:
+    """The pandas dtype objects of ``table``'s columns."""
     out: dict[str, Any] = {}
-    for name, spec in dtypes(row_model).items():
+    for name, spec in table.dtypes().items():
         if isinstance(spec, tuple):
             out[name] = pd.CategoricalDtype(list(spec[1]), ordered=False)
         else:
@@ -148,32 +140,28 @@ def _building(name: str) -> Iterator[None]:
         raise ValueError(f"column {name!r}: {exc}") from exc
 
 
-def _columns_frame(
-    columns: dict[str, Any], times: Collection[str], row_model: type[BaseModel], n: int
-) -> pd.DataFrame:
-    data = {}
-    for name, dtype in pandas_dtypes(row_model).items():
-        with _building(name):
-            data[name] = time_column(columns[name]) if name in times else _column(columns[name], dtype)
-    return pd.DataFrame(data, index=pd.RangeIndex(n))
-
-
-def turn_values_frame(values: Sequence[tuple[Any, ...]], discarded: Collection[str] = ()) -> pd.DataFrame:
-    """The ``turns`` frame of ``turn_values`` tuples; turns of the ``discarded`` runs are dropped."""
-    if not values:
+def turns_frame(turns: Sequence[Turn], discarded: Collection[str] = ()) -> pd.DataFrame:
+    """The ``turns`` frame of finished turns, each column read as ``TURNS`` declares; turns of the
+    ``discarded`` runs are marked dropped."""
+    if not turns:
         return turn_frame([])
-    columns = dict(zip(TURN_COLUMNS, map(list, zip(*values, strict=True)), strict=True))
-    if discarded:
-        pairs = zip(columns["dropped"], columns["run_id"], strict=True)
-        columns["dropped"] = [dropped or run in discarded for dropped, run in pairs]
-    return _columns_frame(columns, TURN_TIMES, TurnRow, len(values))
+    types = pandas_dtypes(TURNS)
+    data = {}
+    for column in TURNS.columns:
+        name, read = column.name, column.read
+        assert read is not None
+        values = list(map(read, turns))
+        if name == "dropped" and discarded:
+            values = [dropped or t.run_id in discarded for dropped, t in zip(values, turns, strict=True)]
+        with _building(name):
+            data[name] = time_column(values) if column.is_time else _column(values, types[name])
+    return pd.DataFrame(data, index=pd.RangeIndex(len(turns)))
 
 
 def turn_table(events: Sequence[Event]) -> pd.DataFrame:
     """The ``turns`` frame of an event stream: ``turn_frame(turn_rows(events))``, faster."""
-    values = [turn_values(e) for e in events if isinstance(e, TurnFinished)]
     discarded = discarded_runs(e for e in events if isinstance(e, RunFinished))
-    return turn_values_frame(values, discarded)
+    return turns_frame(assemble(events), discarded)
 
 
 def event_table(events: Sequence[Event]) -> pd.DataFrame:
@@ -197,24 +185,24 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
         rows = [values(events[i]) for i in index.tolist()]
         for name, filled in zip(names, zip(*rows, strict=True), strict=True):
             parts.setdefault(name, []).append((index, filled))
-    types_of = pandas_dtypes(EventRow)
+    types_of = pandas_dtypes(EVENTS)
     data = {}
     for name, dtype in types_of.items():
         with _building(name):
             if name in COMMON_EVENT_COLUMNS:
                 column = list(map(attrgetter(name), events))
-                data[name] = time_column(column) if name in EVENT_TIMES else _column(column, dtype)
+                data[name] = time_column(column) if name == "at" else _column(column, dtype)
             else:
                 data[name] = _scattered(n, parts.get(name, []), dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(n))
 
 
-def frame(rows: Sequence[dict[str, Any]], row_model: type[BaseModel]) -> pd.DataFrame:
-    """A DataFrame of ``rows`` (dicts keyed by ``row_model``'s columns) with its dtypes.
+def frame(rows: Sequence[dict[str, Any]], table: Table) -> pd.DataFrame:
+    """A DataFrame of ``rows`` (dicts keyed by ``table``'s columns) with its dtypes.
 
     Raises ``ValueError`` naming the column (and the row, when one lacks it) that is wrong.
     """
-    types = pandas_dtypes(row_model)
+    types = pandas_dtypes(table)
     data = {}
     for name, dtype in types.items():
         try:
@@ -222,8 +210,7 @@ def frame(rows: Sequence[dict[str, Any]], row_model: type[BaseModel]) -> pd.Data
         except KeyError:
             index = next(i for i, r in enumerate(rows) if name not in r)
             raise ValueError(
-                f"row {index} has no {name!r} column (a {row_model.__name__} row has all of: "
-                f"{', '.join(types)})"
+                f"row {index} has no {name!r} column (a {table.title} row has all of: {', '.join(types)})"
             ) from None
         with _building(name):
             data[name] = _column(values, dtype)
@@ -232,20 +219,20 @@ def frame(rows: Sequence[dict[str, Any]], row_model: type[BaseModel]) -> pd.Data
 
 def turn_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The ``turns`` frame of turn rows."""
-    return frame(rows, TurnRow)
+    return frame(rows, TURNS)
 
 
 def event_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The ``events`` frame of event rows."""
-    return frame(rows, EventRow)
+    return frame(rows, EVENTS)
 
 
-def conform(df: pd.DataFrame, row_model: type[BaseModel]) -> pd.DataFrame:
-    """``df`` with exactly ``row_model``'s columns, in order, and dtypes; a fresh RangeIndex.
+def conform(df: pd.DataFrame, table: Table) -> pd.DataFrame:
+    """``df`` with exactly ``table``'s columns, in order, and dtypes; a fresh RangeIndex.
 
     Raises ``ValueError`` naming the columns that are missing.
     """
-    types = pandas_dtypes(row_model)
+    types = pandas_dtypes(table)
     missing = [c for c in types if c not in df.columns]
     if missing:
         raise ValueError(f"missing columns: {', '.join(missing)}")

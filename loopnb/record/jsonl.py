@@ -2,10 +2,12 @@
 
 Line 1 is the header, a JSON object::
 
-    {"format": "loopnb.recording", "version": 1, "loopnb_version": "0.1.0",
+    {"format": "loopnb.recording", "version": 2, "loopnb_version": "0.1.0",
      "created_at": "2026-01-01T00:00:00+00:00", "redacted": true}
 
-Every later line is one event exactly as ``EVENT_ADAPTER`` serialises it (redacted). Nothing is
+Every later line is one event as ``lines.dump_event`` writes it (redacted): each fact once, about
+500 bytes a turn. Version-1 files (each turn's facts written twice) still load: ``migrate``
+brings their lines to version 2; appending to one is refused, since a file holds one version. Nothing is
 ever rewritten; a writer killed mid-line leaves at most a torn last line, which the reader skips
 with a ``RecordingWarning``. Lines are parsed as JSON and validated as events: nothing in a file
 is ever executed. One line's serialising, parsing and redacting are in ``lines``; replacing a
@@ -23,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from loopnb.engine.events import Event
+from loopnb.engine.events import EVENT_ADAPTER, Event
 from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.files import locked, replacing
 from loopnb.record.lines import describe as _describe
@@ -37,6 +39,7 @@ from loopnb.record.lines import (
     redact_line,
     redacted_lines,
 )
+from loopnb.record.migrate import from_v1
 from loopnb.record.redact import Redact
 
 __all__ = [
@@ -54,10 +57,8 @@ __all__ = [
 ]
 
 FORMAT = "loopnb.recording"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
-
-_EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 
 
 def _loopnb_version() -> str:
@@ -105,39 +106,35 @@ def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     return header
 
 
-def parse_events(lines: Sequence[bytes] | Sequence[str]) -> list[Event]:
+def parse_events(lines: Sequence[bytes] | Sequence[str], version: int = VERSION) -> list[Event]:
     """Events from their JSON lines, validated: the first line that is not one whole event
     raises its ``ValidationError`` (or ``ValueError``)."""
+    if version == 1:
+        return [EVENT_ADAPTER.validate_python(e) for e in from_v1(json.loads(raw) for raw in lines)]
     return _parse_lines(lines, lambda raw, index: parse_event(raw))
 
-
-_CHUNK = 10_000
-"""Lines per call into pydantic-core. One call for a whole large file builds the JSON of every
-line before the first event, and took half as long again (4.7 s against 3.1 s for 450,000)."""
 
 _SETTLE_AFTER = 100_000
 
 
 def _parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int], Event]) -> list[Event]:
-    """Events from JSON lines, ``_CHUNK`` lines per call into pydantic-core; a chunk that is not
-    one whole event per line is parsed again line by line with ``one(line, index)``, which
-    raises the error for the first bad line.
+    """Events from JSON lines, each validated by the one adapter of events; when a line is not one
+    whole event, the lines are parsed again with ``one(line, index)``, which raises the error for
+    the first bad line.
 
     The cyclic garbage collector is paused meanwhile: events hold no cycles, and while a long
     list of them is built, each full collection would walk the whole growing heap again (loading
     took twice as long at 100,000 turns). After a large batch, one full collection settles the new
     objects at once, instead of the young generations each walking all of them later.
     """
-    events: list[Event] = []
+    validate = EVENT_ADAPTER.validate_json
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for start in range(0, len(lines), _CHUNK):
-            chunk = lines[start : start + _CHUNK]
-            parsed = _whole_chunk(chunk)
-            if parsed is None:
-                parsed = [one(line, index) for index, line in enumerate(chunk, start)]
-            events += parsed
+        try:
+            events = list(map(validate, lines))
+        except Exception:  # the line-by-line pass says what is wrong, and where
+            events = [one(line, index) for index, line in enumerate(lines)]
     finally:
         if enabled:
             gc.enable()
@@ -146,15 +143,23 @@ def _parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int
     return events
 
 
-def _whole_chunk(lines: Sequence[bytes] | Sequence[str]) -> list[Event] | None:
-    """The events of ``lines`` (at least one) in one call, or ``None`` unless every line is one
-    valid event."""
-    body = b"[" + b",".join(lines) + b"]" if isinstance(lines[0], bytes) else "[" + ",".join(lines) + "]"  # type: ignore[arg-type]
-    try:
-        events = _EVENTS_ADAPTER.validate_json(body)
-    except Exception:  # the line-by-line pass says what is wrong, and where
-        return None
-    return events if len(events) == len(lines) else None
+def _v1_events(lines: Sequence[bytes], path: Path, first_line: int) -> list[Event]:
+    """The events of version-1 lines (``lines[0]`` is line ``first_line`` of the file)."""
+    raw = []
+    for index, line in enumerate(lines, first_line):
+        if not line.strip():
+            raise RecordingError("empty line inside the recording", path=path, line=index)
+        try:
+            raw.append(json.loads(line))
+        except ValueError as exc:
+            raise RecordingError(f"not valid JSON: {exc}", path=path, line=index) from exc
+    events = []
+    for index, item in enumerate(from_v1(raw), first_line):
+        try:
+            events.append(EVENT_ADAPTER.validate_python(item))
+        except ValidationError as exc:
+            raise RecordingError(f"not a valid event: {_describe(exc)}", path=path, line=index) from exc
+    return events
 
 
 def _is_event(raw: bytes) -> bool:
@@ -205,11 +210,12 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
             lines.pop()
     header = check_header(lines[0] if lines else torn, path)
     body = lines[1:] if lines else []
-    events = _parse_body(body, path)
+    version = header["version"]
+    events = _parse_body(body, path) if version != 1 else _v1_events(body, path, 2)
     if torn and lines:
         last = len(lines) + 1
         try:
-            events.append(parse_event(torn))
+            events += parse_events([torn], version)
         except (ValueError, TypeError):
             warnings.warn(
                 f"{path}, line {last}: torn last line left out (the writer stopped mid-line; "
@@ -287,7 +293,12 @@ class JsonlWriter:
         drop blank lines at the end (appended to, they would sit inside the recording)."""
         path = self.path
         first, newline, _ = data.partition(b"\n")
-        check_header(first, path)
+        if check_header(first, path)["version"] != VERSION:
+            raise RecordingError(
+                f"cannot append to a version-{json.loads(first)['version']} recording: a file holds one "
+                f"format version; load it and save a copy (written in version {VERSION}) to append to",
+                path=path,
+            )
         cut = data.rfind(b"\n") + 1
         tail = data[cut:]
         if not newline or (tail.strip() and _is_event(tail)):  # whole, as the reader keeps it

@@ -1,8 +1,8 @@
 """The Parquet recording format: turns and events in one file (needs pyarrow, extra ``parquet``).
 
 One Parquet file holds two tables, told apart by the ``record`` column and never mixed in a
-row group: first the turns (``record == "turn"``, the columns of ``TurnRow``, same names and
-types), then the events (``record == "event"``, the columns of ``EventRow`` prefixed
+row group: first the turns (``record == "turn"``, the columns of ``TURNS``, same names and
+types), then the events (``record == "event"``, the columns of ``EVENTS`` prefixed
 ``event_``, plus ``event_json``: each event's exact, redacted JSON, for replay). The header of
 the JSON Lines format, with ``run_ids``, ``n_turns`` and ``n_events`` added, is the file's
 key-value metadata under ``loopnb``. Reading the turns touches only their row groups and
@@ -25,7 +25,7 @@ from loopnb.record.errors import RecordingError
 from loopnb.record.files import replacing
 from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
 from loopnb.record.jsonl import check_header
-from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow
+from loopnb.record.schema import EVENT_COLUMNS, EVENTS, TURN_COLUMNS, TURNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,17 +62,15 @@ def _arrow_type(dtype: Any, pa: Any) -> Any:
     return {"Int64": pa.int64(), "Float64": pa.float64(), "bool": pa.bool_(), "boolean": pa.bool_()}[name]
 
 
-def _fields(row_model: Any, prefix: str, pa: Any) -> list[Any]:
-    return [
-        pa.field(prefix + name, _arrow_type(dtype, pa)) for name, dtype in pandas_dtypes(row_model).items()
-    ]
+def _fields(table: Any, prefix: str, pa: Any) -> list[Any]:
+    return [pa.field(prefix + name, _arrow_type(dtype, pa)) for name, dtype in pandas_dtypes(table).items()]
 
 
 def _schema(pa: Any, header: dict[str, Any]) -> pa.Schema:
     fields = [
         pa.field("record", pa.dictionary(pa.int8(), pa.string())),
-        *_fields(TurnRow, "", pa),
-        *_fields(EventRow, _PREFIX, pa),
+        *_fields(TURNS, "", pa),
+        *_fields(EVENTS, _PREFIX, pa),
         pa.field(_PREFIX + "json", pa.large_string()),
     ]
     return pa.schema(fields, metadata={_META_KEY: json.dumps(header).encode()})
@@ -116,7 +114,7 @@ def write_frames(
     turns: Iterable[pd.DataFrame],
     events: Iterable[tuple[pd.DataFrame, list[str]]],
 ) -> None:
-    """Write frames (conforming to ``TurnRow`` / ``EventRow``) as a Parquet recording, chunk by
+    """Write frames (conforming to ``TURNS`` / ``EVENTS``) as a Parquet recording, chunk by
     chunk: all turn chunks, then all event chunks with their JSON lines. ``meta`` must give
     ``n_turns``, the total number of turn rows."""
     pa, pq = _pyarrow()
@@ -303,17 +301,17 @@ def _count(pf: Any, rows: Rows) -> int:
     return sum(pf.metadata.row_group(i).num_rows for i in groups)
 
 
-def _read(pf: Any, rows: Rows, columns: list[str], row_model: Any, prefix: str) -> Any:
+def _read(pf: Any, rows: Rows, columns: list[str], table: Any, prefix: str) -> Any:
     groups, mask = rows
     if not groups:
-        return (turn_frame if row_model is TurnRow else event_frame)([])
+        return (turn_frame if table is TURNS else event_frame)([])
     table = pf.read_row_groups(groups, columns=[prefix + c for c in columns])
     if mask is not None:
         table = table.filter(mask)
     df = table.to_pandas(types_mapper=_mapper(), split_blocks=True, self_destruct=True, ignore_metadata=True)
     if prefix:
         df.columns = [c[len(prefix) :] for c in df.columns]
-    return conform(df, row_model)
+    return conform(df, table)
 
 
 def _mapper() -> Any:
@@ -366,17 +364,17 @@ def read_parquet(path: str | Path) -> Recording:
             raise RecordingError(f"the header promises {key}={header[key]} but the file has {n}", path=path)
     meta = {**header, **counts, "path": str(path)}
 
-    def frame(kind: str, columns: list[str], row_model: Any, prefix: str) -> Any:
+    def frame(kind: str, columns: list[str], table: Any, prefix: str) -> Any:
         try:
-            return _read(pf, layout[kind], columns, row_model, prefix)
+            return _read(pf, layout[kind], columns, table, prefix)
         except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
             raise RecordingError(f"the {kind}s cannot be read: {exc}", path=path) from exc
 
     def turns() -> Any:
-        return frame("turn", list(TURN_COLUMNS), TurnRow, "")
+        return frame("turn", list(TURN_COLUMNS), TURNS, "")
 
     def events() -> Any:
-        return frame("event", list(EVENT_COLUMNS), EventRow, _PREFIX)
+        return frame("event", list(EVENT_COLUMNS), EVENTS, _PREFIX)
 
     def event_objects() -> list[Event]:
         groups, mask = layout["event"]
@@ -385,16 +383,16 @@ def read_parquet(path: str | Path) -> Recording:
         table = pf.read_row_groups(groups, columns=[_PREFIX + "json"])
         if mask is not None:
             table = table.filter(mask)
-        return _parse_json(table.column(0).cast(pa.large_string()).to_pylist(), path)
+        return _parse_json(table.column(0).cast(pa.large_string()).to_pylist(), path, header["version"])
 
     return Recording(meta=meta, turns=turns, events=events, event_objects=event_objects)
 
 
-def _parse_json(lines: list[str | None], path: Path) -> list[Event]:
+def _parse_json(lines: list[str | None], path: Path, version: int) -> list[Event]:
     """The events of the ``event_json`` column; a bad one is a ``RecordingError`` naming it."""
     from pydantic import ValidationError
 
-    from loopnb.record.jsonl import _parse_lines
+    from loopnb.record.jsonl import _parse_lines, parse_events
     from loopnb.record.lines import describe, parse_event
 
     def one(raw: str | None, index: int) -> Event:
@@ -408,4 +406,9 @@ def _parse_json(lines: list[str | None], path: Path) -> list[Event]:
 
     if None in lines:
         one(None, lines.index(None))
+    if version == 1:
+        try:
+            return parse_events(lines, 1)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise RecordingError(f"a version-1 event is not valid: {exc}", path=path) from exc
     return _parse_lines(lines, one)  # type: ignore[arg-type]

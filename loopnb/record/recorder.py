@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import LoopnbWarning
 from loopnb.engine.events import Event, RunFinished, TurnFinished
+from loopnb.engine.turns import Turn, TurnAssembler
 from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.jsonl import (
     JsonlWriter,
@@ -32,7 +33,7 @@ from loopnb.record.jsonl import (
     write_jsonl,
 )
 from loopnb.record.redact import DEFAULT_REDACTOR, Redact
-from loopnb.record.rows import turn_row, turn_row_of, turn_values
+from loopnb.record.rows import turn_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +78,8 @@ class Recorder:
         self._events: list[Event] = []
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
-        self._turn_values: list[tuple[Any, ...]] = []
+        self._assembler = TurnAssembler()
+        self._turns: list[Turn] = []
         self._discarded: set[str] = set()
         self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
@@ -138,7 +140,10 @@ class Recorder:
         return unsubscribe
 
     def _notify(self, event: Event) -> None:
-        row = turn_row(event) if isinstance(event, TurnFinished) else None
+        row = None
+        if event.kind == "turn_finished":
+            turns, _ = self._sync_turns(len(self._events))
+            row = turn_row(turns[-1])
         for listener in list(self._listeners):
             try:
                 listener(event, None if row is None else dict(row))
@@ -161,45 +166,47 @@ class Recorder:
     def __len__(self) -> int:
         return len(self._events)
 
-    def _sync_turns(self, n: int) -> tuple[list[tuple[Any, ...]], set[str]]:
-        """The turns' values among the first ``n`` events (kept, and extended as events come) and
-        the runs whose scratchpad was discarded."""
+    def _sync_turns(self, n: int) -> tuple[list[Turn], set[str]]:
+        """The turns finished among the first ``n`` events (kept, and extended as events come)
+        and the runs whose scratchpad was discarded."""
         with self._lock:
+            add, turns = self._assembler.add, self._turns
             for event in self._events[self._turn_upto : n]:
-                if isinstance(event, TurnFinished):
-                    self._turn_values.append(turn_values(event))
+                turn = add(event)
+                if turn is not None:
+                    turns.append(turn)
                 elif isinstance(event, RunFinished) and event.scratchpad_discarded:
                     self._discarded.add(event.run_id)
             self._turn_upto = max(self._turn_upto, n)
-            return self._turn_values[:], set(self._discarded)
+            return turns[:], set(self._discarded)
 
     def turn_rows(self) -> list[dict[str, Any]]:
         """The turn rows so far (fresh dicts, as ``turn_rows`` of the events makes them)."""
-        values, discarded = self._sync_turns(len(self._events))
-        rows = [turn_row_of(v) for v in values]
+        turns, discarded = self._sync_turns(len(self._events))
+        rows = [turn_row(t) for t in turns]
         for row in rows:
             if row["run_id"] in discarded:
                 row["dropped"] = True
         return rows
 
     def _frame(self, name: str) -> pd.DataFrame:
-        from loopnb.record.frames import event_table, turn_values_frame
+        from loopnb.record.frames import event_table, turns_frame
 
         n = len(self._events)
         cached = self._frames.get(name)
         if cached is None or cached[0] != n:
-            df = turn_values_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
+            df = turns_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
             self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 
     @property
     def turns(self) -> pd.DataFrame:
-        """One row per turn (columns of ``TurnRow``), built on demand and cached."""
+        """One row per turn (columns of ``TURNS``), built on demand and cached."""
         return self._frame("turns")
 
     @property
     def events(self) -> pd.DataFrame:
-        """One row per event (columns of ``EventRow``), built on demand and cached."""
+        """One row per event (columns of ``EVENTS``), built on demand and cached."""
         return self._frame("events")
 
     @property

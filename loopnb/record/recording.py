@@ -73,13 +73,13 @@ class Recording:
 
     @property
     def turns(self) -> pd.DataFrame:
-        """One row per turn: the columns of ``TurnRow``, described in ``loopnb.TURN_SCHEMA``
+        """One row per turn: the columns of ``TURNS``, described in ``loopnb.TURN_SCHEMA``
         (``loopnb schema``)."""
         return self._get("turns").copy(deep=False)
 
     @property
     def events(self) -> pd.DataFrame:
-        """One row per event: the columns of ``EventRow``, described in ``loopnb.EVENT_SCHEMA``
+        """One row per event: the columns of ``EVENTS``, described in ``loopnb.EVENT_SCHEMA``
         (``loopnb schema events``)."""
         return self._get("events").copy(deep=False)
 

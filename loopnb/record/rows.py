@@ -1,33 +1,24 @@
 """Events to rows: the pure functions every table of loopnb is built with.
 
-``turn_row`` makes the ``turns`` row of one ``TurnFinished``; ``event_row`` the ``events`` row of
-any event. The recorder, the loaders and the live view all call these, so a view rebuilt from a
-recording equals the live one. Rows are plain dicts keyed by the columns of ``TurnRow`` /
-``EventRow`` (in that order); no pandas is needed to call them.
+``turn_row`` makes the ``turns`` row of one ``Turn`` (a turn put back together from its events,
+``loopnb.engine.turns``); ``event_row`` the ``events`` row of any event. The recorder, the loaders
+and the live view all call these, so a view rebuilt from a recording equals the live one. Rows are
+plain dicts keyed by the columns of ``TURNS`` / ``EVENTS`` (in that order); no pandas is needed.
 
-Each column is defined once, here, and the frames are built from the same definitions column by
-column (``loopnb.record.frames``): ``turn_values`` gives a turn's values as a tuple in column
-order, and ``EVENT_LAYOUTS`` gives, per event class, the columns it fills and the function that
-fills them. Times are epoch seconds in those raw values; a row holds them as aware ``datetime``
-objects (``when``), a frame converts the whole column at once, to the same microsecond.
+The turns columns are read as ``loopnb.record.schema.TURNS`` declares; ``EVENT_LAYOUTS`` gives,
+per event class, the events columns it fills and the function that fills them. Times are epoch
+seconds in those raw values; a row holds them as aware ``datetime`` objects (``when``), a frame
+converts the whole column at once, to the same microsecond.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import Any
 
-from loopnb.engine.errors import (
-    Cancelled,
-    ContextExceeded,
-    FallbackExhausted,
-    LoopDetected,
-    ToolRecoveryExhausted,
-    UserInputRequired,
-)
 from loopnb.engine.events import (
+    EVENT_TYPES,
     BreakerTransitioned,
     CompletionRejected,
     ContextCompacted,
@@ -44,45 +35,19 @@ from loopnb.engine.events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS, EventRow, TurnRow, dtypes
+from loopnb.engine.turns import Turn, assemble
+from loopnb.record.schema import EVENT_COLUMNS, TURNS
 
 __all__ = [
     "COMMON_EVENT_COLUMNS",
     "EVENT_LAYOUTS",
-    "EVENT_TIMES",
-    "HARD_PRODUCER_OF",
-    "TURN_TIMES",
     "discarded_runs",
     "event_row",
     "layout_of",
     "turn_row",
-    "turn_row_of",
     "turn_rows",
-    "turn_values",
     "when",
 ]
-
-HARD_PRODUCER_OF: dict[str, str] = {
-    cls.__name__: cls.producer
-    for cls in (
-        Cancelled,
-        ContextExceeded,
-        LoopDetected,
-        UserInputRequired,
-        ToolRecoveryExhausted,
-        FallbackExhausted,
-    )
-}
-"""The snake_case producer of each LoopError variant, by class name (as events carry it)."""
-
-TURN_TIMES: tuple[str, ...] = tuple(
-    name for name, spec in dtypes(TurnRow).items() if spec == "datetime64[us, UTC]"
-)
-"""The ``turns`` columns that hold times (epoch seconds in raw values, datetimes in rows)."""
-EVENT_TIMES: tuple[str, ...] = tuple(
-    name for name, spec in dtypes(EventRow).items() if spec == "datetime64[us, UTC]"
-)
-"""The ``events`` columns that hold times."""
 
 _utc = UTC
 
@@ -95,73 +60,15 @@ def when(seconds: float) -> datetime:
 
 # -- turns --------------------------------------------------------------------------------------
 
-
-def turn_values(event: TurnFinished) -> tuple[Any, ...]:
-    """The ``turns`` values of one finished turn, in column order (``started_at`` in epoch seconds).
-
-    ``error_text`` is what the model read as errors: the engine's own ``error_text`` when the
-    event carries one (the hard row's message), else the error results' content followed by the
-    engine's feedback, one per line. ``dropped`` is the event's own flag; ``turn_rows`` also marks
-    every turn of a run whose scratchpad was discarded.
-    """
-    results = event.results
-    reply = event.reply
-    errors = [r.content for r in results if r.is_error]
-    n_errors = len(errors)
-    error_text = event.error_text
-    if error_text is None:
-        if event.feedback:
-            errors += [m.content for m in event.feedback if m.is_error or m.producer is not None]
-        error_text = "\n".join(errors) if errors else None
-    notes = [r.note for r in results if r.note is not None]
-    if reply is not None:
-        calls = reply.tool_calls
-        usage = reply.usage
-        reply_text = reply.text
-        model = event.model if event.model is not None else reply.model
-    else:
-        calls, usage, reply_text, model = (), None, None, event.model
-    breakers = event.breakers
-    states = None
-    n_open = 0
-    if breakers:
-        states = json.dumps(breakers)
-        n_open = sum(1 for s in breakers.values() if s != "closed")
-    return (
-        event.run_id,  # run_id
-        event.turn,  # turn
-        event.seq,  # seq
-        event.channel,  # channel
-        event.producer,  # producer
-        event.dropped,  # dropped
-        ", ".join([c.name for c in calls]) if calls else None,  # tools
-        len(calls),  # n_calls
-        n_errors,  # n_errors
-        error_text,  # error_text
-        "\n".join(notes) if notes else None,  # notes
-        reply_text,  # reply_text
-        event.recovery_attempts,  # recovery_attempts
-        states,  # breaker_states
-        n_open,  # breakers_open
-        model,  # model
-        event.latency_ms,  # latency_ms
-        usage.input_tokens if usage is not None else None,  # input_tokens
-        usage.output_tokens if usage is not None else None,  # output_tokens
-        event.started_at,  # started_at
-    )
+_TURN_READERS = tuple((c.name, c.read, c.is_time) for c in TURNS.columns)
 
 
-def turn_row(event: TurnFinished) -> dict[str, Any]:
-    """The ``turns`` row of one finished turn (columns of ``TurnRow``, in order); see
-    ``turn_values`` for what the columns hold."""
-    return turn_row_of(turn_values(event))
-
-
-def turn_row_of(values: tuple[Any, ...]) -> dict[str, Any]:
-    """The ``turns`` row of a turn's ``turn_values``."""
-    row = dict(zip(TURN_COLUMNS, values, strict=True))
-    for name in TURN_TIMES:
-        row[name] = when(row[name])
+def turn_row(turn: Turn) -> dict[str, Any]:
+    """The ``turns`` row of one finished turn (columns of ``TURNS``, in order)."""
+    row: dict[str, Any] = {}
+    for name, read, is_time in _TURN_READERS:
+        value = read(turn)  # type: ignore[misc]
+        row[name] = when(value) if is_time else value
     return row
 
 
@@ -173,7 +80,7 @@ def discarded_runs(events: Iterable[Event]) -> set[str]:
 def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     """The ``turns`` rows of an event stream, in order, with discarded runs marked dropped."""
     events = list(events)
-    rows = [turn_row(e) for e in events if isinstance(e, TurnFinished)]
+    rows = [turn_row(t) for t in assemble(events)]
     discarded = discarded_runs(events)
     if discarded:
         for row in rows:
@@ -217,7 +124,7 @@ def _turn_started(e: TurnStarted) -> tuple[Any, ...]:
 
 @_fills(ModelReplied, "turn", "model", "text", "latency_ms")
 def _model_replied(e: ModelReplied) -> tuple[Any, ...]:
-    return (e.turn, e.model, e.reply.text, e.latency_ms)
+    return (e.turn, e.reply.model, e.reply.text, e.latency_ms)
 
 
 @_fills(ModelFailed, "turn", "model", "text", "status", "latency_ms")
@@ -241,8 +148,8 @@ def _tool_dispatched(e: ToolDispatched) -> tuple[Any, ...]:
     result = e.result
     return (
         e.turn,
-        e.call.name,
-        e.call.id or result.call_id or None,
+        result.name,
+        result.call_id or None,
         e.attempt,
         e.executed,
         result.is_error,
@@ -299,19 +206,19 @@ def _hard_error_raised(e: HardErrorRaised) -> tuple[Any, ...]:
     return (e.turn, "hard", e.producer, e.message)
 
 
-@_fills(TurnFinished, "turn", "channel", "producer", "model", "latency_ms", "text", "dropped")
+@_fills(TurnFinished, "turn", "channel", "producer", "dropped")
 def _turn_finished(e: TurnFinished) -> tuple[Any, ...]:
-    return (e.turn, e.channel, e.producer, e.model, e.latency_ms, e.error_text, e.dropped)
+    return (e.turn, e.channel, e.producer, e.dropped)
 
 
 @_fills(RunFinished, "channel", "count", "producer", "text")
 def _run_finished(e: RunFinished) -> tuple[Any, ...]:
     if e.outcome == "hard":
-        return (e.outcome, e.turns, HARD_PRODUCER_OF.get(e.error or ""), e.message)
+        return (e.outcome, e.turns, e.producer, e.message)
     return (e.outcome, e.turns, None, e.output)
 
 
-_missing = set(get_args(get_args(Event)[0])) - set(EVENT_LAYOUTS)
+_missing = set(EVENT_TYPES) - set(EVENT_LAYOUTS)
 if _missing:  # every event class needs a layout: a new one must say what its row holds
     raise TypeError(f"no events row layout for {sorted(c.__name__ for c in _missing)}")
 
@@ -319,7 +226,7 @@ _EMPTY: dict[str, Any] = dict.fromkeys(EVENT_COLUMNS)
 
 
 def event_row(event: Event) -> dict[str, Any]:
-    """The ``events`` row of any event (columns of ``EventRow``, in order)."""
+    """The ``events`` row of any event (columns of ``EVENTS``, in order)."""
     row = _EMPTY.copy()
     row["run_id"] = event.run_id
     row["seq"] = event.seq

@@ -1,24 +1,17 @@
 """The columns of the ``turns`` and ``events`` frames: the one place they are defined.
 
-``TurnRow`` and ``EventRow`` are the schema. Each field's annotation fixes its pandas dtype
-(``dtypes()`` derives it, so a column and its documentation cannot drift apart) and its
-description says what it holds. ``TURN_SCHEMA`` and ``EVENT_SCHEMA`` are their published JSON
-schemas. Column names are a public contract: never rename one silently.
+``TURNS`` and ``EVENTS`` are the schema: one declarative list of ``Column``s per frame, each
+with its name, its pandas dtype, how it is read and what it holds, side by side (as Inspect
+AI's columns are). Everything else is derived from these lists: the frame builders
+(``loopnb.record.frames``), the pandas dtypes, the Parquet schema and the published JSON schemas
+``TURN_SCHEMA`` and ``EVENT_SCHEMA`` (each column's dtype as ``x-pandas-dtype``). A turns column
+is read from a ``Turn`` (``loopnb.engine.turns``: a turn put back together from its events); an
+events column from each event class's layout (``loopnb.record.rows``). Column names are a public
+contract: never rename one silently.
 
-Dtypes, from the annotation:
-
-========================  ============================================================
-annotation                pandas dtype
-========================  ============================================================
-``Literal[...]``          ``category`` with every allowed value declared, in that order
-``int`` / ``int | None``  ``Int64`` (nullable)
-``float``                 ``Float64`` (nullable)
-``bool``                  ``bool``; ``bool | None`` is ``boolean`` (nullable)
-``str`` / ``str | None``  ``string`` (nullable, ``pd.NA`` for missing)
-``AwareDatetime``         ``datetime64[us, UTC]``
-========================  ============================================================
-
-The published schemas carry each column's dtype as ``x-pandas-dtype``. Reading the frames:
+Dtypes: ``category`` (every allowed value declared, in order), ``Int64`` and ``Float64``
+(nullable), ``bool``, ``boolean`` (nullable), ``string`` (``pd.NA`` for missing) and
+``datetime64[us, UTC]`` (epoch seconds as read, converted a whole column at once). Reading the frames:
 
 - Missing values: pandas shows a missing category as ``NaN`` and a missing text, number or
   flag as ``<NA>``; ``isna()`` / ``notna()`` treat both alike. Filter whole columns with ``eq``
@@ -38,205 +31,308 @@ This module imports no pandas: the live view builds rows without it.
 
 from __future__ import annotations
 
-import types
-from typing import Any, Literal, Union, get_args, get_origin
-
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from loopnb.engine.errors import Channel, Producer
-from loopnb.engine.events import BreakerState
+from loopnb.engine.events import EVENT_TYPES, BreakerState
+from loopnb.engine.turns import Turn
 
 __all__ = [
+    "EVENTS",
     "EVENT_COLUMNS",
     "EVENT_KINDS",
     "EVENT_SCHEMA",
+    "TURNS",
     "TURN_COLUMNS",
     "TURN_SCHEMA",
-    "EventKind",
-    "EventRow",
-    "TurnRow",
-    "dtypes",
+    "Column",
+    "DtypeSpec",
+    "Table",
 ]
 
-EventKind = Literal[
-    "run_started",
-    "turn_started",
-    "model_replied",
-    "model_failed",
-    "tool_dispatched",
-    "recovery_decided",
-    "breaker_transitioned",
-    "detector_fired",
-    "completion_rejected",
-    "context_compacted",
-    "soft_error_returned",
-    "hard_error_raised",
-    "turn_finished",
-    "run_finished",
-]
-EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
-
-
-def _publish_dtypes(schema: dict[str, Any], row_model: type[BaseModel]) -> None:
-    """Put each column's pandas dtype into the JSON schema, beside its description."""
-    for name, spec in dtypes(row_model).items():
-        schema["properties"][name]["x-pandas-dtype"] = spec if isinstance(spec, str) else spec[0]
-
-
-_ROW = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_publish_dtypes)
-
-
-class TurnRow(BaseModel):
-    """One turn: one model request and the dispatch of all its tool calls."""
-
-    model_config = _ROW
-
-    run_id: str = Field(description="The run this turn belongs to.")
-    turn: int = Field(description="1-based turn number within the run.")
-    seq: int = Field(description="Sequence number of the turn's TurnFinished event in its run.")
-    channel: Channel = Field(
-        description="ok, soft (the model read an error) or hard (the run ended on this turn)."
-    )
-    producer: Producer | None = Field(
-        description="Which row of the channel table failed: the first non-ok producer of the "
-        "turn's calls, or the LoopError variant on the hard row; missing when ok."
-    )
-    dropped: bool = Field(
-        description="True when the turn never reached (or was discarded from) the scratchpad: "
-        "the hard turn, and every turn of a run that ended with ContextExceeded."
-    )
-    tools: str | None = Field(
-        description="Names of the tools the model called this turn, in call order, "
-        "joined by ', '; missing when it called none."
-    )
-    n_calls: int = Field(description="Number of tool calls the model made this turn.")
-    n_errors: int = Field(description="Number of those calls whose result was an error.")
-    error_text: str | None = Field(
-        description="Exactly what the model read as errors this turn: the error results in call "
-        "order, then the engine's feedback, joined by newlines (one text may span several lines; "
-        "the events' soft_error_returned rows hold them one by one); on the hard row, the "
-        "LoopError's message; missing when the model read no error."
-    )
-    notes: str | None = Field(
-        description="Recovery notes that rode beside the results (never merged into them)."
-    )
-    reply_text: str | None = Field(description="The text of the model's reply, if any.")
-    recovery_attempts: int = Field(
-        description="The most recovery retries any one call of this turn was granted, against the "
-        "ceiling of 5 (0 when none); each call's retries are in the events' recovery_decided rows."
-    )
-    breaker_states: str | None = Field(
-        description="Every breaker's state as the turn ended, as a JSON object "
-        '{"name": "closed" | "open" | "half_open"}; missing when there are no breakers.'
-    )
-    breakers_open: int = Field(description="How many of those breakers were not closed.")
-    model: str | None = Field(description="The model that answered this turn.")
-    latency_ms: float = Field(description="Wall time of the whole turn, in milliseconds.")
-    input_tokens: int | None = Field(description="Input tokens the model reported, if any.")
-    output_tokens: int | None = Field(description="Output tokens the model reported, if any.")
-    started_at: AwareDatetime = Field(description="When the turn started (UTC).")
-
-
-Decision = Literal["retry", "skip", "ask_user", "fail"]
-
-
-class EventRow(BaseModel):
-    """One event, flattened. Columns that do not apply to an event's kind are missing."""
-
-    model_config = _ROW
-
-    run_id: str = Field(description="The run the event belongs to.")
-    seq: int = Field(description="Sequence number within the run.")
-    kind: EventKind = Field(description="The event's type, e.g. tool_dispatched.")
-    turn: int | None = Field(description="The turn, for events inside one.")
-    at: AwareDatetime = Field(description="When it happened (UTC).")
-    tool: str | None = Field(description="The tool concerned (dispatch, recovery, soft error).")
-    call_id: str | None = Field(description="The tool call concerned.")
-    attempt: int | None = Field(
-        description="Dispatch attempt: 0 for the original call, 1..5 for recovery retries; on a "
-        "recovery decision, the attempt that failed and is decided on."
-    )
-    max_attempts: int | None = Field(description="The recovery ceiling the strategy was given.")
-    decision: Decision | None = Field(description="What the recovery strategy answered.")
-    valid: bool | None = Field(description="False when the strategy answered no real decision.")
-    executed: bool | None = Field(description="Whether the tool actually ran for this dispatch.")
-    is_error: bool | None = Field(description="Whether the dispatch's result was an error.")
-    channel: Channel | None = Field(
-        description="Turn's channel (turn_finished), run's outcome (run_finished), soft/hard "
-        "for error events."
-    )
-    producer: Producer | None = Field(description="Producer of the error or turn, if any.")
-    text: str | None = Field(
-        description="The event's text: the task (run_started), a reply, a result the model read, "
-        "a recovery note, a detector's message, a rejection reason, a compaction summary, an error "
-        "message, a turn's error_text, the run's output."
-    )
-    model: str | None = Field(
-        description="The model concerned; on run_started, every model of the chain joined by ', '."
-    )
-    latency_ms: float | None = Field(description="Duration of the request, dispatch or turn.")
-    status: int | None = Field(description="HTTP-like status of a model failure, if known.")
-    target: str | None = Field(description="The breaker's tool or model.")
-    scope: Literal["tool", "model"] | None = Field(description="What the breaker guards.")
-    previous: BreakerState | None = Field(description="Breaker state before the transition.")
-    state: BreakerState | None = Field(description="Breaker state after the transition.")
-    failures: int | None = Field(description="Failures the breaker had counted.")
-    cooldown: float | None = Field(description="Seconds an open breaker waits.")
-    detector: Literal["loop", "convergence", "max_turns"] | None = Field(
-        description="The safety detector that fired."
-    )
-    action: Literal["refuse", "stop", "warn", "ask_user"] | None = Field(description="What the detector did.")
-    count: int | None = Field(
-        description="Detector's repeat count; compaction's dropped items; a run's turns."
-    )
-    delay: float | None = Field(description="Back-off before a recovery retry, in seconds.")
-    dropped: bool | None = Field(description="A turn_finished event's own dropped flag.")
-
-
-TURN_COLUMNS: tuple[str, ...] = tuple(TurnRow.model_fields)
-EVENT_COLUMNS: tuple[str, ...] = tuple(EventRow.model_fields)
+EVENT_KINDS: tuple[str, ...] = tuple(cls.__dataclass_fields__["kind"].default for cls in EVENT_TYPES)
+"""Every event kind, in the union's order."""
 
 DtypeSpec = str | tuple[str, tuple[str, ...]]
 """A pandas dtype name, or ``("category", categories)``."""
 
-
-def dtypes(row_model: type[BaseModel]) -> dict[str, DtypeSpec]:
-    """The pandas dtype of every column of ``row_model``, derived from its annotations."""
-    return {name: _dtype_of(f.annotation) for name, f in row_model.model_fields.items()}
+_TIME = "datetime64[us, UTC]"
 
 
-def _dtype_of(annotation: Any) -> DtypeSpec:
-    optional = False
-    members = [annotation]
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = list(get_args(annotation))
-    flat: list[Any] = []
-    for member in members:
-        if member is type(None):
-            optional = True
-        elif get_origin(member) in (Union, types.UnionType):
-            flat.extend(get_args(member))
-        else:
-            flat.append(member)
-    if all(get_origin(m) is Literal for m in flat):
-        return ("category", tuple(v for m in flat for v in get_args(m)))
-    if len(flat) != 1:
-        raise TypeError(f"no column dtype for {annotation!r}")
-    base = flat[0]
-    if base is AwareDatetime:
-        return "datetime64[us, UTC]"
-    if base is bool:
-        return "boolean" if optional else "bool"
-    if base is int:
-        return "Int64"
-    if base is float:
-        return "Float64"
-    if base is str:
-        return "string"
-    raise TypeError(f"no column dtype for {annotation!r}")
+def _category(*literals: Any) -> DtypeSpec:
+    """The categories of ``Literal`` types (or unions of them), in order."""
+    values: list[str] = []
+    for lit in literals:
+        for arg in get_args(lit):
+            values.extend(_category(arg)[1] if get_args(arg) else [arg])
+    return ("category", tuple(values))
 
 
-TURN_SCHEMA: dict[str, Any] = TurnRow.model_json_schema()
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a frame: its name, pandas dtype, how it is read, and what it holds."""
+
+    name: str
+    dtype: DtypeSpec
+    doc: str
+    read: Callable[[Turn], Any] | None = None
+    """How a turns column is read from a ``Turn`` (events columns are filled per event class)."""
+
+    @property
+    def is_time(self) -> bool:
+        return self.dtype == _TIME
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A frame's columns, in order."""
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def dtypes(self) -> dict[str, DtypeSpec]:
+        """Every column's pandas dtype."""
+        return {c.name: c.dtype for c in self.columns}
+
+    def json_schema(self) -> dict[str, Any]:
+        """The published JSON schema of one row."""
+        properties = {c.name: _json_type(c) for c in self.columns}
+        return {
+            "title": self.title,
+            "description": _TITLES[self.name],
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+
+_JSON = {"string": "string", "Int64": "integer", "Float64": "number", "bool": "boolean", "boolean": "boolean"}
+
+
+def _json_type(column: Column) -> dict[str, Any]:
+    spec = column.dtype
+    nullable = spec not in ("bool",) and column.name not in _REQUIRED
+    if isinstance(spec, tuple):
+        schema: dict[str, Any] = {"enum": list(spec[1]), "type": "string"}
+        pandas = spec[0]
+    elif spec == _TIME:
+        schema, pandas = {"type": "string", "format": "date-time"}, spec
+    else:
+        schema, pandas = {"type": _JSON[spec]}, spec
+    if nullable:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return {**schema, "description": column.doc, "x-pandas-dtype": pandas}
+
+
+_REQUIRED = {"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}
+"""Columns that always hold a value (in the turns frame; ``turn`` may be missing in events)."""
+
+
+# -- turns: read from a Turn --------------------------------------------------------------------
+
+
+def _tools(t: Turn) -> str | None:
+    calls = t.calls
+    return ", ".join([c.name for c in calls]) if calls else None
+
+
+def _reply_text(t: Turn) -> str | None:
+    return t.replied.reply.text if t.replied is not None else None
+
+
+def _breaker_states(t: Turn) -> str | None:
+    breakers = t.breakers
+    return json.dumps(breakers) if breakers else None
+
+
+def _breakers_open(t: Turn) -> int:
+    return len(t.finished.breakers) if t.finished is not None else 0
+
+
+def _tokens(side: str) -> Callable[[Turn], int | None]:
+    def read(t: Turn) -> int | None:
+        usage = t.replied.reply.usage if t.replied is not None else None
+        return getattr(usage, side) if usage is not None else None
+
+    return read
+
+
+TURNS = Table(
+    "turns",
+    "TurnRow",
+    (
+        Column("run_id", "string", "The run this turn belongs to.", lambda t: t.run_id),
+        Column("turn", "Int64", "1-based turn number within the run.", lambda t: t.turn),
+        Column(
+            "seq",
+            "Int64",
+            "Sequence number of the turn's TurnFinished event in its run.",
+            lambda t: t.finished.seq,  # type: ignore[union-attr]
+        ),
+        Column(
+            "channel",
+            _category(Channel),
+            "ok, soft (the model read an error) or hard (the run ended on this turn).",
+            lambda t: t.finished.channel,  # type: ignore[union-attr]
+        ),
+        Column(
+            "producer",
+            _category(Producer),
+            "Which row of the channel table failed: the first non-ok producer of the turn's calls, or "
+            "the LoopError variant on the hard row; missing when ok.",
+            lambda t: t.finished.producer,  # type: ignore[union-attr]
+        ),
+        Column(
+            "dropped",
+            "bool",
+            "True when the turn never reached (or was discarded from) the scratchpad: the hard turn, "
+            "and every turn of a run that ended with ContextExceeded.",
+            lambda t: t.finished.dropped,  # type: ignore[union-attr]
+        ),
+        Column(
+            "tools",
+            "string",
+            "Names of the tools the model called this turn, in call order, joined by ', '; missing "
+            "when it called none.",
+            _tools,
+        ),
+        Column("n_calls", "Int64", "Number of tool calls the model made this turn.", lambda t: len(t.calls)),
+        Column("n_errors", "Int64", "Number of those calls whose result was an error.", lambda t: t.n_errors),
+        Column(
+            "error_text",
+            "string",
+            "Exactly what the model read as errors this turn: the error results in call order, then "
+            "the engine's feedback, joined by newlines (one text may span several lines; the events' "
+            "soft_error_returned rows hold them one by one); on the hard row, the LoopError's message; "
+            "missing when the model read no error.",
+            lambda t: t.error_text,
+        ),
+        Column(
+            "notes",
+            "string",
+            "Recovery notes that rode beside the results (never merged into them).",
+            lambda t: t.notes,
+        ),
+        Column("reply_text", "string", "The text of the model's reply, if any.", _reply_text),
+        Column(
+            "recovery_attempts",
+            "Int64",
+            "The most recovery retries any one call of this turn was granted, against the ceiling of 5 "
+            "(0 when none); each call's retries are in the events' recovery_decided rows.",
+            lambda t: t.recovery_attempts,
+        ),
+        Column(
+            "breaker_states",
+            "string",
+            "Every breaker's state as the turn ended, as a JSON object "
+            '{"name": "closed" | "open" | "half_open"}; missing when there are no breakers.',
+            _breaker_states,
+        ),
+        Column("breakers_open", "Int64", "How many of those breakers were not closed.", _breakers_open),
+        Column("model", "string", "The model that answered this turn.", lambda t: t.model),
+        Column(
+            "latency_ms",
+            "Float64",
+            "Wall time of the whole turn, in milliseconds.",
+            lambda t: t.latency_ms,
+        ),
+        Column("input_tokens", "Int64", "Input tokens the model reported, if any.", _tokens("input_tokens")),
+        Column(
+            "output_tokens", "Int64", "Output tokens the model reported, if any.", _tokens("output_tokens")
+        ),
+        Column(
+            "started_at",
+            _TIME,
+            "When the turn started (UTC).",
+            lambda t: t.started_at if t.started_at is not None else t.finished.at,  # type: ignore[union-attr]
+        ),
+    ),
+)
+"""The ``turns`` frame: one row per turn (one model request and the dispatch of all its calls)."""
+
+# -- events: filled per event class (loopnb.record.rows) ---------------------------------------
+
+Decision = Literal["retry", "skip", "ask_user", "fail"]
+
+EVENTS = Table(
+    "events",
+    "EventRow",
+    (
+        Column("run_id", "string", "The run the event belongs to."),
+        Column("seq", "Int64", "Sequence number within the run."),
+        Column("kind", ("category", EVENT_KINDS), "The event's type, e.g. tool_dispatched."),
+        Column("turn", "Int64", "The turn, for events inside one."),
+        Column("at", _TIME, "When it happened (UTC)."),
+        Column("tool", "string", "The tool concerned (dispatch, recovery, soft error)."),
+        Column("call_id", "string", "The tool call concerned."),
+        Column(
+            "attempt",
+            "Int64",
+            "Dispatch attempt: 0 for the original call, 1..5 for recovery retries; on a recovery "
+            "decision, the attempt that failed and is decided on.",
+        ),
+        Column("max_attempts", "Int64", "The recovery ceiling the strategy was given."),
+        Column("decision", _category(Decision), "What the recovery strategy answered."),
+        Column("valid", "boolean", "False when the strategy answered no real decision."),
+        Column("executed", "boolean", "Whether the tool actually ran for this dispatch."),
+        Column("is_error", "boolean", "Whether the dispatch's result was an error."),
+        Column(
+            "channel",
+            _category(Channel),
+            "Turn's channel (turn_finished), run's outcome (run_finished), soft/hard for error events.",
+        ),
+        Column("producer", _category(Producer), "Producer of the error or turn, if any."),
+        Column(
+            "text",
+            "string",
+            "The event's text: the task (run_started), a reply, a result the model read, a recovery "
+            "note, a detector's message, a rejection reason, a compaction summary, an error message, "
+            "the run's output.",
+        ),
+        Column(
+            "model",
+            "string",
+            "The model concerned; on run_started, every model of the chain joined by ', '.",
+        ),
+        Column("latency_ms", "Float64", "Duration of the request, dispatch or turn."),
+        Column("status", "Int64", "HTTP-like status of a model failure, if known."),
+        Column("target", "string", "The breaker's tool or model."),
+        Column("scope", _category(Literal["tool", "model"]), "What the breaker guards."),
+        Column("previous", _category(BreakerState), "Breaker state before the transition."),
+        Column("state", _category(BreakerState), "Breaker state after the transition."),
+        Column("failures", "Int64", "Failures the breaker had counted."),
+        Column("cooldown", "Float64", "Seconds an open breaker waits."),
+        Column(
+            "detector",
+            _category(Literal["loop", "convergence", "max_turns"]),
+            "The safety detector that fired.",
+        ),
+        Column("action", _category(Literal["refuse", "stop", "warn", "ask_user"]), "What the detector did."),
+        Column("count", "Int64", "Detector's repeat count; compaction's dropped items; a run's turns."),
+        Column("delay", "Float64", "Back-off before a recovery retry, in seconds."),
+        Column("dropped", "boolean", "A turn_finished event's own dropped flag."),
+    ),
+)
+"""The ``events`` frame: one row per event, flattened; columns that do not apply are missing."""
+
+_TITLES = {
+    "turns": "One turn: one model request and the dispatch of all its tool calls.",
+    "events": "One event, flattened. Columns that do not apply to an event's kind are missing.",
+}
+
+TURN_COLUMNS: tuple[str, ...] = TURNS.names
+EVENT_COLUMNS: tuple[str, ...] = EVENTS.names
+
+TURN_SCHEMA: dict[str, Any] = TURNS.json_schema()
 """The published JSON schema of a ``turns`` row: every column's description and pandas dtype."""
-EVENT_SCHEMA: dict[str, Any] = EventRow.model_json_schema()
+EVENT_SCHEMA: dict[str, Any] = EVENTS.json_schema()
 """The published JSON schema of an ``events`` row."""

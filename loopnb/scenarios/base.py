@@ -18,11 +18,11 @@ from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock, FakeClock, SystemClock
 from loopnb.engine.errors import HardProducer, LoopError, SoftProducer
 from loopnb.engine.events import RunStarted
-from loopnb.engine.turns import Turn, assemble
 from loopnb.engine.loop import Engine
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import Observer
+from loopnb.engine.turns import Turn, assemble
 
 __all__ = ["Build", "Ending", "Outcome", "Scenario"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import task_cancelling
@@ -93,8 +94,12 @@ class FallbackChain:
                     problem = reply_problem(reply)
                     if problem is not None:
                         raise ModelUnavailable(f"{name} returned {problem}")
+                    if reply.model != name:  # one name for the model that answered
+                        reply = replace(reply, model=name)
                     if reply.tool_calls and not distinct_ids(reply.tool_calls):
-                        reply = with_call_ids(reply, f"t{state.turn if state else 0}")  # results name their call
+                        reply = with_call_ids(
+                            reply, f"t{state.turn if state else 0}"
+                        )  # results name their call
                 except (ModelContextOverflow, KeyboardInterrupt):
                     raise
                 except BaseException as exc:  # whatever a model raises is its failure, not the run's
@@ -124,7 +129,7 @@ class FallbackChain:
                                     model=name,
                                     error=text,
                                     status=getattr(exc, "status", None),
-                                    latency_ms=(clock.monotonic() - t0) * 1000.0,
+                                    latency_ms=round((clock.monotonic() - t0) * 1000.0, 3),
                                 )
                             )
                         state.note_breaker(breaker, before, "model")
@@ -145,9 +150,8 @@ class FallbackChain:
                             run_id=state.run_id,
                             at=clock.time(),
                             turn=state.turn,
-                            model=name,
                             reply=reply,
-                            latency_ms=latency_ms,
+                            latency_ms=round(latency_ms, 3),
                         )
                     )
                 return reply, name
