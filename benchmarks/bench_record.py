@@ -10,7 +10,8 @@ A script that prints figures (not a timed test). Every figure is the median of s
    with no observer, with a no-op observer (the engine then builds its events), with one that
    only keeps the events in a list, with an in-memory ``Recorder`` and with a streaming one (a
    write per turn). Ratios against the bare and the no-op-observed engine; growth with size.
-2. The recorder fed pre-built synthetic events (its own hot path, no engine).
+2. The recorder fed events captured once from real engine runs and replayed (its own hot path,
+   no engine in the timing).
 3. Building the frames from scratch; writing and reading JSON Lines and Parquet; growth with
    size. 4. Loading 1,000,000 turns from Parquet (10,000 in the quick run).
 """
@@ -26,9 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopnb import Engine, ScriptedModel, ToolCall, tool
+from loopnb import Engine, ModelReply, ScriptedModel, ToolCall, ToolError, Usage, tool
 from loopnb.record import Recorder, load
-from loopnb.record.synthetic import Call, RunBuilder
 
 
 @tool
@@ -158,31 +158,32 @@ def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[st
     return by_size
 
 
-def synthetic_events(turns: int, *, runs: int = 1) -> list:
-    """``turns`` turns over ``runs`` runs: per run, alternately a failing call (soft) and a
-    successful one, then the final reply."""
+@tool
+def read_source(path: str) -> str:
+    """Read a file; ``.rz`` files do not exist."""
+    if path.endswith(".rz"):
+        raise ToolError(f"file {path} not found")
+    return "fn main() {}"
+
+
+def captured_events(turns: int, *, runs: int = 1) -> list:
+    """The events of ``runs`` real engine runs, ``turns`` turns in all: per run, alternately a
+    failing call (soft) and a successful one (120 tokens in, 14 out a reply), then the final
+    reply. Captured by an observer that keeps them in a list, to be replayed into recorders."""
     events: list = []
     per_run = max(1, turns // runs)
+    usage = Usage(input_tokens=120, output_tokens=14)
     for r in range(runs):
-        b = RunBuilder(f"run-{r:05d}")
-        for i in range(per_run - 1):
-            if i % 2:
-                b.tool_turn(
-                    Call("read_file", arguments={"path": f"src/{i}.rs"}, content="fn main() {}"),
-                    usage=(120, 14),
-                )
-            else:
-                b.tool_turn(
-                    Call(
-                        "read_file",
-                        arguments={"path": f"src/{i}.rz"},
-                        content=f"file src/{i}.rz not found",
-                        error="tool_error",
-                    ),
-                    usage=(120, 14),
-                )
-        b.final("It prints nothing.")
-        events.extend(b.events)
+        steps: list = [
+            ModelReply(
+                tool_calls=(ToolCall("read_source", {"path": f"src/{i}.{'rs' if i % 2 else 'rz'}"}),),
+                usage=usage,
+            )
+            for i in range(per_run - 1)
+        ]
+        engine = Engine(ScriptedModel([*steps, "It prints nothing."]), tools=[read_source])
+        engine.subscribe(events.append)
+        engine.run("What does src/main.rs do?", run_id=f"run-{r:05d}")
     return events
 
 
@@ -198,7 +199,7 @@ def _feed(make: Callable[[], Recorder], events: list, n: int) -> float:
 
 
 def bench_hot_path(events_by_size: dict[int, list], repeats: int, tmp: Path) -> None:
-    print("\n## 2. Recorder hot path on pre-built events (us per turn)")
+    print("\n## 2. Recorder hot path on captured engine events, replayed (us per turn)")
     print(f"{'turns':>8} {'events':>8} {'memory':>8} {'stream':>8} {'stream+fsync':>13}")
     counter = iter(range(10**9))
 
@@ -343,9 +344,9 @@ def main() -> None:
         tmp = Path(d)
         bench_engine(engine_sizes, repeats, tmp)
         start = time.perf_counter()
-        events_by_size = {n: synthetic_events(n, runs=max(1, n // 1000)) for n in sizes}
+        events_by_size = {n: captured_events(n, runs=max(1, n // 1000)) for n in sizes}
         print(
-            f"\n(built synthetic events in {time.perf_counter() - start:.1f} s: "
+            f"\n(captured engine events in {time.perf_counter() - start:.1f} s: "
             f"{sum(len(v) for v in events_by_size.values()):,} events)"
         )
         bench_hot_path(events_by_size, repeats, tmp)

@@ -16,16 +16,28 @@ from typing import Any
 
 import pytest
 
-from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.engine.messages import Message
+from loopnb import (
+    CircuitBreaker,
+    Engine,
+    FakeClock,
+    FallbackChain,
+    LoopDetector,
+    LoopError,
+    ModelReply,
+    ModelUnavailable,
+    ScriptedModel,
+    Skip,
+    ToolCall,
+    ToolError,
+    tool,
+)
 from loopnb.notebook.live import LiveView
 from loopnb.notebook.markup import NAME_LIMIT, summary_html
 from loopnb.notebook.render import CONTROL_PICTURES, plain
 from loopnb.notebook.replay import replay
 from loopnb.notebook.report import report_html
 from loopnb.record import Recorder, load
-from loopnb.record.synthetic import Call, RunBuilder
-from tests.notebook.conftest import run_events
+from tests.notebook.conftest import Events, run_events
 
 PIECES = (
     "<img src=x onerror=alert(1)>",
@@ -155,22 +167,49 @@ def live_runs() -> list[tuple[Engine, str]]:
     ]
 
 
+class _SkipHostile:
+    def decide(self, failure: Any, attempt: int, max_attempts: int) -> Skip:
+        return Skip(note=HOSTILE)
+
+
 def sent_recording(tmp_path) -> Any:
-    """A recording from elsewhere: hostile run id, model, tool, breaker and error class names."""
-    name = "tool " + HOSTILE
-    b = RunBuilder(RUN_ID, task=HOSTILE, model="model " + HOSTILE, tools=(name,))
-    b.tool_turn(
-        Call(name, content=HOSTILE, error="tool_error", arguments={"q": HOSTILE}, note=HOSTILE),
-        text=HOSTILE,
-        feedback=(Message(role="user", content=HOSTILE, is_error=True, producer="convergence_warning"),),
+    """A recording from elsewhere: hostile run id, model, tool, breaker and error class names.
+
+    Turn 1 (the hostile model): text and arguments hostile; ``bad`` fails with hostile text and
+    recovery skips it with a hostile note; a hostile tool name is not available. Turn 2: the
+    hostile model fails (hostile text) and its breaker opens; the backup's answer is rejected for
+    a hostile reason. Turn 3: the breaker half-opens, the hostile model repeats its call to the
+    hostile tool name, and the loop detector stops the run. The error class names are then made
+    hostile, as a file from elsewhere may have them."""
+    name, model = "tool " + HOSTILE, "model " + HOSTILE
+    calls = (ToolCall("bad", {"q": HOSTILE}), ToolCall(name, {"q": HOSTILE}))
+    hostile = ScriptedModel(
+        [
+            ModelReply(text=HOSTILE, tool_calls=calls),
+            ModelUnavailable(HOSTILE),
+            ToolCall(name, {"q": HOSTILE}),
+        ],
+        name=model,
     )
-    b.breaker(name, "open")
-    b.breaker("model " + HOSTILE, "half_open", scope="model")
-    b.tool_turn(Call(name, content=HOSTILE, error="breaker_open", executed=False))
-    b.hard("loop_detected", HOSTILE, Call(name, content=HOSTILE, error="tool_error"))
+    chain = FallbackChain(
+        [hostile, ScriptedModel(["an answer"], name="backup")],
+        breaker=CircuitBreaker(failure_threshold=1, cooldown=0.0),
+    )
+    engine = Engine(
+        chain,
+        [bad],
+        recovery=_SkipHostile(),
+        done=lambda text: HOSTILE,
+        loop_detector=LoopDetector(warn_after=1, stop_after=1),
+        clock=FakeClock(),
+    )
+    events = Events()
+    engine.subscribe(events)
+    with pytest.raises(LoopError):
+        engine.run(HOSTILE, run_id=RUN_ID)
     events = [
         dataclasses.replace(e, error=HOSTILE) if e.kind in ("hard_error_raised", "run_finished") else e
-        for e in b.events
+        for e in events
     ]
     recorder = Recorder()
     for event in events:

@@ -2,54 +2,67 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 
 import pandas as pd
 import pytest
 
+from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.record import Audit, Recorder, audit, load, load_many
 from loopnb.record.cli import audit_command
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, typo_run
-
-
-def loop_run() -> RunBuilder:
-    """Three failures, two refusals, then the loop detector stops the run: 6 turns, the first 5
-    answered by m3 (the hard turn has no reply)."""
-    b = RunBuilder("r3", model="m3")
-    for _ in range(3):
-        b.tool_turn(
-            Call("read_file", content="file src/mian.rs not found", error="tool_error"), usage=(10, 5)
-        )
-    for count in (4, 5):
-        b.tool_turn(
-            Call(
-                "read_file",
-                content="dispatch refused before execution: loop",
-                error="loop_refusal",
-                executed=False,
-            ),
-            usage=(10, 5),
-            detector=("loop", "refuse", count),
-        )
-    b.hard("loop_detected", "the same failing call 6 times")
-    return b
+from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
 
 
-def breaker_run() -> RunBuilder:
-    """Two soft turns (tool_error, timeout), then ok: recovered within 2 turns. A breaker on
-    'search' opens, half-opens and closes across the turns. 4 turns."""
-    b = RunBuilder("r4")
-    b.breaker("search", "open")
-    b.tool_turn(Call("read_file", content="file a not found", error="tool_error"))
-    b.breaker("search", "half_open")
-    b.tool_turn(Call("read_file", content="Tool 'read_file' timed out after 5s", error="timeout"))
-    b.breaker("search", "closed")
-    b.tool_turn(Call("read_file", content="fn main() {}"))
-    b.final("done")
-    return b
+def loop_run() -> Run:
+    """The same failing call 6 times, answered by m3 (10 tokens in, 5 out each): three failures,
+    two refusals, then the loop detector stops the run. 6 turns, every one with m3's reply."""
+    call = ToolCall("read_file", {"path": "src/mian.rs"})
+    model = ScriptedModel([reply(call, usage=(10, 5))] * 6, name="m3")
+    return run_engine(Engine(model, [read_file], clock=FakeClock()), run_id="r3")
+
+
+def breaker_run() -> Run:
+    """A breaker on 'search' (threshold 1, cooldown 1 s; the model takes 1 s a request) opens,
+    half-opens and closes, a state at the end of each of turns 1-3. Turn 1: search fails (soft
+    tool_error), its breaker opens. Turn 2: read_file times out (soft timeout); a search call
+    with a wrong argument half-opens the breaker and leaves it so (invalid arguments do not count
+    on it). Turn 3: search works and closes the breaker, read_file works (ok). Turn 4: the answer.
+    Recovered within 2 turns. 4 turns."""
+    clock = FakeClock()
+    searched: list[str] = []
+
+    @tool
+    def search(q: str) -> str:
+        """Down on its first call."""
+        searched.append(q)
+        if len(searched) == 1:
+            raise ToolError("search is down")
+        return "hit"
+
+    @tool(name="read_file")
+    async def slow_read_file(path: str) -> str:
+        """Hangs on slow.rs."""
+        if path == "slow.rs":
+            await asyncio.sleep(60)
+        return "fn main() {}"
+
+    steps = [
+        ToolCall("search", {"q": "main"}),
+        [ToolCall("read_file", {"path": "slow.rs"}), ToolCall("search", {"query": "main"})],
+        [ToolCall("search", {"q": "main"}), ToolCall("read_file", {"path": "src/main.rs"})],
+        "done",
+    ]
+    engine = Engine(
+        timed_model(clock, steps, seconds=1.0),
+        [slow_read_file, search],
+        breakers={"search": CircuitBreaker(failure_threshold=1, cooldown=1.0)},
+        timeout=0.02,
+        clock=clock,
+    )
+    return run_engine(engine, run_id="r4")
 
 
 @pytest.fixture
@@ -94,7 +107,7 @@ def test_recovery(rec):
     ep = a.recovery_episodes()
     assert ep[["run_id", "first_turn", "producer", "soft_turns", "outcome"]].astype(str).values.tolist() == [
         ["r1", "1", "tool_error", "1", "recovered"],
-        ["r2", "1", "breaker_open", "2", "ended_hard"],
+        ["r2", "1", "recovery_gave_up", "2", "ended_hard"],
         ["r3", "1", "tool_error", "5", "ended_hard"],
         ["r4", "1", "tool_error", "2", "recovered"],
     ]
@@ -108,7 +121,7 @@ def test_recovery(rec):
         "ended_hard": 1,
         "unfinished": 0,
     }
-    assert t["breaker_open"]["recovered"] == 0 and t["breaker_open"]["ended_hard"] == 1
+    assert t["recovery_gave_up"]["recovered"] == 0 and t["recovery_gave_up"]["ended_hard"] == 1
 
 
 def test_retries_against_the_ceiling(rec):
@@ -116,12 +129,12 @@ def test_retries_against_the_ceiling(rec):
     assert r[["run_id", "turn", "retries", "calls", "ceiling", "last_decision", "outcome"]].astype(
         str
     ).values.tolist() == [
-        ["r2", "2", "1", "2", "5", "fail", "gave_up"],
+        ["r2", "1", "1", "2", "5", "fail", "gave_up"],
         ["r2", "3", "5", "6", "5", "retry", "exhausted"],
     ]
     turns_only = audit(rec.turns).retries()
     assert turns_only[["turn", "retries", "outcome"]].astype(str).values.tolist() == [
-        ["2", "1", "gave_up"],
+        ["1", "1", "gave_up"],
         ["3", "5", "exhausted"],
     ]
 
@@ -133,7 +146,7 @@ def test_breakers(rec):
             k: (v["trips"], v["half_opens"], v["closes"], v["refusals"], v["last_state"])
             for k, v in b.items()
         } == {
-            "read_file": (1, 0, 0, 1, "open"),
+            "read_file": (1, 1, 0, 1, "half_open"),
             "search": (1, 1, 1, 0, "closed"),
         }
 
@@ -147,11 +160,11 @@ def test_loops(rec):
 def test_models(rec):
     m = as_dict(audit(rec).models(), "model")
     assert {k: (v["turns"], v["runs"], v["ok"], v["soft"], v["hard"]) for k, v in m.items()} == {
-        "m3": (5, 1, 0, 5, 0),
+        "m3": (6, 1, 0, 5, 1),
         "other": (3, 1, 0, 2, 1),
         "scripted": (7, 2, 4, 3, 0),
     }
-    assert (m["m3"]["input_tokens"], m["m3"]["output_tokens"]) == (50, 25)
+    assert (m["m3"]["input_tokens"], m["m3"]["output_tokens"]) == (60, 30)
     assert m["scripted"]["failures"] == 0
 
 

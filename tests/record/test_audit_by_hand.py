@@ -24,9 +24,8 @@ from loopnb.engine.clock import FakeClock
 from loopnb.engine.messages import ModelReply, Usage
 from loopnb.engine.recovery import Retry
 from loopnb.record import Recorder, RecordingWarning
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, read_file, recorded, typo_run
+from .conftest import Run, hard_run, read_file, recorded, run_engine, script_run, timed_model, typo_run
 from .test_audit import breaker_run, loop_run
 
 
@@ -147,18 +146,34 @@ def test_a_breaker_refusal_in_a_multi_call_turn_is_the_refused_tool_s():
 
 
 def test_a_breaker_s_last_state_is_the_latest_run_s_whatever_the_row_order():
-    """Run 'z' started first and left 'search' open; run 'a' started later, half-opened and
-    closed it. Rows are given reversed and shuffled, with a non-default index."""
-    z = RunBuilder("z", start=1_000.0)
-    z.breaker("search", "open")
-    z.tool_turn(Call("search", content="tool temporarily unavailable", error="breaker_open", executed=False))
-    z.final("gave up")
-    a = RunBuilder("a", start=2_000.0)
-    a.breaker("search", "half_open")
-    a.tool_turn(Call("search", content="hit"))
-    a.breaker("search", "closed")
-    a.tool_turn(Call("search", content="hit"))
-    a.final("found it")
+    """Two runs of one engine (search's breaker: threshold 1, cooldown 30 s). Run 'z' started
+    first: search fails and opens the breaker, is refused, the run ends, leaving it open. Run 'a'
+    started 1000 s later: a call with a wrong argument half-opens it (and leaves it so), the next
+    search closes it. Rows are given reversed and shuffled, with a non-default index."""
+    clock = FakeClock(wall=1_000.0)
+    tries: list[str] = []
+
+    @tool
+    def search(q: str) -> str:
+        """Down on its first call."""
+        tries.append(q)
+        if len(tries) == 1:
+            raise ToolError("search is down")
+        return "hit"
+
+    steps = [
+        *(ToolCall("search", {"q": "a"}), ToolCall("search", {"q": "b"}), "gave up"),  # run z
+        *(ToolCall("search", {"query": "c"}), ToolCall("search", {"q": "c"}), "found it"),  # run a
+    ]
+    engine = Engine(
+        timed_model(clock, steps),
+        [search],
+        breakers={"search": CircuitBreaker(failure_threshold=1, cooldown=30.0)},
+        clock=clock,
+    )
+    z = run_engine(engine, run_id="z")
+    clock.advance(1_000.0)
+    a = run_engine(engine, run_id="a")
     rec = recorded(a, z)
     turns = rec.turns.iloc[::-1].set_axis(range(100, 100 + len(rec.turns)))
     events = rec.events.sample(frac=1, random_state=3)
@@ -180,9 +195,10 @@ def test_a_filtered_turns_frame_is_audited_with_its_own_events_only():
         "0",
         "0",
     )
-    # r2's first two turns: its breaker trip and the call recovery gave up on, not the exhausted one
+    # r2's first two turns: the call recovery gave up on (its breaker trip) and the refusal, not
+    # the exhausted call (nor the breaker's half-opening before it)
     r2 = audit(rec.turns[(rec.turns["run_id"] == "r2") & (rec.turns["turn"] <= 2)], rec.events)
-    assert table(r2.retries(), "turn", "outcome") == [["2", "gave_up"]]
+    assert table(r2.retries(), "turn", "outcome") == [["1", "gave_up"]]
     assert table(r2.breakers(), "target", "trips", "refusals") == [["read_file", "1", "1"]]
     assert (
         audit(rec.turns.iloc[:0], rec.events).summary().set_index("metric")["value"]["calls retried"] == "0"
@@ -190,12 +206,18 @@ def test_a_filtered_turns_frame_is_audited_with_its_own_events_only():
 
 
 def test_soft_streaks_end_at_gaps_left_by_filtering_and_at_the_end_of_the_frame():
-    """Turns: 1 soft, 2 ok, 3 soft, 4 soft, 5 ok, 6 soft (the run still going)."""
-    b = RunBuilder("g")
-    fail = Call("read_file", content="file a not found", error="tool_error")
-    good = Call("read_file", content="fn main() {}")
-    for call in (fail, good, fail, fail, good, fail):
-        b.tool_turn(call)
+    """Turns: 1 soft, 2 ok, 3 soft, 4 soft, 5 ok, 6 soft (the run still going: its events up to
+    the end of turn 6, as a recording being written holds them)."""
+    steps = [ToolCall("read_file", {"path": p}) for p in ("a", "src/main.rs", "b", "c", "src/main.rs", "d")]
+    events: list = []
+    engine = Engine(
+        ScriptedModel([*steps, "done"]), [read_file], observers=[events.append], clock=FakeClock()
+    )
+    running = engine.iter("t", run_id="g")
+    for _ in range(6):
+        running.step()
+    b = Run(events=list(events))
+    running.close()  # the run ends as Cancelled; what was recorded before stays as it was
     rec = recorded(b)
     columns = ("first_turn", "soft_turns", "outcome", "turns_to_recover")
     assert table(audit(rec).recovery_episodes(), *columns) == [
@@ -267,7 +289,7 @@ def test_two_files_reusing_a_run_id_are_two_runs(tmp_path):
         ["tool_recovery_exhausted", "2", "2", "2"],
     ]
     retries = table(a.retries(), "run_id", "turn", "retries", "outcome")
-    assert retries == [["r", "2", "1", "gave_up"], ["r", "3", "5", "exhausted"]] * 2
+    assert retries == [["r", "1", "1", "gave_up"], ["r", "3", "5", "exhausted"]] * 2
     assert table(a.breakers(), "target", "trips", "refusals") == [["read_file", "2", "2"]]
     s = a.summary().set_index("metric")["value"]
     assert (s["runs"], s["runs ended hard"], s["calls past the ceiling"]) == ("2", "2", "2")
@@ -368,18 +390,11 @@ def test_soft_streaks_of_shuffled_runs_with_holes_match_a_walk_by_hand(seed):
     import random
 
     rng = random.Random(seed)
-    builders, kept = [], {}
+    runs, kept = [], {}
     for r in range(6):
-        b = RunBuilder(f"run{r}")
-        for _ in range(rng.randint(0, 9)):
-            if rng.random() < 0.5:
-                b.tool_turn(Call("read_file", content="file a not found", error="tool_error"))
-            else:
-                b.tool_turn(Call("read_file", content="fn main() {}"))
-        if rng.random() < 0.5:
-            b.hard("cancelled", "stopped")
-        builders.append(b)
-    turns = recorded(*builders).turns
+        outcomes = [("tool_error" if rng.random() < 0.5 else "ok", 0) for _ in range(rng.randint(0, 9))]
+        runs.append(script_run(outcomes, "cancelled" if rng.random() < 0.5 else None, run_id=f"run{r}"))
+    turns = recorded(*runs).turns
     turns = turns[[rng.random() < 0.8 for _ in range(len(turns))]].sample(frac=1, random_state=seed)
     for run, n, channel in zip(turns["run_id"], turns["turn"], turns["channel"].astype(str), strict=True):
         kept.setdefault(run, []).append((int(n), channel))

@@ -7,8 +7,10 @@ import re
 
 import pytest
 
+from loopnb import CircuitBreaker, Engine, FakeClock, FallbackChain, ModelUnavailable, ScriptedModel, ToolCall
 from loopnb.record import Audit, Recorder, audit, load
-from loopnb.record.synthetic import Call, RunBuilder
+
+from .conftest import run_engine
 
 pytest.importorskip("plotly")
 
@@ -17,15 +19,16 @@ TAG = re.compile(r"<[a-zA-Z/!]")
 
 
 def hostile_recording(tmp_path):
-    """Model names and breaker targets are whatever the file says."""
+    """Model names, tool names and breaker targets are whatever the file says. The hostile model
+    calls a hostile tool name (soft: not available), then fails and its breaker opens (a hostile
+    breaker target); the backup model answers."""
     tool, model = "tool " + HOSTILE, "model " + HOSTILE
-    b = RunBuilder("r1", model=model, tools=(tool,))
-    b.tool_turn(Call(tool, content="nope", error="tool_error"))
-    b.breaker(tool, "open")
-    b.tool_turn(Call(tool, content="circuit breaker open", error="breaker_open", executed=False))
-    b.final("done")
+    hostile = ScriptedModel([ToolCall(tool, {"q": HOSTILE}), ModelUnavailable(HOSTILE)], name=model)
+    chain = FallbackChain(
+        [hostile, ScriptedModel(["done"], name="backup")], breaker=CircuitBreaker(failure_threshold=1)
+    )
     recorder = Recorder()
-    for event in b.events:
+    for event in run_engine(Engine(chain, clock=FakeClock()), HOSTILE, run_id="r1").events:
         recorder(event)
     return load(recorder.save(tmp_path / "sent.jsonl"))
 
@@ -40,7 +43,7 @@ def test_no_figure_label_is_markup(tmp_path, name):
         assert not TAG.search(x), (name, x)
 
 
-@pytest.mark.parametrize(("name", "prefix"), [("breakers", "tool "), ("models", "model ")])
+@pytest.mark.parametrize(("name", "prefix"), [("breakers", "model "), ("models", "model ")])
 def test_hostile_names_read_as_written(tmp_path, name, prefix):
     shown = [html.unescape(x) for x in labels(audit(hostile_recording(tmp_path)).figure(name))]
     assert prefix + HOSTILE in shown  # plotly decodes the entities once: the name as recorded

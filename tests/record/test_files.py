@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from typing import Any
 
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopnb import scenarios
+from loopnb import Engine, FakeClock, FunctionModel, ScriptedModel, Skip, ToolCall, ToolError, scenarios, tool
 from loopnb.record import Recorder, RecordingError, RecordingWarning, jsonl, load, load_many
 from loopnb.record.cli import write_recordings
-from loopnb.record.synthetic import Call, RunBuilder
 from loopnb.scenarios import names as scenario_names
 
-from .conftest import engine_typo, hard_run, typo_run
+from .conftest import engine_typo, hard_run, reply, run_engine, typo_run
 
 
 def test_jsonl_and_parquet_round_trips_are_exact(recorder, tmp_path):
@@ -408,17 +408,46 @@ arguments = st.dictionaries(unicode_text, nested_values, max_size=4)
     st.floats(),  # the clock's start: tiny, huge, negative zero, inf, nan...
     st.floats(min_value=0, allow_nan=False, allow_infinity=False),
 )
-def test_synthetic_runs_stream_byte_for_byte(tmp_path, turns, answer, start, step):
+def test_engine_runs_stream_byte_for_byte(tmp_path, turns, answer, start, step):
+    """Each turn calls ``t`` (which fails with the drawn text; recovery skips it with the drawn
+    note) with the drawn arguments as its payload, and an unadvertised name with odd characters
+    with the arguments as they are; the reply carries the note as text and maybe huge usage."""
     from loopnb.record.jsonl import dump_event
 
-    b = RunBuilder('r\u2028"\\1', task=answer, start=start, step=step)
-    for content, args, note, usage in turns:
-        call = Call("t\x00\x7f", content=content, arguments=args, note=note, error="tool_error")
-        b.tool_turn(call, text=note, usage=(len(content), 2**40) if usage else None)
-    b.final(answer)
+    failures = iter(content for content, _, _, _ in turns)
+    notes = iter(note for _, _, note, _ in turns)
+
+    @tool
+    def t(payload: Any) -> str:
+        """Fails with the next drawn text."""
+        raise ToolError(next(failures))
+
+    class SkipWithNote:
+        def decide(self, failure, attempt, max_attempts):
+            return Skip(note=next(notes))
+
+    clock = FakeClock(wall=start)
+    steps = [
+        reply(
+            ToolCall("t", {"payload": args}),
+            ToolCall("t\x00\x7f", args),
+            text=note,
+            usage=(len(content), 2**40) if usage else None,
+        )
+        for content, args, note, usage in turns
+    ]
+    script = iter([*steps, answer])
+
+    def answer_next(messages, tools):
+        clock.advance(step)
+        return next(script)
+
+    engine = Engine(FunctionModel(answer_next), [t], recovery=SkipWithNote(), loop_detector=None, clock=clock)
+    run = run_engine(engine, answer, run_id='r\u2028"\\1')
+    assert run.outcome.output == answer
     path = tmp_path / "h.jsonl"
     path.unlink(missing_ok=True)
-    assert _streamed(path, b.events) == [dump_event(e) for e in b.events]
+    assert _streamed(path, run.events) == [dump_event(e) for e in run.events]
 
 
 def test_a_lone_surrogate_fails_the_write_as_the_serializer_does(tmp_path):
@@ -426,13 +455,19 @@ def test_a_lone_surrogate_fails_the_write_as_the_serializer_does(tmp_path):
 
     from loopnb.record.jsonl import dump_event
 
-    b = RunBuilder("s")
-    b.tool_turn(Call("read_file", content="half a pair: \ud800"))
+    @tool
+    def read_file(path: str) -> str:
+        """Half a surrogate pair."""
+        return "half a pair: \ud800"
+
+    engine = Engine(ScriptedModel([ToolCall("read_file", {"path": "a"}), "done"]), [read_file])
+    events = run_engine(engine).events
+    assert events[3].kind == "tool_dispatched"
     with pytest.raises(PydanticSerializationError):
-        dump_event(b.events[3])
+        dump_event(events[3])
     path = tmp_path / "s.jsonl"
     rec = Recorder(path)
     with pytest.raises(PydanticSerializationError):
-        for e in b.events:
+        for e in events:
             rec(e)
     assert len(load(path).event_objects) == 0  # nothing of the failed turn reached the file

@@ -9,15 +9,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopnb import scenarios
-from loopnb.engine.messages import Message
+from loopnb import (
+    CircuitBreaker,
+    ContextBudget,
+    Engine,
+    FakeClock,
+    Retry,
+    ScriptedModel,
+    Skip,
+    ToolCall,
+    ToolError,
+    scenarios,
+    tool,
+)
 from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
 from loopnb.record.frames import event_frame, event_table, time_column, turn_frame, turn_table
 from loopnb.record.rows import EVENT_LAYOUTS, turn_values, when
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, typo_run
+from .conftest import hard_run, recorded, reply, run_engine, typo_run
 
 SCENARIO_EVENTS = {name: scenarios.get(name).run().events for name in scenarios.names()}
 
@@ -79,22 +89,74 @@ def test_all_scenarios_at_once_and_every_event_kind_covered():
     assert len(EVENT_LAYOUTS) == 14
 
 
-def test_synthetic_detail_rows_match(tmp_path):
-    b = RunBuilder("d")
-    b.tool_turn(
-        Call("a", content="first failed", error="tool_error", note="analysed"),
-        Call("b", content="fine"),
-        feedback=(Message(role="user", content="try harder", is_error=True, producer="completion_rejected"),),
-        usage=(10, 2),
+class _RetryTwiceThenSkip:
+    def decide(self, failure, attempt, max_attempts):
+        return Retry() if attempt < 2 else Skip(note="analysed")
+
+
+def detail_run():
+    """Every detail a turns row has, ended by ``context_exceeded`` (a budget of 150 tokens).
+
+    Turn 1: a fails (2 retries, then skipped with a note) and its breaker opens; b works; usage
+    10 in, 2 out. Turn 2: an answer the done-check rejects (feedback). Turn 3: a refused by its
+    open breaker, b prints 600 characters. Turn 4's request does not fit: the run ends hard."""
+
+    @tool
+    def a(x: int) -> str:
+        """Always fails."""
+        raise ToolError("first failed")
+
+    @tool
+    def b(size: int) -> str:
+        """Prints ``size`` characters."""
+        return "z" * size
+
+    model = ScriptedModel(
+        [
+            reply(ToolCall("a", {"x": 1}), ToolCall("b", {"size": 4}), usage=(10, 2)),
+            "an answer",
+            [ToolCall("a", {"x": 2}), ToolCall("b", {"size": 600})],
+            "never asked",
+        ]
     )
-    b.breaker("a", "open")
-    b.tool_turn(Call("a", content="x", error="tool_error", retries=2, gave_up="skip"))
-    b.hard("context_exceeded", "too big")
-    events = b.events
-    pd.testing.assert_frame_equal(turn_table(events), turn_frame(turn_rows(events)))
+    engine = Engine(
+        model,
+        [a, b],
+        recovery=_RetryTwiceThenSkip(),
+        breakers={"a": CircuitBreaker(failure_threshold=1)},
+        done=lambda text: "try harder",
+        context=ContextBudget(max_tokens=150),
+        clock=FakeClock(),
+    )
+    return run_engine(engine, run_id="d")
+
+
+def test_detail_rows_match():
+    events = detail_run().events
+    turns = turn_table(events)
+    assert turns["producer"].astype(str).tolist() == [
+        "recovery_gave_up",
+        "completion_rejected",
+        "breaker_open",
+        "context_exceeded",
+    ]
+    assert turns["notes"].iloc[0] == "analysed" and turns["recovery_attempts"].iloc[0] == 2
+    assert turns["input_tokens"].iloc[0] == 10 and turns["breakers_open"].tolist() == [1, 1, 1, 1]
+    pd.testing.assert_frame_equal(turns, turn_frame(turn_rows(events)))
     pd.testing.assert_frame_equal(event_table(events), event_frame([event_row(e) for e in events]))
-    assert turn_table(events)["dropped"].all()
+    assert turns["dropped"].all()
     assert turn_table([]).equals(turn_frame([])) and event_table([]).equals(event_frame([]))
+
+
+def test_a_turn_reports_its_feedback_as_a_soft_error():
+    model = ScriptedModel(["an answer", "cited"])
+    engine = Engine(model, done=lambda text: None if text == "cited" else "cite it", clock=FakeClock())
+    ev = recorded(run_engine(engine), redact=None).events
+    soft = ev[ev["kind"].eq("soft_error_returned")]
+    assert soft[["turn", "producer", "text"]].astype(object).values.tolist() == [
+        [1, "completion_rejected", "answer rejected: cite it"]
+    ]
+    assert ev.loc[ev["kind"].eq("turn_finished"), "text"].tolist()[:1] == ["answer rejected: cite it"]
 
 
 def test_the_recorder_frames_equal_the_loaded_ones_and_the_rows(tmp_path):

@@ -9,27 +9,51 @@ import warnings
 import pandas as pd
 import pytest
 
-from loopnb import Engine, ScriptedModel, ToolCall, ToolError, tool
+from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.engine.recovery import Retry, Skip
 from loopnb.record import EVENT_SCHEMA, TURN_SCHEMA, EventRow, Recorder, TurnRow, load, load_many
 from loopnb.record.frames import event_frame, turn_frame
 from loopnb.record.schema import dtypes
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, read_file, recorded, typo_run
+from .conftest import Run, hard_run, read_file, recorded, reply, run_engine, typo_run
 
 
-def _breaker_run(run_id: str = "r3") -> RunBuilder:
-    """Other tools, a second breaker, a multi-call turn: nothing like the typo run's columns."""
-    b = RunBuilder(run_id, tools=("search", "fetch"), model="m2")
-    b.breaker("search", "open")
-    b.tool_turn(
-        Call("search", content="tool temporarily unavailable: circuit breaker open", error="breaker_open"),
-        Call("fetch", content="<html>"),
-        usage=(10, 2),
+def _breaker_run(run_id: str = "r3") -> Run:
+    """Other tools, a second breaker, a multi-call turn: nothing like the typo run's columns.
+
+    An earlier run of the same engine left search's breaker open (search failed once). This run:
+    search refused by the open breaker and fetch works, in one turn (usage 10 in, 2 out); then
+    the answer. Model m2."""
+
+    @tool
+    def search(q: str) -> str:
+        """Down."""
+        raise ToolError("search is down")
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        return "<html>"
+
+    model = ScriptedModel(
+        [
+            ToolCall("search", {"q": "x"}),
+            "search is down",
+            reply(
+                ToolCall("search", {"q": "y"}), ToolCall("fetch", {"url": "https://a.test"}), usage=(10, 2)
+            ),
+            "done",
+        ],
+        name="m2",
     )
-    b.final("done")
-    return b
+    engine = Engine(
+        model,
+        [search, fetch],
+        breakers={"search": CircuitBreaker(failure_threshold=1)},
+        clock=FakeClock(),
+    )
+    run_engine(engine, run_id=f"{run_id}-before")  # not recorded: it only trips the breaker
+    return run_engine(engine, run_id=run_id)
 
 
 # -- the same dtypes whichever way a frame is made ------------------------------------------------

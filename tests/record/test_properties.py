@@ -9,16 +9,10 @@ from hypothesis import strategies as st
 from loopnb.engine.errors import HARD_PRODUCERS
 from loopnb.record import Recorder, load
 from loopnb.record.frames import turn_frame
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import engine_typo
+from .conftest import SOFT_OUTCOMES, engine_typo, script_run
 
-SOFT = ["tool_error", "tool_panic", "not_advertised", "registry_miss", "timeout", "breaker_open"]
-
-turn = st.one_of(
-    st.just(("ok", None, 0)),
-    st.tuples(st.just("soft"), st.sampled_from(SOFT), st.integers(0, 3)),
-)
+turn = st.one_of(st.just(("ok", 0)), st.tuples(st.sampled_from(SOFT_OUTCOMES), st.integers(0, 3)))
 run = st.tuples(
     st.lists(turn, max_size=6),
     st.one_of(st.none(), st.sampled_from(HARD_PRODUCERS)),
@@ -28,18 +22,13 @@ run = st.tuples(
 def build(runs: list) -> list:
     events = []
     for i, (turns, hard) in enumerate(runs):
-        b = RunBuilder(f"run-{i}", model=f"m{i % 2}")
-        for kind, producer, retries in turns:
-            if kind == "ok":
-                b.tool_turn(Call("read_file", content="fine"))
-            else:
-                b.tool_turn(Call("read_file", content=f"{producer}!", error=producer, retries=retries))
-        if hard is None:
-            b.final("done")
-        else:
-            b.hard(hard, f"ended: {hard}")
-        events.extend(b.events)
+        events.extend(script_run(turns, hard, run_id=f"run-{i}", model=f"m{i % 2}").events)
     return events
+
+
+def n_turns(turns: list, hard: str | None) -> int:
+    """The turns ``script_run`` plays: the drawn ones and the ending (two for user_input_required)."""
+    return len(turns) + (2 if hard == "user_input_required" else 1)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -52,7 +41,7 @@ def test_rows_round_trip_and_count(tmp_path, runs):
     for e in events:
         rec(e)
     t = rec.turns
-    assert len(t) == sum(len(turns) + 1 for turns, _ in runs)
+    assert len(t) == sum(n_turns(turns, hard) for turns, hard in runs)
     assert (t["channel"] == "hard").sum() == sum(1 for _, hard in runs if hard)
     path = tmp_path / "p.jsonl"
     rec.save(path)

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.record import Recorder, RecordingWarning, Redactor, load
 from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES
-from loopnb.record.synthetic import Call, RunBuilder
+
+from .conftest import Run, reply, run_engine
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
 ANTHROPIC = "sk-ant-api03-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3" * 2
@@ -20,23 +22,21 @@ GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
 SECRETS = (OPENAI, ANTHROPIC, BEARER, AWS, GITHUB, "hunter2hunter2", "s3cr3tvalue")
 
 
-def leaky_run() -> RunBuilder:
-    b = RunBuilder("leak", task=f"use key {OPENAI} please")
-    b.tool_turn(
-        Call(
-            "http_get",
-            arguments={
-                "url": "https://x.test",
-                "headers": {"Authorization": f"Bearer {BEARER}"},
-                "api_key": "s3cr3tvalue",
-            },
-            content=f"401: key {ANTHROPIC} refused; env has AWS_ACCESS_KEY_ID={AWS}",
-            error="tool_error",
-        ),
-        text=f'config: {{"password": "hunter2hunter2"}} token {GITHUB}',
+@tool
+def http_get(url: str, headers: dict[str, str], api_key: str) -> str:
+    """A request whose error names every secret it was given."""
+    raise ToolError(f"401: key {ANTHROPIC} refused; env has AWS_ACCESS_KEY_ID={AWS}")
+
+
+def leaky_run() -> Run:
+    """Secrets in the task, a tool's arguments and error, the model's text and its answer."""
+    call = ToolCall(
+        "http_get",
+        {"url": "https://x.test", "headers": {"Authorization": f"Bearer {BEARER}"}, "api_key": "s3cr3tvalue"},
     )
-    b.final("done, api_key=s3cr3tvalue")
-    return b
+    text = f'config: {{"password": "hunter2hunter2"}} token {GITHUB}'
+    model = ScriptedModel([reply(call, text=text), "done, api_key=s3cr3tvalue"])
+    return run_engine(Engine(model, [http_get], clock=FakeClock()), f"use key {OPENAI} please", run_id="leak")
 
 
 @pytest.mark.parametrize(
@@ -86,10 +86,11 @@ def test_files_hold_no_secret_but_memory_keeps_what_the_model_read(tmp_path):
 
 
 def test_custom_patterns_and_opting_out(tmp_path):
-    b = RunBuilder("c")
-    b.final("the code is corp-0123456789abcdef")
+    events = run_engine(
+        Engine(ScriptedModel(["the code is corp-0123456789abcdef"]), clock=FakeClock())
+    ).events
     rec = Recorder(tmp_path / "c.jsonl", redact=Redactor().extend(r"corp-[0-9a-f]{16}"))
-    for e in b.events:
+    for e in events:
         rec(e)
     assert b"corp-0123" not in (tmp_path / "c.jsonl").read_bytes()
     plain = Recorder(tmp_path / "p.jsonl", redact=None)

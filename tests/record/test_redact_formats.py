@@ -5,7 +5,6 @@ Every key below is made up (FAKE, 0123...): the shapes are real, the values are 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 
@@ -13,10 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopnb import CancelToken, Engine, FakeClock, ScriptedModel, Skip, ToolCall, ToolError, tool
 from loopnb.record import Recorder, RecordingError, RecordingWarning, load
 from loopnb.record.jsonl import redact_line
 from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES, REDACTED
-from loopnb.record.synthetic import Call, RunBuilder
+
+from .conftest import Run, reply, run_engine
 
 FAKE = {
     "openai": "sk-" + "FAKE0fake1FAKE2fake3FAKE4fake5FAKE6fake7FAKE",
@@ -212,33 +213,52 @@ def test_authorization_spelt_with_a_dotted_or_dotless_i_is_screened():
 # -- every way to disk -------------------------------------------------------------------------
 
 
-def leaky_run() -> RunBuilder:
+class _Leaky:
+    """A recovery strategy whose repr (recorded in the run's settings) holds two secrets."""
+
+    def decide(self, failure, attempt, max_attempts):
+        return Skip()
+
+    def __repr__(self) -> str:
+        return f"Leaky(api_key={FAKE['stripe_live']!r}, nested={{'token': {FAKE['slack_bot']!r}}})"
+
+
+def leaky_run() -> Run:
     """A run with a secret in each place an event holds text: task, system prompt, settings, tool
-    arguments and results, replies, errors."""
-    b = RunBuilder("leaky", task=f"deploy with {FAKE['openai']}")
-    b.events[0] = dataclasses.replace(
-        b.events[0],
+    arguments and results, replies, errors. Turn 1: http_get works (its result holds secrets).
+    Turn 2: aws fails with a secret, and cancels the run. Turn 3 ends as cancelled, the reason
+    holding a secret."""
+    token = CancelToken()
+
+    @tool
+    def http_get(url: str, password: str | None, retries: int) -> str:
+        """Answers with the environment."""
+        return json.dumps({"env": {"GITHUB_TOKEN": FAKE["github_classic"]}, "jwt": FAKE["jwt"]})
+
+    @tool
+    def aws(id: str) -> str:
+        """Denied; the user stops the run."""
+        token.cancel(f"stopped while holding {FAKE['slack_app']}")
+        raise ToolError(f"denied: {FAKE['gitlab']}")
+
+    get = ToolCall(
+        "http_get", {"url": f"https://x.test/?key={FAKE['google']}", "password": None, "retries": 3}
+    )
+    model = ScriptedModel(
+        [
+            reply(get, text=f"trying with\n{FAKE['github_fine_grained']}"),
+            ToolCall("aws", {"id": FAKE["aws_access_key_id"]}),
+            "never asked",
+        ]
+    )
+    engine = Engine(
+        model,
+        [http_get, aws],
         system=f"you hold {FAKE['anthropic']}",
-        settings={"api_key": FAKE["stripe_live"], "nested": {"token": FAKE["slack_bot"]}},
+        recovery=_Leaky(),
+        clock=FakeClock(),
     )
-    b.tool_turn(
-        Call(
-            "http_get",
-            arguments={"url": f"https://x.test/?key={FAKE['google']}", "password": None, "retries": 3},
-            content=json.dumps({"env": {"GITHUB_TOKEN": FAKE["github_classic"]}, "jwt": FAKE["jwt"]}),
-        ),
-        text=f"trying with\n{FAKE['github_fine_grained']}",
-    )
-    b.tool_turn(
-        Call(
-            "aws",
-            arguments={"id": FAKE["aws_access_key_id"]},
-            content=f"denied: {FAKE['gitlab']}",
-            error="tool_error",
-        )
-    )
-    b.hard("cancelled", f"stopped while holding {FAKE['slack_app']}")
-    return b
+    return run_engine(engine, f"deploy with {FAKE['openai']}", run_id="leaky", cancel=token)
 
 
 def assert_no_secret(data: str | bytes, where: str) -> None:
@@ -253,8 +273,13 @@ def test_no_secret_survives_in_any_file_or_export(tmp_path):
 
     from loopnb.notebook.report import report_html
     from loopnb.record.cli import write_recordings
+    from loopnb.record.jsonl import dump_event
 
     events = leaky_run().events
+    raw = "\n".join(dump_event(e) for e in events)
+    planted = ("openai", "anthropic", "stripe_live", "slack_bot", "google", "github_classic", "jwt")
+    planted += ("github_fine_grained", "aws_access_key_id", "gitlab", "slack_app")
+    assert all(FAKE[name] in raw for name in planted)  # every secret is in the run, unredacted
     rec = Recorder(tmp_path / "stream.jsonl")
     for e in events:
         rec(e)
@@ -303,18 +328,21 @@ def test_the_report_of_an_unredacted_recording_is_redacted(tmp_path):
 
 def test_a_run_with_null_passwords_and_secret_names_at_line_ends_streams_whole(tmp_path):
     """These once made the default redactor write invalid JSON: the recorder refused the turn."""
-    b = RunBuilder("r")
-    b.tool_turn(
-        Call("login", arguments={"user": "bob", "password": None, "otp_token": 123456}, content="ok"),
-        text="Enter token:\nabc123\nPassword:\nHunter2",
-    )
-    b.final("done")
+
+    @tool
+    def login(user: str, password: str | None, otp_token: int) -> str:
+        """Logs in."""
+        return "ok"
+
+    call = ToolCall("login", {"user": "bob", "password": None, "otp_token": 123456})
+    model = ScriptedModel([reply(call, text="Enter token:\nabc123\nPassword:\nHunter2"), "done"])
+    events = run_engine(Engine(model, [login], clock=FakeClock()), run_id="r").events
     path = tmp_path / "r.jsonl"
     with Recorder(path) as rec:
-        for e in b.events:
+        for e in events:
             rec(e)
     loaded = load(path)
-    assert len(loaded.event_objects) == len(b.events)
+    assert len(loaded.event_objects) == len(events)
     assert loaded.event_objects[2].reply.tool_calls[0].arguments == {
         "user": "bob",
         "password": None,
@@ -346,12 +374,11 @@ def _fails(text):
 def test_a_bad_hook_is_a_clear_error_and_writes_nothing(tmp_path, hook, message):
     path = tmp_path / "h.jsonl"
     rec = Recorder(path, redact=hook)
-    b = RunBuilder("r")
-    b.final("done")
+    events = run_engine(Engine(ScriptedModel(["done"]), clock=FakeClock()), run_id="r").events
     with pytest.warns(RecordingWarning, match=message):  # the stream stops; memory keeps it all
-        for e in b.events:
+        for e in events:
             rec(e)
-    assert len(rec.event_objects) == len(b.events)
+    assert len(rec.event_objects) == len(events)
     rec.close()
     assert path.read_text().count("\n") == 1  # the header only: the refused turn is not there
     load(path)  # and the file still loads

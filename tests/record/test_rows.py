@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from pydantic import TypeAdapter
 
+from loopnb import ConvergenceDetector, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine.events import Event
 from loopnb.record import (
@@ -24,9 +25,8 @@ from loopnb.record import (
 )
 from loopnb.record.frames import event_frame, turn_frame
 from loopnb.record.schema import EVENT_KINDS, dtypes
-from loopnb.record.synthetic import Call, RunBuilder
 
-from .conftest import hard_run, typo_run
+from .conftest import context_run, hard_run, run_engine, script_run, typo_run
 
 
 def test_turn_columns_cover_the_design():
@@ -110,36 +110,53 @@ def test_the_hard_row_carries_the_variant_and_its_message():
     assert hard["dropped"] is True
     assert hard["error_text"].startswith("recovery of read_file asked for retry 6")
     assert hard["recovery_attempts"] == 5
-    assert json.loads(rows[0]["breaker_states"]) == {"read_file": "open"}
+    assert json.loads(rows[0]["breaker_states"]) == {"read_file": "open", "other": "closed"}
     assert rows[0]["breakers_open"] == 1
 
 
 def test_soft_error_text_joins_every_error_and_the_engine_feedback():
-    from loopnb.engine.messages import Message
+    """Turn 1: three calls, the first and the third read as errors. Turns 2 and 3: the same
+    answer rejected twice; on turn 3 the convergence detector warns too (two feedback errors)."""
 
-    b = RunBuilder()
-    b.tool_turn(
-        Call("a", content="first failed", error="tool_error"),
-        Call("b", content="fine"),
-        Call("c", content="tool 'c' is not available", error="not_advertised"),
-        feedback=(Message(role="user", content="try harder", is_error=True, producer="completion_rejected"),),
+    @tool
+    def a() -> str:
+        """Fails."""
+        raise ToolError("first failed")
+
+    @tool
+    def b() -> str:
+        """Works."""
+        return "fine"
+
+    model = ScriptedModel(
+        [[ToolCall("a", {}), ToolCall("b", {}), ToolCall("c", {})], "the answer", "the answer", "done"]
     )
-    (row,) = turn_rows(b.events)
-    assert row["error_text"] == "first failed\ntool 'c' is not available\ntry harder"
-    assert row["producer"] == "tool_error" and row["n_calls"] == 3 and row["n_errors"] == 2
+    engine = Engine(
+        model,
+        [a, b],
+        done=lambda text: None if text == "done" else "try harder",
+        convergence=ConvergenceDetector(window=2, action="warn"),
+        clock=FakeClock(),
+    )
+    rows = turn_rows(run_engine(engine).events)
+    first, _, third, _ = rows
+    assert first["error_text"] == "first failed\ntool 'c' is not available"
+    assert first["producer"] == "tool_error" and first["n_calls"] == 3 and first["n_errors"] == 2
+    assert third["error_text"] == (
+        "answer rejected: try harder\nconvergence detected: your last 2 answers are nearly identical "
+        "(similarity 1.00 >= 0.90); repeating the same answer will not be accepted, try a different approach"
+    )
+    assert third["producer"] == "completion_rejected" and third["n_calls"] == 0 and third["n_errors"] == 0
 
 
 def test_context_exceeded_marks_every_turn_of_its_run_dropped():
-    b = RunBuilder("ctx")
-    b.tool_turn(Call("read_file", content="x" * 50))
-    b.tool_turn(Call("read_file", content="y" * 50))
-    b.hard("context_exceeded", "the request needs 900 tokens; the budget is 200")
+    ctx = context_run("ctx")
     other = typo_run("fine")
-    rows = turn_rows(b.events + other.events)
+    rows = turn_rows(ctx.events + other.events)
     assert [r["dropped"] for r in rows if r["run_id"] == "ctx"] == [True, True, True]
     assert not any(r["dropped"] for r in rows if r["run_id"] == "fine")
     # the row function itself is per event: the run-level marking is turn_rows' job
-    first = next(e for e in b.events if e.kind == "turn_finished")
+    first = next(e for e in ctx.events if e.kind == "turn_finished")
     assert turn_row(first)["dropped"] is False
 
 
@@ -168,9 +185,11 @@ def test_rows_need_no_pandas():
         "import sys\n"
         "from loopnb.record.rows import turn_row, event_row, turn_rows\n"
         "from loopnb.record.schema import TURN_SCHEMA\n"
-        "from loopnb.record.synthetic import RunBuilder\n"
-        "b = RunBuilder(); b.final('hi')\n"
-        "rows = turn_rows(b.events); [event_row(e) for e in b.events]\n"
+        "from loopnb import Engine, ScriptedModel\n"
+        "events = []\n"
+        "Engine(ScriptedModel(['hi']), observers=[events.append]).run('t')\n"
+        "rows = turn_rows(events); [event_row(e) for e in events]\n"
+        "assert len(rows) == 1 and len(events) == 5\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -178,10 +197,9 @@ def test_rows_need_no_pandas():
 
 @pytest.mark.parametrize("producer", HARD_PRODUCERS)
 def test_every_hard_variant_makes_a_hard_row(producer):
-    b = RunBuilder()
-    b.tool_turn(Call("read_file", content="ok"))
-    b.hard(producer, f"ended by {producer}")
-    df = turn_frame(turn_rows(b.events))
-    assert df["channel"].tolist() == ["ok", "hard"]
+    """An ok turn, then the run ends with ``producer`` (user_input_required after a rejected answer)."""
+    df = turn_frame(turn_rows(script_run([("ok", 0)], producer).events))
+    before = ["ok", "soft"] if producer == "user_input_required" else ["ok"]
+    assert df["channel"].tolist() == [*before, "hard"]
     assert df["producer"].iloc[-1] == producer
-    assert df["dropped"].tolist() == [producer == "context_exceeded", True]
+    assert df["dropped"].tolist() == [producer == "context_exceeded"] * len(before) + [True]
