@@ -213,6 +213,18 @@ def test_text_columns_take_other_values_as_pandas_does():
     from loopnb.record.frames import _column, pandas_dtypes
     from loopnb.record.schema import TurnRow
 
+    def outcome(make):  # the array, or the error pandas raised making it
+        try:
+            return make()
+        except (TypeError, ValueError) as exc:
+            return exc
+
     dtype = pandas_dtypes(TurnRow)["tools"]
     for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
-        pd.testing.assert_extension_array_equal(_column(list(values), dtype), pd.array(values, dtype=dtype))
+        ours = outcome(lambda values=values: _column(list(values), dtype))
+        theirs = outcome(lambda values=values: pd.array(values, dtype=dtype))
+        if isinstance(theirs, Exception):  # pandas 2.2 cannot make text of a bytearray; 3 can
+            assert (type(ours), str(ours)) == (type(theirs), str(theirs)), values
+        else:
+            assert not isinstance(ours, Exception), (values, ours)
+            pd.testing.assert_extension_array_equal(ours, theirs)
