@@ -42,31 +42,59 @@ Redact = Callable[[str], str]
 """A redaction hook: the JSON text of one event in, the text to write out."""
 
 
-def _token(prefix: str, body: str) -> str:
-    """A token: ``prefix`` (a fixed-width regex, literal first), not inside a word but maybe
-    right after a JSON escape (a token starting a line of a model's reply is "\\nsk-..." in the
-    serialised text) or an ANSI colour code ("\\u001b[32msk-..." in a terminal's output); then
-    ``body``. The prefix comes first and the boundary is looked at behind it, so that the regex
-    engine finds candidates by the prefix's first character (a lookbehind first made the search
-    some thirty times slower)."""
-    boundary = rf"(?:(?<![A-Za-z0-9]{prefix})|(?<=\\[nrtbf]{prefix})|(?<=[0-9]m{prefix}))"
+def _token(prefix: str, body: str, word: str = "A-Za-z0-9") -> str:
+    """A token: ``prefix`` (a fixed-width regex, literal first), then ``body``; not inside a word
+    (of ``word`` characters), but maybe right after anything that stands for a character that
+    is not one: a JSON escape at any depth (a token starting a line of a model's reply is
+    "\\nsk-..." in the serialised text, one after a vertical tab "\\u000bsk-..."), an ANSI
+    control sequence ("\\u001b[32msk-...", "\\u001b[Ksk-...") or a URL-encoded character
+    ("Bearer%20sk-..."). The prefix comes first and the boundary is looked at behind it, so that
+    the regex engine finds candidates by the prefix's first character (a lookbehind first made
+    the search some thirty times slower)."""
+    boundary = (
+        rf"(?:(?<![{word}]{prefix})|(?<=\\[nrtbfv]{prefix})|(?<=\\u[0-9a-fA-F]{{4}}{prefix})"
+        rf"|(?<=%[0-9A-Fa-f]{{2}}{prefix})|(?<=[\[0-9;][A-Za-z]{prefix}))"
+    )
     return f"(?P<secret>{prefix}{boundary}{body})"
 
 
-# The value of an assignment: it stops at quotes, backslashes and whitespace, so that a match
-# never eats the JSON around a secret, whether it sits in a JSON value or inside an escaped string
-# (or crosses lines); a \uXXXX escape (a non-ASCII character of JSON inside a string) is taken whole.
-_VALUE = r"(?:[^\s\"'\\,;&}{\]\[]|\\+u[0-9a-fA-F]{4})"
-# After the name: its closing quote, as it is (a JSON key: "kq") or escaped at any depth of JSON
-# inside a string, then ":", "=" or "=>".
-_KEY_END = r"(?:(?P<kq>\")|\\+[\"']?|')?"
-_ASSIGN = r"[ \t]*[:=]>?[ \t]*"
-# The value's opening quote: a JSON key's value is a string, or nothing to redact (a number, null,
-# true, false: the replacement would not be JSON); a backslash is only ever taken with its quote,
-# so that a replacement never splits an escape ("token:\nabc" is left alone).
-_OPEN = r"(?(kq)\"|(?:\\*[\"'])?)"
+# A space in an assignment or a header, as it is or URL-encoded.
+_SP = r"(?:[ \t]|%20)"
+# After the name: its closing quote, as it is (a JSON key: "kq"), escaped at any depth of JSON
+# inside a string, or URL-encoded; then ":", "=" or "=>", maybe URL-encoded too.
+_KEY_END = r"(?:(?P<kq>\")|\\+[\"']?|'|%2[27])?"
+_ASSIGN = _SP + r"*(?:[:=]|%3[AaDd])>?" + _SP + "*"
 # The cheap test for a name followed by its separator, in the case-folded text.
-_SEPARATOR = r"\\*[\"']?[ \t]*[:=]"
+_SEPARATOR = r"(?:\\*[\"']?|%2[27])" + _SP + r"*(?:[:=]|%3[AaDd])"
+# A quoted value runs to its closing quote: the same quote after as many backslashes ("qb":
+# the same depth of JSON), so that a password holding ", ; & { } [ ]" or spaces is replaced
+# whole. Its characters: anything but a bare double quote, a backslash run taken whole with the
+# character it escapes, a quote only escaped deeper than the value's (a quote less deep ends a
+# string around the value), and no escaped line break (a value is on one line: an unclosed
+# quote is taken as no quote).
+_QUOTED = r"(?:(?!(?P=q))(?:[^\\\"\n]|\\++[^\\\"\nnr]|(?P=qb)\\++\"))+(?=(?P=q))"
+# An unquoted value stops at quotes, backslashes and whitespace, so that a match never eats the
+# JSON around a secret, whether it sits in a JSON value or inside an escaped string (or crosses
+# lines); a \uXXXX escape (a non-ASCII character of JSON inside a string) is taken whole. It
+# holds "& ; , { } [ ]" (and "%26", an encoded "&"), except where one starts the next field of a
+# query or a mapping ("&page=2", ", user: bob") or closes what holds the value ("}" at its end).
+_PUNCT = r"(?:[&;,{}\[\]]|%26)"
+_UNQUOTED = (
+    r"(?:[^\s\"'\\&;,{}\[\]%]|%(?!26)|\\+u[0-9a-fA-F]{4}|"
+    + _PUNCT
+    + r"(?![{}\[\]]*(?:[\s\"'\\]|\Z))(?!"
+    + _SP
+    + r"*[A-Za-z_][\w.\-]*(?:[=:]|%3[AaDd])))"
+)
+# The value: quoted and closed ("q"), or unquoted, maybe after an unclosed quote. A JSON key's
+# value ("kq") is a closed string, or nothing to redact (a number, null, true, false: the
+# replacement would not be JSON); a backslash is only ever taken with its quote, so that a
+# replacement never splits an escape ("token:\nabc" is left alone).
+_VALUE = (
+    r"(?:(?P<q>(?P<qb>(?(kq)|\\*+))(?(kq)\"|[\"'])|(?(kq)(?!)|%2[27]))"
+    r"|(?(kq)(?!)|(?:\\*[\"']|%2[27])?))"
+    r"(?!(?:null|true|false)\b)(?P<secret>(?(q)" + _QUOTED + "|" + _UNQUOTED + "{3,}))"
+)
 
 
 class Rule(NamedTuple):
@@ -119,12 +147,20 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # Stripe secret and restricted keys (sk_live_..., rk_test_...).
     Rule(_token("[rs]k_(?:live|test)_", "[A-Za-z0-9]{10,}"), (("", _K),), fold=True),
     # Authorization: Bearer <token>
-    Rule(r"[bB](?i:earer)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})", (("", _B),), fold=True),
+    Rule(
+        r"[bB](?i:earer)(?:\s|%20|\+|\\+[tnr]|\\+u00(?:0[9bc]|20|a0))+"
+        r"(?P<secret>(?:[A-Za-z0-9._~+/=\-]|%[0-9A-Fa-f]{2}){8,})",
+        (("", _B),),
+        fold=True,
+    ),
     # Authorization: Basic <base64 of user:password>
     Rule(
         # (the literal first: the pattern only looks at the header as it is usually written)
-        r"uthorization(?<=[Aa]uthorization)" + _SEPARATOR + r"[ \t]*(?:\\*[\"'])?[Bb]asic[ \t]+"
-        r"(?P<secret>[A-Za-z0-9+/]{6,}={0,2})",
+        r"uthorization(?<=[Aa]uthorization)"
+        + _SEPARATOR
+        + _SP
+        + r"*(?:\\*[\"']|%2[27])?[Bb]asic(?:[ \t]|%20|\+)+"
+        r"(?P<secret>(?:[A-Za-z0-9+/]|%2[BbFf]){6,}(?:=|%3[Dd]){0,2})",
         (("", _B),),
         fold=True,
     ),
@@ -135,10 +171,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"(?i:a(?:pi|ccess)[_\-]?key|secret(?:[_\-]?key)?|token|p(?:assw(?:or)?d|rivate[_\-]?key))"
         + _KEY_END
         + _ASSIGN
-        + _OPEN
-        + r"(?!(?:null|true|false)\b)(?P<secret>"
-        + _VALUE
-        + r"{3,})",
+        + _VALUE,
         (
             ("", _K),
             ("", "secret" + _SEPARATOR),
@@ -149,7 +182,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # Passwords in URLs: scheme://user:password@host.
     Rule(r"://[^\s:/@\"'\\]*:(?P<secret>[^\s/@\"'\\]{3,})@", (("@", "://"),)),
     # AWS access key ids.
-    Rule(r"(?<![A-Z0-9])(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Z0-9])", (("A", _A),)),
+    Rule(_token("A[KS]IA", "[0-9A-Z]{16}(?![A-Z0-9])", word="A-Z0-9"), (("A", _A),)),
     # GitHub tokens (ghp_..., gho_..., github_pat_...).
     Rule(_token("gh[pousr]_", "[A-Za-z0-9]{30,}"), (("", _GH),)),
     Rule(_token("github_pat_", "[A-Za-z0-9_]{30,}"), (("", _GH),)),
