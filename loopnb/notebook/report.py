@@ -41,21 +41,21 @@ overflow-wrap:anywhere}
 def exported_events(source: Any) -> list[Any]:
     """``source``'s events as they may leave the process: secrets redacted (DESIGN.md, Recording).
 
-    A ``Recorder`` goes through its own redactor. A loaded ``Recording`` whose header says it was
-    redacted is already what was written to disk; any other recording (one made in memory from
-    raw events, or read from a file written with ``redact=None``), a path to one and a list of
-    events go through the default redactor.
+    Whatever a recording's header says (a file claims ``"redacted": true`` if it was begun by a
+    redacting recorder, even when one with ``redact=None`` appended to it later), every event goes
+    through the default redactor; a ``Recorder``'s through its own redactor first. An event the
+    redactor leaves alone is the very same object.
     """
-    exported = getattr(source, "exported_events", None)
-    if callable(exported):  # a Recorder: its own redaction settings
-        return list(exported()[0])
-    events = events_of(source)
-    meta = getattr(source, "meta", None)
-    if isinstance(meta, dict) and meta.get("redacted") is True:  # redacted when it was written
-        return events
     from loopnb.record.jsonl import dump_event, parse_event, redact_line
     from loopnb.record.redact import DEFAULT_REDACTOR
 
+    exported = getattr(source, "exported_events", None)
+    if callable(exported):  # a Recorder: its own redaction settings, then the defaults
+        events = list(exported()[0])
+        if getattr(source, "redact", None) is DEFAULT_REDACTOR:
+            return events
+    else:
+        events = events_of(source)
     out = []
     for event in events:
         raw = dump_event(event)
