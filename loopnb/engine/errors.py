@@ -153,7 +153,8 @@ class ModelUnavailable(Exception):
     Raised by: models and adapters. Caught by: the engine's fallback chain, which counts it on the
     model's breaker and moves to the next model. The model never sees it. When no model is left,
     the run ends with ``FallbackExhausted``. ``retry_after`` is the seconds the server asked the
-    client to wait before asking again (its ``Retry-After``), when it said.
+    client to wait before asking again (its ``Retry-After``), when it said; ``math.inf`` when
+    asking again can never help (a spent script).
     """
 
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:

@@ -168,8 +168,8 @@ class _Run(_Compaction):
             self._fit(e.context.max_tokens)
         try:
             reply, model = await e.chain.ask(self.transcript, e.specs, s)
-        except ModelContextOverflow:
-            reply, model = await self._ask_after_overflow()
+        except ModelContextOverflow as overflow:
+            reply, model = await self._ask_after_overflow(overflow)
         calls = reply.tool_calls
         if calls and not distinct_ids(calls):  # results are matched to calls by id
             reply = with_call_ids(reply, f"t{s.turn}")

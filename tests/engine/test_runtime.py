@@ -23,6 +23,7 @@ from loopnb import (
     Cancelled,
     CancelToken,
     Engine,
+    FakeClock,
     FallbackExhausted,
     FunctionModel,
     LoopnbWarning,
@@ -437,7 +438,7 @@ def test_a_bad_script_step_is_refused_naming_the_step():
 
 def test_a_function_model_returning_nonsense_is_a_model_failure():
     with pytest.raises(FallbackExhausted, match="expected a ToolCall"):
-        Engine(FunctionModel(lambda m, t: 42)).run("t")
+        Engine(FunctionModel(lambda m, t: 42), clock=FakeClock()).run("t")
 
 
 # -- the public API and the layering -------------------------------------------------------

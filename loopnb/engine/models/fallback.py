@@ -8,7 +8,7 @@ One ``ask`` repeats these steps until a model answers or none is left:
 2. ask it: its reply, checked to be a ``ModelReply`` (a context overflow, Ctrl-C and the run's
    own cancellation pass through; anything else it raises is its failure);
 3. classify the failure: ``fatal`` when asking again cannot help (credentials refused, no such
-   model, any 4xx but 408, 409, 425 and 429), ``transient`` otherwise;
+   model, any 4xx but 408, 409, 425 and 429, a spent script), ``transient`` otherwise;
 4. decide: a fatal failure opens the model's breaker at once; a transient one counts on it and
    sets the model's back-off. The next choice moves on to another model at once, or waits out the
    back-off before asking the same model again. A model whose breaker opened is not asked again
@@ -58,11 +58,12 @@ _RETRYABLE_4XX = frozenset({408, 409, 425, 429})
 def classify(exc: BaseException) -> Severity:
     """``fatal`` when asking the same model again cannot help, else ``transient``.
 
-    Fatal: refused credentials (401/403), no such model or wrong ``base_url`` (404), and any other
-    4xx but 408, 409, 425 and 429 (an invalid model name: the same request is refused again).
+    Fatal: refused credentials (401/403), no such model or wrong ``base_url`` (404), any other 4xx
+    but 408, 409, 425 and 429 (an invalid model name: the same request is refused again), and a
+    failure whose ``retry_after`` is infinite (a spent script).
     Transient: 429, 5xx, connection failures, timeouts, unreadable replies, a model's own exception.
     """
-    if isinstance(exc, ModelAuthError):
+    if isinstance(exc, ModelAuthError) or getattr(exc, "retry_after", None) == math.inf:
         return "fatal"
     status = getattr(exc, "status", None)
     if isinstance(status, int) and 400 <= status < 500 and status not in _RETRYABLE_4XX:
