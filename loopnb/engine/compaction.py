@@ -33,15 +33,26 @@ class _Compaction:
             counter = self.engine.context.counter if self.engine.context else None
             self.tokens.append(item_tokens(item, counter or approx_tokens))
 
-    async def _ask_after_overflow(self) -> tuple[ModelReply, str]:
-        """The model's server said the request is too long: compact harder and ask again."""
+    async def _ask_after_overflow(
+        self, overflow: ModelContextOverflow | None = None
+    ) -> tuple[ModelReply, str]:
+        """The model's server refused the request as too long: compact harder and ask again.
+
+        When compaction cannot shrink the request any further, ``ContextExceeded`` says what the
+        server refused (``overflow``, the latest refusal) and what compaction tried.
+        """
         s, e = self.state, self.engine
+        sizes = [sum(self._tokens())]  # the request's size by loopnb's count, after each compaction
         while True:
-            self._fit(max(0, sum(self._tokens()) - 1), forced=True)
+            try:
+                self._fit(max(0, sizes[-1] - 1), forced=True)
+            except ContextExceeded as exc:
+                raise ContextExceeded(_overflow_message(overflow, sizes, exc.message)) from exc
+            sizes.append(sum(self._tokens()))
             try:
                 return await e.chain.ask(self.transcript, e.specs, s)
-            except ModelContextOverflow:
-                continue
+            except ModelContextOverflow as again:
+                overflow = again
 
     def _tokens(self) -> list[int]:
         if self.tokens is None:
@@ -77,8 +88,9 @@ class _Compaction:
             new_tail, new_tokens = tail[cut:], tail_tokens[cut:]
             if cut == 0:
                 raise ContextExceeded(
-                    f"the request needs {total} tokens, the budget is {target}, and compaction "
-                    "has nothing left to drop"
+                    _NOTHING_TO_DROP
+                    if forced
+                    else f"the request needs {total} tokens, the budget is {target}, and {_NOTHING_TO_DROP}"
                 )
         after = head_tokens + sum(new_tokens)
         if after > target:
@@ -103,3 +115,24 @@ class _Compaction:
                     max_tokens=target,
                 )
             )
+
+
+_NOTHING_TO_DROP = (
+    "compaction has nothing left to drop (the system prompt, the task and the latest turn are kept)"
+)
+
+
+def _overflow_message(overflow: ModelContextOverflow | None, sizes: list[int], why: str) -> str:
+    """Why a request the server refused as too long cannot be sent: the refusal, the sizes
+    compaction brought the request to (each refused in turn), and why it stopped."""
+    refused = "the model's server refused the request's size"
+    if overflow is not None:
+        refused += f" ({exception_text(overflow)})"
+    counted = " -> ".join(str(n) for n in sizes)
+    if len(sizes) == 1:
+        return f"{refused}; the request is {counted} tokens by loopnb's count, and {why}"
+    times, again = ("once", "again") if len(sizes) == 2 else (f"{len(sizes) - 1} times", "each time")
+    return (
+        f"{refused}; compaction shrank the request {times} ({counted} tokens by loopnb's count), "
+        f"the server refused it {again}, and then {why}"
+    )

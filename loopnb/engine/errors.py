@@ -152,16 +152,20 @@ class ModelUnavailable(Exception):
 
     Raised by: models and adapters. Caught by: the engine's fallback chain, which counts it on the
     model's breaker and moves to the next model. The model never sees it. When no model is left,
-    the run ends with ``FallbackExhausted``.
+    the run ends with ``FallbackExhausted``. ``retry_after`` is the seconds the server asked the
+    client to wait before asking again (its ``Retry-After``), when it said; ``math.inf`` when
+    asking again can never help (a spent script).
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.retry_after = retry_after
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), (self.message,), {"status": self.status}))
+        fields = {"status": self.status, "retry_after": self.retry_after}
+        return (_rebuild, (type(self), (self.message,), fields))
 
 
 class ModelContextOverflow(ModelUnavailable):

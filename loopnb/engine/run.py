@@ -164,8 +164,8 @@ class _Run(_Compaction):
             self._fit(e.context.max_tokens)
         try:
             reply, model = await e.chain.ask(self.transcript, e.specs, s)
-        except ModelContextOverflow:
-            reply, model = await self._ask_after_overflow()
+        except ModelContextOverflow as overflow:
+            reply, model = await self._ask_after_overflow(overflow)
         calls = reply.tool_calls
         if model not in self.models_used:
             self.models_used[model] = None

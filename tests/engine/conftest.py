@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loopnb.engine.turns import assemble
-
 from loopnb import ToolError, tool
+from loopnb.engine.turns import assemble
 
 
 @tool

@@ -13,6 +13,7 @@ from loopnb import (
     ContextExceeded,
     ConvergenceDetector,
     Engine,
+    FakeClock,
     FallbackExhausted,
     LoopDetected,
     LoopError,
@@ -289,7 +290,7 @@ def test_a_model_that_returns_garbage_is_a_model_failure_not_a_crash():
             return {"text": "not a reply"}
 
     with pytest.raises(FallbackExhausted, match="returned dict, not a ModelReply"):
-        Engine(Broken()).run("task")
+        Engine(Broken(), clock=FakeClock()).run("task")
 
 
 def test_a_model_that_raises_anything_is_a_model_failure():
@@ -300,7 +301,7 @@ def test_a_model_that_raises_anything_is_a_model_failure():
             raise ZeroDivisionError("bug in the adapter")
 
     with pytest.raises(FallbackExhausted, match="ZeroDivisionError: bug in the adapter"):
-        Engine(Broken()).run("task")
+        Engine(Broken(), clock=FakeClock()).run("task")
 
 
 def test_every_hard_variant_has_a_producer_on_the_hard_channel():

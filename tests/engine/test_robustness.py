@@ -11,6 +11,7 @@ import pytest
 from loopnb import (
     Cancelled,
     Engine,
+    FakeClock,
     FallbackExhausted,
     LoopnbWarning,
     ModelReply,
@@ -252,7 +253,7 @@ class FailingModel:
 )
 def test_whatever_a_model_raises_is_a_model_failure(exc, text):
     with pytest.raises(FallbackExhausted) as info:
-        Engine(FailingModel(exc)).run("task")
+        Engine(FailingModel(exc), clock=FakeClock()).run("task")
     assert str(info.value) == f"every model in the fallback chain is spent (m: {text})"
 
 

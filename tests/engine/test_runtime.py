@@ -23,6 +23,7 @@ from loopnb import (
     Cancelled,
     CancelToken,
     Engine,
+    FakeClock,
     FallbackExhausted,
     FunctionModel,
     LoopnbWarning,
@@ -30,7 +31,6 @@ from loopnb import (
     ToolCall,
     tool,
 )
-from loopnb.engine import events as events_module
 from loopnb.engine.messages import ModelReply
 from loopnb.engine.models.scripted import with_call_ids
 
@@ -416,7 +416,7 @@ def test_a_bad_script_step_is_refused_naming_the_step():
 
 def test_a_function_model_returning_nonsense_is_a_model_failure():
     with pytest.raises(FallbackExhausted, match="expected a ToolCall"):
-        Engine(FunctionModel(lambda m, t: 42)).run("t")
+        Engine(FunctionModel(lambda m, t: 42), clock=FakeClock()).run("t")
 
 
 # -- the public API and the layering -------------------------------------------------------

@@ -296,18 +296,21 @@ def test_recovery_retries_count_once_toward_the_breaker():
 # -- the fallback chain --------------------------------------------------------------------
 
 
-def test_fallback_moves_to_the_next_model_within_the_same_turn():
-    events = Events()
+def test_fallback_moves_to_the_next_model_at_once_within_the_same_turn():
+    events, clock = Events(), FakeClock()
     down = ScriptedModel([ModelUnavailable("503", status=503)] * 3, name="primary")
     backup = ScriptedModel([ToolCall("read_file", {"path": "src/main.rs"}), "done"], name="backup")
-    engine = Engine(FallbackChain([down, backup]), tools=[read_file], observers=[events], clock=FakeClock())
+    engine = Engine(FallbackChain([down, backup]), tools=[read_file], observers=[events], clock=clock)
     result = engine.run("task")
     assert result.output == "done"
     assert result.models == ("backup",)
-    assert [e.model for e in events.of("model_failed")] == ["primary"] * 3
+    # Asked once; still backing off on the second turn (no time passed), so not asked again.
+    assert [e.model for e in events.of("model_failed")] == ["primary"]
+    assert clock.slept == []
     turns = events.turns()
     assert [t.model for t in turns] == ["backup", "backup"]
-    assert turns[0].breakers == {"primary": "open", "backup": "closed"}
+    assert turns[0].breakers == {"primary": "closed", "backup": "closed"}
+    assert engine.chain.breakers["primary"].failures == 1
 
 
 def test_fallback_exhausted_when_every_model_is_down():

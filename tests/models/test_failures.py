@@ -7,6 +7,7 @@ the key never shows in an error's text.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import pickle
 import socket
 import time
@@ -261,28 +262,48 @@ def test_a_404_never_shows_credentials_from_the_url(provider: str, server: FakeS
 
 
 @pytest.mark.parametrize(
-    ("status", "headers", "text"),
+    ("status", "headers", "text", "seconds"),
     [
-        (429, (("Retry-After", "20"),), "; retry after 20s"),
+        (429, (("Retry-After", "20"),), "; retry after 20s", 20.0),
         (
             503,
             (("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),),
             "; retry after Wed, 21 Oct 2015 07:28:00 GMT",
+            0.0,  # a date already past (by the server's own Date header): ask again now
         ),
-        (529, (("Retry-After", "5"),), "; retry after 5s"),
+        (529, (("Retry-After", "5"),), "; retry after 5s", 5.0),
+        (429, (("retry-after-ms", "1500"), ("Retry-After", "2")), "; retry after 2s", 1.5),
     ],
 )
 def test_a_refusal_says_when_to_come_back(
-    provider: str, server: FakeServer, status: int, headers: tuple[tuple[str, str], ...], text: str
+    provider: str,
+    server: FakeServer,
+    status: int,
+    headers: tuple[tuple[str, str], ...],
+    text: str,
+    seconds: float,
 ) -> None:
     err = fail_with(provider, server, Fail(status, "busy", headers=headers))
     assert str(err).endswith(text)
     assert err.status == status
+    assert err.retry_after == seconds
+
+
+def test_a_retry_after_date_counts_from_the_servers_own_date(provider: str, server: FakeServer) -> None:
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    err = fail_with(provider, server, Fail(503, "busy", headers=(("Retry-After", when),)))
+    assert err.retry_after is not None and 28.0 <= err.retry_after <= 31.0
 
 
 def test_a_429_without_retry_after_says_nothing_of_it(provider: str, server: FakeServer) -> None:
     err = fail_with(provider, server, Fail(429, "slow down", headers=()))
     assert "retry after" not in str(err)
+    assert err.retry_after is None
+
+
+def test_a_retry_after_on_a_client_error_is_not_taken(provider: str, server: FakeServer) -> None:
+    err = fail_with(provider, server, Fail(400, "invalid model name", headers=(("Retry-After", "3"),)))
+    assert err.retry_after is None
 
 
 @pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "60", True])

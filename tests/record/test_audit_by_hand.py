@@ -116,8 +116,8 @@ def search(q: str) -> str:
 
 def test_a_breaker_refusal_in_a_multi_call_turn_is_the_refused_tool_s():
     """Turn 1: read_file fails, search fails and its breaker (threshold 1) opens. Turn 2:
-    read_file works, search is refused. Turn 3 answers. A second run falls back from m1 (3
-    failures open its breaker) to m2."""
+    read_file works, search is refused. Turn 3 answers. A second run falls back from m1 (its
+    breaker, threshold 1, opens) to m2."""
     clock = FakeClock()
     rec = Recorder()
     Engine(
@@ -135,7 +135,8 @@ def test_a_breaker_refusal_in_a_multi_call_turn_is_the_refused_tool_s():
     ).run("t")
     clock.advance(60)
     m1 = ScriptedModel([ModelUnavailable("down")] * 3, name="m1")
-    Engine(FallbackChain([m1, ScriptedModel(["hi"], name="m2")]), observers=[rec], clock=clock).run("t")
+    chain = FallbackChain([m1, ScriptedModel(["hi"], name="m2")], breaker=CircuitBreaker(failure_threshold=1))
+    Engine(chain, observers=[rec], clock=clock).run("t")
     expected = [["search", "tool", "1", "0", "0", "1", "open"], ["m1", "model", "1", "0", "0", "0", "open"]]
     columns = ("target", "scope", "trips", "half_opens", "closes", "refusals", "last_state")
     assert table(audit(rec).breakers(), *columns) == expected
@@ -256,9 +257,10 @@ class TimedModel:
 
 
 def test_models_after_a_fallback_turn_latency_request_latency_and_tokens():
-    """m1 fails 3 times, 100 ms each, and its breaker opens; m2 answers turn 1 in 20 ms, turn 2
-    in 40 ms, turn 3 in 60 ms. Turn latencies of m2: 320, 40, 60 ms (median 60, mean 140); its
-    own requests: 20, 40, 60 (median 40). m1 reports no tokens; m2 10 in and 5 out a reply."""
+    """m1 fails once, in 100 ms, and backs off for the rest of the run; m2 answers turn 1 in 20 ms,
+    turn 2 in 40 ms, turn 3 in 60 ms. Turn latencies of m2: 120, 40, 60 ms (median 60, mean
+    73.3333); its own requests: 20, 40, 60 (median 40). m1 reports no tokens; m2 10 in and 5 out
+    a reply."""
     clock = FakeClock()
     m1 = TimedModel("m1", [(100, ModelUnavailable("down"))] * 3, clock)
     call = ToolCall("read_file", {"path": "src/main.rs"})
@@ -268,11 +270,11 @@ def test_models_after_a_fallback_turn_latency_request_latency_and_tokens():
     columns = ("model", "turns", "runs", "ok", "latency_ms_median", "latency_ms_mean")
     more = ("input_tokens", "output_tokens", "failures", "request_ms_median")
     assert table(audit(rec).models(), *columns, *more) == [
-        ["m2", "3", "1", "3", "60", "140", "30", "15", "0", "40"],
-        ["m1", "0", "0", "0", None, None, None, None, "3", None],
+        ["m2", "3", "1", "3", "60", "73.3333", "30", "15", "0", "40"],
+        ["m1", "0", "0", "0", None, None, None, None, "1", None],
     ]
     assert table(audit(rec.turns).models(), *columns, *more) == [
-        ["m2", "3", "1", "3", "60", "140", "30", "15", None, None],
+        ["m2", "3", "1", "3", "60", "73.3333", "30", "15", None, None],
     ]
 
 

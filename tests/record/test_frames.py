@@ -22,9 +22,10 @@ from loopnb import (
     scenarios,
     tool,
 )
+from loopnb.engine.turns import assemble
 from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
 from loopnb.record.frames import event_frame, event_table, time_column, turn_frame, turn_table
-from loopnb.record.rows import EVENT_LAYOUTS, turn_values, when
+from loopnb.record.rows import EVENT_LAYOUTS, when
 from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS
 
 from .conftest import hard_run, recorded, reply, run_engine, typo_run
@@ -189,10 +190,11 @@ def test_time_column_is_when_to_the_microsecond(values):
     pd.testing.assert_extension_array_equal(time_column(values), expected)
 
 
-def test_turn_values_hold_epoch_seconds_and_the_row_a_datetime():
-    event = next(e for e in typo_run().events if e.kind == "turn_finished")
-    assert turn_values(event)[TURN_COLUMNS.index("started_at")] == event.started_at
-    assert turn_row(event)["started_at"] == when(event.started_at)
+def test_a_turn_holds_epoch_seconds_and_its_row_a_datetime():
+    turn = assemble(typo_run().events)[0]
+    started = next(e for e in typo_run().events if e.kind == "turn_started")
+    assert turn.started_at == started.at
+    assert turn_row(turn)["started_at"] == when(started.at)
 
 
 def test_a_subclass_of_an_event_has_its_base_row():
@@ -210,8 +212,7 @@ def test_a_subclass_of_an_event_has_its_base_row():
 
 
 def test_text_columns_take_other_values_as_pandas_does():
-    from loopnb.record.frames import _column, pandas_dtypes
-    from loopnb.record.schema import TurnRow
+    from loopnb.record.frames import _column
 
     def outcome(make):  # the array, or the error pandas raised making it
         try:
@@ -219,7 +220,7 @@ def test_text_columns_take_other_values_as_pandas_does():
         except (TypeError, ValueError) as exc:
             return exc
 
-    dtype = pandas_dtypes(TurnRow)["tools"]
+    dtype = pandas_TURNS.dtypes()["tools"]
     for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
         ours = outcome(lambda values=values: _column(list(values), dtype))
         theirs = outcome(lambda values=values: pd.array(values, dtype=dtype))

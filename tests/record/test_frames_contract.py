@@ -11,9 +11,8 @@ import pytest
 
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.engine.recovery import Retry, Skip
-from loopnb.record import EVENT_SCHEMA, TURN_SCHEMA, EventRow, Recorder, TurnRow, load, load_many
+from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Recorder, load, load_many
 from loopnb.record.frames import event_frame, turn_frame
-from loopnb.record.schema import dtypes
 
 from .conftest import Run, hard_run, read_file, recorded, reply, run_engine, typo_run
 
@@ -166,11 +165,11 @@ def test_the_documented_ways_to_use_tools_and_breaker_states_work():
 # -- the published schema -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("schema", "row_model"), [(TURN_SCHEMA, TurnRow), (EVENT_SCHEMA, EventRow)])
+@pytest.mark.parametrize(("schema", "row_model"), [(TURN_SCHEMA, TURNS), (EVENT_SCHEMA, EVENTS)])
 def test_the_published_schema_describes_every_column_and_its_dtype(schema, row_model):
     properties = schema["properties"]
     assert list(properties) == list(row_model.model_fields)
-    for name, spec in dtypes(row_model).items():
+    for name, spec in row_model.dtypes().items():
         assert properties[name]["description"].strip(), name
         assert properties[name]["x-pandas-dtype"] == (spec if isinstance(spec, str) else "category"), name
     assert row_model.model_json_schema() == schema

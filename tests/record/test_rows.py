@@ -16,15 +16,15 @@ from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine.events import Event
 from loopnb.record import (
     EVENT_SCHEMA,
+    EVENTS,
     TURN_SCHEMA,
-    EventRow,
-    TurnRow,
+    TURNS,
     event_row,
     turn_row,
     turn_rows,
 )
 from loopnb.record.frames import event_frame, turn_frame
-from loopnb.record.schema import EVENT_KINDS, dtypes
+from loopnb.record.schema import EVENT_KINDS
 
 from .conftest import context_run, hard_run, run_engine, script_run, typo_run
 
@@ -46,9 +46,9 @@ def test_turn_columns_cover_the_design():
         "reply_text",
         "n_calls",
     }
-    assert required <= set(TurnRow.model_fields)
-    assert set(TURN_SCHEMA["properties"]) == set(TurnRow.model_fields)
-    assert set(EVENT_SCHEMA["properties"]) == set(EventRow.model_fields)
+    assert required <= set(TURNS.names)
+    assert set(TURN_SCHEMA["properties"]) == set(TURNS.names)
+    assert set(EVENT_SCHEMA["properties"]) == set(EVENTS.names)
     json.dumps(TURN_SCHEMA)  # publishable as is
 
 
@@ -61,17 +61,17 @@ def test_event_kinds_match_the_engine():
 
 
 def test_declared_dtypes():
-    t = dtypes(TurnRow)
+    t = TURNS.dtypes()
     assert t["channel"] == ("category", ("ok", "soft", "hard"))
     assert t["producer"] == ("category", (*SOFT_PRODUCERS, *HARD_PRODUCERS))
     assert t["turn"] == "Int64" and t["latency_ms"] == "Float64" and t["dropped"] == "bool"
     assert t["started_at"] == "datetime64[us, UTC]" and t["error_text"] == "string"
-    assert dtypes(EventRow)["executed"] == "boolean"
+    assert EVENTS.dtypes()["executed"] == "boolean"
 
 
 def test_frames_have_the_declared_dtypes_even_when_empty():
     for df in (turn_frame([]), turn_frame(turn_rows(typo_run().events))):
-        assert list(df.columns) == list(TurnRow.model_fields)
+        assert list(df.columns) == list(TURNS.names)
         assert isinstance(df["channel"].dtype, pd.CategoricalDtype)
         assert list(df["channel"].cat.categories) == ["ok", "soft", "hard"]
         assert len(df["producer"].cat.categories) == 18
@@ -79,16 +79,23 @@ def test_frames_have_the_declared_dtypes_even_when_empty():
         assert str(df["started_at"].dtype) == "datetime64[us, UTC]"
         assert str(df["error_text"].dtype) == "string"
     ev = event_frame([event_row(e) for e in typo_run().events])
-    assert list(ev.columns) == list(EventRow.model_fields)
+    assert list(ev.columns) == list(EVENTS.names)
     assert len(ev["kind"].cat.categories) == 14
 
 
 def test_every_row_validates_against_its_schema():
+    import jsonschema
+
+    def published(row):  # a row as JSON would carry it: times as ISO text
+        return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in row.items()}
+
     events = typo_run().events + hard_run().events
     for row in turn_rows(events):
-        TurnRow.model_validate(row)
+        jsonschema.validate(published(row), TURN_SCHEMA)
     for e in events:
-        EventRow.model_validate(event_row(e))
+        jsonschema.validate(published(event_row(e)), EVENT_SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**published(turn_rows(events)[0]), "channel": "maybe"}, TURN_SCHEMA)
 
 
 def test_turn_row_of_the_typo_run():

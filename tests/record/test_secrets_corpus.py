@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, tool
 from loopnb.record import Recorder, load
 from loopnb.record.redact import DEFAULT_REDACTOR, REDACTED
-from loopnb.record.synthetic import Call, RunBuilder
+from tests.record.conftest import Run, run_engine
 from tests.record.secrets_corpus import CORPUS, NOT_COVERED, Entry, contexts, traces
 
 
@@ -39,14 +40,23 @@ def test_the_kinds_not_covered_are_missed_as_documented():
     assert len(CORPUS) >= 45 and len(covered) >= 30  # the coverage the README states
 
 
-def corpus_run() -> RunBuilder:
+def shell_run(outputs: list[str], run_id: str) -> Run:
+    """A real run whose ``shell`` tool returns each of ``outputs`` in turn, a turn each."""
+    by_cmd = {f"cmd {i}": text for i, text in enumerate(outputs)}
+
+    @tool
+    def shell(cmd: str) -> str:
+        """Run a shell command."""
+        return by_cmd[cmd]
+
+    steps = [ToolCall("shell", {"cmd": cmd}) for cmd in by_cmd] + ["done"]
+    engine = Engine(ScriptedModel(steps), tools=[shell], clock=FakeClock(), loop_detector=None)
+    return run_engine(engine, "scan the environment", run_id=run_id)
+
+
+def corpus_run() -> Run:
     """One run whose tool results hold every corpus secret in every context, a turn each."""
-    b = RunBuilder("corpus", task="scan the environment")
-    for entry in CORPUS:
-        for name, text in contexts(entry).items():
-            b.tool_turn(Call("shell", arguments={"cmd": name}, content=text))
-    b.final("done")
-    return b
+    return shell_run([text for entry in CORPUS for text in contexts(entry).values()], "corpus")
 
 
 def strings(value) -> list[str]:
@@ -104,11 +114,8 @@ def test_the_report_redacts_a_file_whatever_its_header_claims(tmp_path):
     from loopnb.record.recording import Recording
 
     path = tmp_path / "mixed.jsonl"
-    first, second = RunBuilder("first"), RunBuilder("second")
-    first.final("nothing secret")
     key = CORPUS[0].secret
-    second.tool_turn(Call("shell", content=f"OPENAI_API_KEY={key}\n{key}"))
-    second.final("done")
+    first, second = shell_run([], "first"), shell_run([f"OPENAI_API_KEY={key}\n{key}"], "second")
     with Recorder(path) as rec:
         for e in first.events:
             rec(e)

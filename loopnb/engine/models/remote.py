@@ -6,7 +6,9 @@ decided here and nowhere else (``failure_from_status``):
 - ``ModelAuthError`` for HTTP 401/403, naming the environment variable that holds the key;
 - ``ModelContextOverflow`` for a 413, or a 4xx whose text says the context is too long;
 - ``ModelUnavailable`` for everything else: connection refused or reset, timeouts, 5xx, 429,
-  other 4xx (an unknown model name, say), and replies the adapter cannot read.
+  other 4xx (an unknown model name, say), and replies the adapter cannot read. A 429 or 5xx
+  carries the server's ``Retry-After`` in seconds (``retry_after``), which the fallback chain
+  waits out before asking that model again.
 
 The key never appears in the text of those errors, in a reply, or in a repr.
 """
@@ -25,6 +27,7 @@ import re
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
+from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -52,6 +55,7 @@ __all__ = [
     "redact",
     "request_options",
     "resolve_key",
+    "retry_after_seconds",
     "sent",
     "server_label",
     "snippet",
@@ -232,8 +236,11 @@ def plain_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> ModelUnavailable:
-    """Map an HTTP error status to the model failure the engine acts on (see the module doc)."""
+def failure_from_status(
+    status: int, detail: str, *, who: str, env_var: str, retry_after: float | None = None
+) -> ModelUnavailable:
+    """Map an HTTP error status to the model failure the engine acts on (see the module doc);
+    ``retry_after`` (seconds the server asked to wait) travels on it."""
     if status in (401, 403):
         return ModelAuthError(
             f"{who}: credentials refused (HTTP {status}: {detail}); set {env_var} to a valid key",
@@ -245,7 +252,26 @@ def failure_from_status(status: int, detail: str, *, who: str, env_var: str) -> 
             f"{who}: the request is too long for the model's context (HTTP {status}: {detail})",
             status=status,
         )
-    return ModelUnavailable(f"{who}: HTTP {status}: {detail}", status=status)
+    return ModelUnavailable(f"{who}: HTTP {status}: {detail}", status=status, retry_after=retry_after)
+
+
+def retry_after_seconds(milliseconds: str, retry_after: str, date: str) -> float | None:
+    """The seconds a server asked the client to wait, from its headers: ``retry-after-ms`` (sent
+    by OpenAI), else ``Retry-After`` as seconds or as an HTTP date, counted from the response's own
+    ``Date`` (so neither the local clock nor its skew matters). ``None`` when they say nothing
+    usable."""
+    for text, scale in ((milliseconds, 0.001), (retry_after, 1.0)):
+        try:
+            value = float(text) * scale
+        except ValueError:
+            continue
+        if math.isfinite(value) and value >= 0:
+            return value
+    try:
+        when, sent_at = parsedate_to_datetime(retry_after), parsedate_to_datetime(date)
+        return max(0.0, (when - sent_at).total_seconds())
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def failure_from_exception(
@@ -272,11 +298,14 @@ def failure_from_exception(
         status = exc.status_code
         if status == 404:
             detail += f" ({_asked(exc)}model {model!r}: check the model name{root})"
-        retry_after = _header(exc, "retry-after")
-        if retry_after and status in (429, 503, 529):
-            unit = "s" if retry_after.isdigit() else ""
-            detail += f"; retry after {retry_after[:40]}{unit}"
-        return failure_from_status(status, redact(detail, key), who=who, env_var=env_var)
+        wait: float | None = None
+        if status == 429 or status >= 500:
+            retry_after = _header(exc, "retry-after")
+            if retry_after:
+                unit = "s" if retry_after.isdigit() else ""
+                detail += f"; retry after {retry_after[:40]}{unit}"
+            wait = retry_after_seconds(_header(exc, "retry-after-ms"), retry_after, _header(exc, "date"))
+        return failure_from_status(status, redact(detail, key), who=who, env_var=env_var, retry_after=wait)
     if isinstance(exc, api.APITimeoutError | TimeoutError):
         waited = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"
         return ModelUnavailable(f"{who}: no reply {waited} (pass timeout=... to wait longer)")

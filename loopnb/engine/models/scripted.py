@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeAlias
@@ -65,7 +66,7 @@ class ScriptedModel:
     """Replies with a fixed script, one step per turn, whatever the model is told.
 
     Deterministic, for tests and exact demonstrations. Past the last step it raises
-    ``ModelUnavailable("script exhausted after N steps")``.
+    ``ModelUnavailable("script exhausted after N steps")``, which no retry can fix.
     """
 
     def __init__(self, steps: Iterable[Step], *, name: str = "scripted") -> None:
@@ -91,7 +92,8 @@ class ScriptedModel:
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
         if self._next >= len(self._steps):
-            raise ModelUnavailable(f"script exhausted after {len(self._steps)} steps")
+            # retry_after=inf: asking again cannot help, so a fallback chain does not wait to.
+            raise ModelUnavailable(f"script exhausted after {len(self._steps)} steps", retry_after=math.inf)
         step = self._steps[self._next]
         self._next += 1
         if isinstance(step, BaseException):
