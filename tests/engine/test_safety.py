@@ -104,8 +104,10 @@ def test_giving_up_returns_attempt_zero_verbatim_even_after_retries(decision):
     assert first.content == "fetch u failed (attempt 0)"  # attempt 0's text, not the last attempt's
     assert (first.producer, first.note, first.attempts) == ("recovery_gave_up", "n", 3)
     assert [c["url"] for c in calls] == ["u", "u0", "u1"]  # corrections went to the retries' input
-    sent = [e.call.arguments for e in events.of("tool_dispatched")]
-    assert sent == [{"url": "u"}, {"url": "u0"}, {"url": "u1"}]
+    corrected = [e.corrected_input for e in events.of("recovery_decided") if e.decision == "retry"]
+    assert corrected == [{"url": "u0"}, {"url": "u1"}]  # what the retries were sent, as recorded
+    turn = events.turns()[0]
+    assert turn.results == (first,)  # what the model read, put back together from the events
     assert result.messages[1].tool_calls[0].arguments == {"url": "u"}  # the record is untouched
 
 

@@ -167,7 +167,9 @@ def test_validated_calls_and_results_equal_constructed_ones():
     assert call.validate_python({"name": "read"}) == ToolCall("read")
     assert call.validate_json('{"name": "read", "arguments": "not json"}').arguments == "not json"
     assert result.validate_python({"content": "text", "is_error": True}) == ToolResult("text", is_error=True)
-    nested = TypeAdapter(ModelReply).validate_python({"tool_calls": [{"name": "read", "arguments": {"p": 1}}]})
+    nested = TypeAdapter(ModelReply).validate_python(
+        {"tool_calls": [{"name": "read", "arguments": {"p": 1}}]}
+    )
     assert nested.tool_calls == (ToolCall("read", {"p": 1}),)
     with pytest.raises(ValidationError, match="content"):
         result.validate_python({"is_error": True})

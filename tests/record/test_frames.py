@@ -220,7 +220,7 @@ def test_text_columns_take_other_values_as_pandas_does():
         except (TypeError, ValueError) as exc:
             return exc
 
-    dtype = pandas_TURNS.dtypes()["tools"]
+    dtype = pandas_dtypes(TURNS)["tools"]
     for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
         ours = outcome(lambda values=values: _column(list(values), dtype))
         theirs = outcome(lambda values=values: pd.array(values, dtype=dtype))
