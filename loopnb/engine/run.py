@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine.cancel import wake_task_on_cancel
+from loopnb.engine.cancel import INTERRUPTED, wake_task_on_cancel
 from loopnb.engine.compaction import _Compaction
 from loopnb.engine.errors import (
     ContextExceeded,
@@ -100,7 +100,7 @@ class _Run(_Compaction):
         if isinstance(exc, LoopError):
             self._finalize(exc)
         elif isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
-            self.state.cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
+            self.state.cancel.cancel(INTERRUPTED)
             try:
                 self.state.checkpoint()
             except LoopError as err:
