@@ -34,6 +34,7 @@ from loopnb.engine.events import (
 )
 from loopnb.engine.messages import Message, ModelReply, ToolResult, Transcript
 from loopnb.engine.models.scripted import distinct_ids, with_call_ids
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import RunState
 
@@ -141,7 +142,7 @@ class _Run(_Compaction):
     def _settings(self) -> dict[str, Any]:
         e = self.engine
         return {
-            "max_recovery_attempts": 5,
+            "max_recovery_attempts": MAX_RECOVERY_ATTEMPTS,
             "recovery": repr(e.dispatcher.recovery) if e.dispatcher.recovery else None,
             "loop_detector": repr(e.loop_detector) if e.loop_detector else None,
             "convergence": repr(e.convergence) if e.convergence else None,

@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from loopnb.notebook.flow import EDGES, NODE_INDEX, NODES
-from loopnb.notebook.state import Gauge
+from loopnb.notebook.state import MAX_ATTEMPTS, Gauge
 
 __all__ = [
     "A_ARROWS",
@@ -150,16 +150,16 @@ def base_figure() -> go.Figure:
             title={"text": "recovery: no tool call yet", "font": {"size": 13}},
             gauge={
                 "axis": {
-                    "range": [0, 6],
-                    "tickvals": [0, 1, 2, 3, 4, 5, 6],
-                    "ticktext": ["0", "1", "2", "3", "4", "5", "wall"],
+                    "range": [0, MAX_ATTEMPTS + 1],
+                    "tickvals": list(range(MAX_ATTEMPTS + 2)),
+                    "ticktext": [*map(str, range(MAX_ATTEMPTS + 1)), "wall"],
                 },
                 "bar": {"color": IDLE_BORDER},
                 "steps": [
-                    {"range": [0, 5], "color": "#f1f3f4"},
-                    {"range": [5, 6], "color": "#f3b6bd"},
+                    {"range": [0, MAX_ATTEMPTS], "color": "#f1f3f4"},
+                    {"range": [MAX_ATTEMPTS, MAX_ATTEMPTS + 1], "color": "#f3b6bd"},
                 ],
-                "threshold": {"line": {"color": CHANNEL_COLOR["hard"], "width": 4}, "value": 5},
+                "threshold": {"line": {"color": CHANNEL_COLOR["hard"], "width": 4}, "value": MAX_ATTEMPTS},
             },
         )
     )

@@ -14,6 +14,7 @@ from typing import Literal
 from loopnb.engine.events import BreakerState, TurnFinished
 from loopnb.engine.frozen import positional
 from loopnb.engine.messages import ToolCall
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
     "turn_view",
 ]
 
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = MAX_RECOVERY_ATTEMPTS
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
 Phase = Literal["waiting", "running", "ok", "hard"]

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
+
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["CEILING", "retries_from_events", "retries_from_turns"]
 
-CEILING = 5
+CEILING = MAX_RECOVERY_ATTEMPTS
 """``MAX_RECOVERY_ATTEMPTS``: retries a call may get (attempt 0 plus 5)."""
 
 _DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])

@@ -33,6 +33,7 @@ from loopnb.engine.events import (
     TurnStarted,
 )
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, Usage
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 
 __all__ = ["Call", "RunBuilder"]
 
@@ -255,7 +256,7 @@ class RunBuilder:
             call_id=tc.id,
             tool=call.name,
             attempt=attempt,
-            max_attempts=5,
+            max_attempts=MAX_RECOVERY_ATTEMPTS,
             decision=decision,
             corrected_input=None,
             delay=0.0,
