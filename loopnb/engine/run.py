@@ -20,6 +20,7 @@ from loopnb.engine.errors import (
     ModelContextOverflow,
     SoftProducer,
     UserInputRequired,
+    channel_of,
     exception_text,
 )
 from loopnb.engine.events import (
@@ -241,7 +242,7 @@ class _Run(_Compaction):
             s.turn,  # turn
             self.turn_started,  # started_at
             (s.clock.monotonic() - self.turn_t0) * 1000.0,  # latency_ms
-            "ok" if producer is None else "soft",  # channel
+            channel_of(producer),  # channel
             producer,  # producer
             self.turn_model,  # model
             self.turn_reply,  # reply
@@ -330,6 +331,7 @@ class _Run(_Compaction):
         )
         if not s.observing:
             return
+        channel = channel_of(err.producer)  # "hard": what every LoopError's producer is
         now = s.clock.time()
         s.emit(
             HardErrorRaised(
@@ -351,7 +353,7 @@ class _Run(_Compaction):
                     turn=s.turn,
                     started_at=getattr(self, "turn_started", now),
                     latency_ms=(s.clock.monotonic() - getattr(self, "turn_t0", s.clock.monotonic())) * 1000.0,
-                    channel="hard",
+                    channel=channel,
                     producer=err.producer,
                     model=getattr(self, "turn_model", None),
                     reply=getattr(self, "turn_reply", None),
