@@ -1,4 +1,4 @@
-"""The synchronous drivers of a run: ``Engine.run`` in a script or in Jupyter, and ``RunSteps``.
+"""The synchronous drivers of a run: ``run_sync`` (``Engine.run``) and ``RunSteps`` (``Engine.iter``).
 
 Each drives the one async core (``_Run``) on an event loop of its own, so that a run works with
 or without a running loop in the calling thread; Ctrl-C fires the run's cancel token.
@@ -6,13 +6,14 @@ or without a running loop in the calling thread; Ctrl-C fires the run's cancel t
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine.cancel import CancelToken
+from loopnb.engine.cancel import INTERRUPTED, CancelToken
 from loopnb.engine.errors import LoopError
 from loopnb.engine.events import TurnFinished
 from loopnb.engine.result import RunResult
@@ -20,53 +21,80 @@ from loopnb.engine.result import RunResult
 if TYPE_CHECKING:
     from loopnb.engine.run import _Run
 
-__all__ = ["RunSteps"]
+__all__ = ["RunSteps", "run_sync"]
 
 
-def _run_here(coro: Any, cancel: CancelToken) -> RunResult:
-    """Drive a run on a private event loop in this thread; Ctrl-C becomes ``Cancelled``."""
+def run_sync(run: Coroutine[Any, Any, RunResult], cancel: CancelToken) -> RunResult:
+    """Drive a run to its end from synchronous code: a script, a Jupyter cell, any thread.
+
+    The run gets an event loop of its own: in this thread, or, when this thread's loop is already
+    running (a Jupyter cell), on a worker thread while this one waits. Ctrl-C or a kernel
+    interrupt fires ``cancel``: the run ends as ``Cancelled``. The run starts outside any
+    ``except`` block, so nothing it raises carries an exception of the driver as its context.
+    """
+    if not _loop_running():
+        return _on_own_loop(run, cancel)
+    outcome: list[RunResult | BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome.append(_on_own_loop(run, cancel))
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    began = False
+    while not done.is_set():
+        try:
+            if not began:
+                # a C call that returns at once, inside the try: a fast run can reach an interrupt
+                # before Thread.start() would have returned, and nothing starts the worker twice
+                began = True
+                _thread.start_new_thread(work, ())
+            # an Event with a timeout, not Thread.join(): an interrupted join can report the thread
+            # finished while it still runs (CPython 3.11), and SIGINT landing on another thread
+            # does not wake this one, which raises KeyboardInterrupt only once back in Python
+            done.wait(_POLL)
+        except KeyboardInterrupt:
+            cancel.cancel(INTERRUPTED)
+    ended = outcome[0]
+    if isinstance(ended, BaseException):
+        raise ended
+    return ended
+
+
+_POLL = 0.05
+"""Seconds between two looks for an interrupt while a worker thread runs the run."""
+
+
+def _loop_running() -> bool:
+    """True inside a running event loop (a Jupyter cell, a coroutine)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _on_own_loop(run: Coroutine[Any, Any, RunResult], cancel: CancelToken) -> RunResult:
+    """Drive ``run`` on a private event loop in this thread; Ctrl-C fires ``cancel``."""
     loop = asyncio.new_event_loop()
     try:
-        task = loop.create_task(coro)
+        task = loop.create_task(run)
         while True:
             try:
-                result = loop.run_until_complete(task)
-                assert isinstance(result, RunResult)
-                return result
-            except KeyboardInterrupt:
+                return loop.run_until_complete(task)
+            except KeyboardInterrupt:  # it landed in the loop, between two steps of the run
                 if task.done():
                     raise
-                cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
-                task.cancel()
+                cancel.cancel(INTERRUPTED)  # wakes the run wherever it waits: it ends as Cancelled
     finally:
         try:
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
-
-
-def _run_on_thread(make: Callable[[], Any], cancel: CancelToken) -> RunResult:
-    """Inside a running loop (Jupyter): run on a worker thread, wait interruptibly."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = _run_here(make(), cancel)
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="loopnb-run", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        try:
-            worker.join()
-        except KeyboardInterrupt:
-            cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
-    if "error" in box:
-        raise box["error"]
-    result = box["result"]
-    assert isinstance(result, RunResult)
-    return result
 
 
 class RunSteps(Iterator["TurnFinished | None"]):

@@ -101,19 +101,24 @@ HARD_PRODUCERS: tuple[HardProducer, ...] = (
 )
 
 
+_CHANNEL_OF: dict[str | None, Channel] = {
+    None: "ok",
+    **dict.fromkeys(SOFT_PRODUCERS, "soft"),
+    **dict.fromkeys(HARD_PRODUCERS, "hard"),
+}
+
+
 def channel_of(producer: str | None) -> Channel:
     """Decide the channel of a failure from its producer: the only place that decides it.
 
     ``None`` means nothing failed. Every soft producer is something the model's next turn can
-    act on; every hard producer is something no next turn can save.
+    act on; every hard producer is something no next turn can save. The engine calls it for
+    every turn it reports (``TurnFinished.channel``) and for the hard ending of a run.
     """
-    if producer is None:
-        return "ok"
-    if producer in SOFT_PRODUCERS:
-        return "soft"
-    if producer in HARD_PRODUCERS:
-        return "hard"
-    raise ValueError(f"unknown producer {producer!r}; expected one of {SOFT_PRODUCERS + HARD_PRODUCERS}")
+    channel = _CHANNEL_OF.get(producer)
+    if channel is None:
+        raise ValueError(f"unknown producer {producer!r}; expected one of {SOFT_PRODUCERS + HARD_PRODUCERS}")
+    return channel
 
 
 def exception_text(exc: BaseException) -> str:

@@ -8,7 +8,6 @@ entry points drive it through ``drivers``.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
@@ -19,7 +18,7 @@ from loopnb.engine.clock import Clock, SystemClock
 from loopnb.engine.context import ContextBudget
 from loopnb.engine.dispatch import Dispatcher, Hook
 from loopnb.engine.drivers import _END as _END
-from loopnb.engine.drivers import RunSteps, _run_here, _run_on_thread
+from loopnb.engine.drivers import RunSteps, run_sync
 from loopnb.engine.drivers import _anext as _anext
 from loopnb.engine.events import BreakerState, TurnFinished
 from loopnb.engine.messages import ToolSpec
@@ -186,11 +185,7 @@ class Engine:
         Ctrl-C (or a kernel interrupt) fires the cancel token: the run ends as ``Cancelled``.
         """
         cancel = cancel or CancelToken()
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return _run_here(self.arun(task, cancel=cancel, run_id=run_id), cancel)
-        return _run_on_thread(lambda: self.arun(task, cancel=cancel, run_id=run_id), cancel)
+        return run_sync(self.arun(task, cancel=cancel, run_id=run_id), cancel)
 
     def iter(self, task: str, *, cancel: CancelToken | None = None, run_id: str | None = None) -> RunSteps:
         """Step through a run a turn at a time: ``for turn in engine.iter(task): ...``."""

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine.cancel import wake_task_on_cancel
+from loopnb.engine.cancel import INTERRUPTED, wake_task_on_cancel
 from loopnb.engine.compaction import _Compaction
 from loopnb.engine.errors import (
     ContextExceeded,
@@ -20,6 +20,7 @@ from loopnb.engine.errors import (
     ModelContextOverflow,
     SoftProducer,
     UserInputRequired,
+    channel_of,
     exception_text,
 )
 from loopnb.engine.events import (
@@ -32,6 +33,7 @@ from loopnb.engine.events import (
     TurnStarted,
 )
 from loopnb.engine.messages import Message, ToolResult, Transcript
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import RunState
 
@@ -98,7 +100,7 @@ class _Run(_Compaction):
         if isinstance(exc, LoopError):
             self._finalize(exc)
         elif isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
-            self.state.cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
+            self.state.cancel.cancel(INTERRUPTED)
             try:
                 self.state.checkpoint()
             except LoopError as err:
@@ -140,7 +142,7 @@ class _Run(_Compaction):
     def _settings(self) -> dict[str, Any]:
         e = self.engine
         return {
-            "max_recovery_attempts": 5,
+            "max_recovery_attempts": MAX_RECOVERY_ATTEMPTS,
             "recovery": repr(e.dispatcher.recovery) if e.dispatcher.recovery else None,
             "loop_detector": repr(e.loop_detector) if e.loop_detector else None,
             "convergence": repr(e.convergence) if e.convergence else None,
@@ -223,7 +225,7 @@ class _Run(_Compaction):
             run_id=s.run_id,
             at=s.clock.time(),
             turn=s.turn,
-            channel="ok" if producer is None else "soft",
+            channel=channel_of(producer),
             producer=producer,
             breakers=self.engine.breakers_not_closed(),
         )
@@ -311,6 +313,7 @@ class _Run(_Compaction):
         )
         if not s.observing:
             return
+        channel = channel_of(err.producer)  # "hard": what every LoopError's producer is
         now = s.clock.time()
         s.emit(
             HardErrorRaised(
@@ -330,7 +333,7 @@ class _Run(_Compaction):
                     run_id=s.run_id,
                     at=now,
                     turn=s.turn,
-                    channel="hard",
+                    channel=channel,
                     producer=err.producer,
                     breakers=self.engine.breakers_not_closed(),
                     dropped=True,

@@ -11,6 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.notebook.flow import EDGES, NODE_INDEX, NODES
 from loopnb.notebook.state import Gauge
 
@@ -150,16 +151,19 @@ def base_figure() -> go.Figure:
             title={"text": "recovery: no tool call yet", "font": {"size": 13}},
             gauge={
                 "axis": {
-                    "range": [0, 6],
-                    "tickvals": [0, 1, 2, 3, 4, 5, 6],
-                    "ticktext": ["0", "1", "2", "3", "4", "5", "wall"],
+                    "range": [0, MAX_RECOVERY_ATTEMPTS + 1],
+                    "tickvals": list(range(MAX_RECOVERY_ATTEMPTS + 2)),
+                    "ticktext": [*map(str, range(MAX_RECOVERY_ATTEMPTS + 1)), "wall"],
                 },
                 "bar": {"color": IDLE_BORDER},
                 "steps": [
-                    {"range": [0, 5], "color": "#f1f3f4"},
-                    {"range": [5, 6], "color": "#f3b6bd"},
+                    {"range": [0, MAX_RECOVERY_ATTEMPTS], "color": "#f1f3f4"},
+                    {"range": [MAX_RECOVERY_ATTEMPTS, MAX_RECOVERY_ATTEMPTS + 1], "color": "#f3b6bd"},
                 ],
-                "threshold": {"line": {"color": CHANNEL_COLOR["hard"], "width": 4}, "value": 5},
+                "threshold": {
+                    "line": {"color": CHANNEL_COLOR["hard"], "width": 4},
+                    "value": MAX_RECOVERY_ATTEMPTS,
+                },
             },
         )
     )

@@ -8,8 +8,6 @@ button click while a cell blocks). It steps ``Engine.iter``: one loop implementa
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,47 +32,6 @@ def _in_ipython() -> bool:
     except ImportError:  # pragma: no cover - IPython is a dependency
         return False
     return bool(InteractiveShell.initialized())
-
-
-def _run_interruptibly(engine: Engine, task: str, cancel: CancelToken) -> RunResult:
-    """``engine.run`` where a kernel interrupt reliably becomes ``Cancelled``.
-
-    Inside a running event loop (a Jupyter cell) the run goes on a worker thread while this
-    thread polls an ``Event``: an interrupted ``Thread.join()`` can report the thread finished
-    while it still runs (CPython 3.11), an ``Event`` cannot. Outside a loop ``engine.run`` turns
-    Ctrl-C into ``Cancelled`` itself.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return engine.run(task, cancel=cancel)
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            box["result"] = engine.run(task, cancel=cancel)
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name="loopnb-notebook-run", daemon=True)
-    started = False
-    while not done.is_set():
-        try:
-            if not started:
-                started = True
-                worker.start()
-            # a timeout, not a bare wait: SIGINT may land on another thread, and this thread
-            # only raises KeyboardInterrupt once it is back in the interpreter
-            done.wait(0.05)
-        except KeyboardInterrupt:
-            cancel.cancel("interrupted (Ctrl-C or kernel interrupt)")
-    if "error" in box:
-        raise box["error"]
-    result: RunResult = box["result"]
-    return result
 
 
 class _Shown:
@@ -161,7 +118,7 @@ class NotebookRunner:
         shown = _Shown(view) if view is not None else None
         self._blocking = True
         try:
-            return _run_interruptibly(self.engine, task, cancel or CancelToken())
+            return self.engine.run(task, cancel=cancel or CancelToken())
         except LoopError as err:
             if raise_hard:
                 raise

@@ -13,11 +13,11 @@ from typing import Literal
 
 from loopnb.engine.events import BreakerState
 from loopnb.engine.messages import ToolCall
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine.turns import Turn
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 
 __all__ = [
-    "MAX_ATTEMPTS",
     "BreakerView",
     "CallView",
     "Gauge",
@@ -28,7 +28,6 @@ __all__ = [
     "turn_view",
 ]
 
-MAX_ATTEMPTS = 5
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
 Phase = Literal["waiting", "running", "ok", "hard"]
@@ -66,7 +65,7 @@ class Gauge:
     status: GaugeStatus = "idle"
     decision: str | None = None
     producer: str | None = None
-    max_attempts: int = MAX_ATTEMPTS
+    max_attempts: int = MAX_RECOVERY_ATTEMPTS
 
     @property
     def at_wall(self) -> bool:

@@ -24,10 +24,10 @@ from loopnb.engine.events import (
     ToolDispatched,
     TurnStarted,
 )
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine.turns import Turn, TurnAssembler
 from loopnb.notebook.flow import EDGE_INDEX, EDGES, path_of
 from loopnb.notebook.state import (
-    MAX_ATTEMPTS,
     BreakerView,
     CallView,
     Gauge,
@@ -40,7 +40,6 @@ from loopnb.notebook.state import (
 
 __all__ = [
     "HANDLED",
-    "MAX_ATTEMPTS",
     "BreakerView",
     "CallView",
     "Gauge",
@@ -165,7 +164,7 @@ class ViewModel:
         self._hard_error = e.error
         if e.producer == "tool_recovery_exhausted":
             g = self._gauge
-            g[3], g[4], g[5] = MAX_ATTEMPTS + 1, "exhausted", "retry"
+            g[3], g[4], g[5] = MAX_RECOVERY_ATTEMPTS + 1, "exhausted", "retry"
 
     def _turn_finished(self, e: Turn) -> None:
         self._light(e.turn, e.channel, e.producer)

@@ -24,17 +24,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import SOFT_PRODUCERS
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.record.breakers import breaker_table, breakers_from_events, breakers_from_turns
 from loopnb.record.checks import checked, no_repeated_turns, of_turns
 from loopnb.record.episodes import PRODUCERS, recovery_episodes, recovery_per_producer
-from loopnb.record.retries import CEILING, retries_from_events, retries_from_turns
+from loopnb.record.retries import retries_from_events, retries_from_turns
 from loopnb.record.schema import EVENTS, TURNS
 
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-__all__ = ["CEILING", "Audit", "audit"]
+__all__ = ["Audit", "audit"]
 
 _CHANNELS = tuple(["ok", "soft", "hard"])
 # Turn producers that show a safety detector acting, when no events are at hand.
@@ -314,7 +315,7 @@ class Audit:
             (
                 "most retries on one call",
                 int(retries["retries"].max()) if len(retries) else 0,
-                f"ceiling {CEILING}",
+                f"ceiling {MAX_RECOVERY_ATTEMPTS}",
             ),
             ("calls past the ceiling", int((retries["outcome"] == "exhausted").sum()), ""),
             (

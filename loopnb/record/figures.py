@@ -10,7 +10,7 @@ import html
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from loopnb.record.audit import CEILING
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -76,11 +76,16 @@ def retries(a: Audit) -> go.Figure:
     """Calls by number of retries, with the ceiling marked."""
     go = _go()
     r = a.retries()
-    counts = [int((r["retries"] == k).sum()) for k in range(CEILING + 1)]
+    counts = [int((r["retries"] == k).sum()) for k in range(MAX_RECOVERY_ATTEMPTS + 1)]
     fig = go.Figure()
-    fig.add_bar(x=list(range(CEILING + 1)), y=counts, name="calls", marker_color=COLOURS["soft"])
+    fig.add_bar(
+        x=list(range(MAX_RECOVERY_ATTEMPTS + 1)), y=counts, name="calls", marker_color=COLOURS["soft"]
+    )
     fig.add_vline(
-        x=CEILING, line_dash="dash", line_color=COLOURS["hard"], annotation_text=f"ceiling ({CEILING})"
+        x=MAX_RECOVERY_ATTEMPTS,
+        line_dash="dash",
+        line_color=COLOURS["hard"],
+        annotation_text=f"ceiling ({MAX_RECOVERY_ATTEMPTS})",
     )
     return _layout(fig, "Retries per call against the ceiling", "retries", "calls")
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
+
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["CEILING", "retries_from_events", "retries_from_turns"]
+__all__ = ["retries_from_events", "retries_from_turns"]
 
-CEILING = 5
 """``MAX_RECOVERY_ATTEMPTS``: retries a call may get (attempt 0 plus 5)."""
 
 _DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])
@@ -66,7 +67,7 @@ def retries_from_events(events: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             "tool": merged["tool"].astype("string"),
             "retries": retries,
             "calls": retries + 1,
-            "ceiling": pd.array([CEILING] * len(merged), dtype="Int64"),
+            "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(merged), dtype="Int64"),
             "last_decision": merged["decision"],
             "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
         }
@@ -97,7 +98,7 @@ def retries_from_turns(turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             "tool": t["tools"],
             "retries": t["recovery_attempts"],
             "calls": t["recovery_attempts"] + 1,
-            "ceiling": pd.array([CEILING] * len(t), dtype="Int64"),
+            "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(t), dtype="Int64"),
             "last_decision": pd.Categorical([None] * len(t), categories=_DECISIONS),
             "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
         }

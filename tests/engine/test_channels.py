@@ -16,6 +16,7 @@ from loopnb import (
     Engine,
     Fail,
     FakeClock,
+    LoopDetected,
     ScriptedModel,
     ToolCall,
     ToolResult,
@@ -338,3 +339,24 @@ def test_a_failing_tool_never_ends_the_run():
     result = Engine(model, tools=[explode]).run("task")
     assert result.output == "I could not do it."
     assert result.tool_results[0].content == 'Tool "explode" panicked: boom'
+
+
+def test_the_engine_decides_every_channel_through_channel_of(monkeypatch):
+    """The one decision function is the one the engine calls, for soft, ok and hard turns alike."""
+    from loopnb.engine import errors, run
+
+    asked: list[str | None] = []
+
+    def recording(producer):
+        asked.append(producer)
+        return errors.channel_of(producer)
+
+    monkeypatch.setattr(run, "channel_of", recording)
+    events = Events()
+    misses = [ToolCall("read_file", {"path": "src/mian.rs"}), ToolCall("read_file", {"path": "y"})]
+    engine = Engine(ScriptedModel(misses), tools=[read_file], observers=[events], max_turns=2)
+    with pytest.raises(LoopDetected):
+        engine.run("task")
+    turns = events.of("turn_finished")
+    assert asked == ["tool_error", "tool_error", "loop_detected"]
+    assert [t.channel for t in turns] == ["soft", "soft", "hard"]

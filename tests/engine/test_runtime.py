@@ -444,5 +444,3 @@ def test_a_sigint_handler_is_left_as_it_was():
     Engine(ScriptedModel(SCRIPT), tools=[read_file]).run("task")
     assert signal.getsignal(signal.SIGINT) is before
     assert os.getpid()
-
-

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import threading
 import time
+import traceback
 
 import pytest
 
@@ -48,13 +50,26 @@ def test_hard_error_returned_when_asked():
     assert runner.view.state.gauge.at_wall
 
 
+def _clean(err: BaseException) -> bool:
+    """No RuntimeError anywhere in the error's chain, and nothing chained in its printed traceback."""
+    seen, item = set(), err
+    while item is not None and id(item) not in seen:
+        if isinstance(item, RuntimeError):
+            return False
+        seen.add(id(item))
+        item = item.__cause__ or item.__context__
+    return "During handling" not in "".join(traceback.format_exception(err))
+
+
 def test_interrupt_ends_the_run_as_cancelled_visibly():
     @tool
     def slow(i: int) -> str:
         """Interrupts the main thread on its third call, like the kernel's stop button."""
         if i == 3:
             _thread.interrupt_main()
-            time.sleep(0.5)  # the interrupt lands here, in the main thread
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the interrupt lands here, in the main thread
+                pass
         return "ok"
 
     model = ScriptedModel([ToolCall("slow", {"i": i}) for i in range(1, 6)] + ["done"])
@@ -63,6 +78,7 @@ def test_interrupt_ends_the_run_as_cancelled_visibly():
     assert isinstance(err, Cancelled) and "interrupt" in err.message
     assert "Cancelled" in runner.view.status.value and runner.view.state.run.phase == "hard"
     assert list(runner.turns["producer"])[-1] == "cancelled"
+    assert _clean(err)
 
 
 def test_arun():
@@ -189,12 +205,17 @@ def test_interrupt_inside_a_running_loop_as_in_a_kernel():
     import os
     import signal
 
+    token = CancelToken()
+    fired = threading.Event()
+    token.on_cancel(fired.set)
+
     @tool
     def press(i: int) -> str:
-        """Sends SIGINT to this process on its second call, as the kernel's stop button does."""
+        """Sends SIGINT to this process on its second call, as the kernel's stop button does, and
+        waits for it to reach the run's token."""
         if i == 2:
             os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.5)
+            assert fired.wait(10), "the interrupt never fired the run's token"
         return "ok"
 
     model = ScriptedModel([ToolCall("press", {"i": i}) for i in range(1, 6)] + ["done"])
@@ -203,10 +224,13 @@ def test_interrupt_inside_a_running_loop_as_in_a_kernel():
     async def cell():
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # what ipykernel does
         try:
-            return runner.run("go", raise_hard=False)
+            runner.run("go", cancel=token)
+        except Cancelled as err:
+            return err
         finally:
             signal.signal(signal.SIGINT, previous)
 
     err = asyncio.run(cell())
     assert isinstance(err, Cancelled) and "interrupt" in err.message
     assert "Cancelled" in runner.view.status.value
+    assert _clean(err)  # the cell shows ``Cancelled: interrupted ...``, with no chained traceback

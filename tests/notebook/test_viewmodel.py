@@ -8,9 +8,10 @@ import pytest
 
 from loopnb import EVENT_ADAPTER
 from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
+from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.notebook.flow import EDGES, NODES, nodes_on, path_of
 from loopnb.notebook.replay import Frames
-from loopnb.notebook.viewmodel import MAX_ATTEMPTS, ViewModel, ViewState, runs_of
+from loopnb.notebook.viewmodel import ViewModel, ViewState, runs_of
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
@@ -126,7 +127,7 @@ def test_gauge_hits_the_wall_at_the_sixth_retry():
     events, err = run_events(S.exhausted())
     assert type(err).__name__ == "ToolRecoveryExhausted"
     g = ViewModel.fold(events).gauge
-    assert g.attempt == MAX_ATTEMPTS + 1 == 6
+    assert g.attempt == MAX_RECOVERY_ATTEMPTS + 1 == 6
     assert g.at_wall and g.status == "exhausted"
     attempts = [e.attempt for e in events.of("tool_dispatched")]
     assert attempts == [0, 1, 2, 3, 4, 5]

@@ -212,7 +212,8 @@ def test_a_subclass_of_an_event_has_its_base_row():
 
 
 def test_text_columns_take_other_values_as_pandas_does():
-    from loopnb.record.frames import _column
+    from loopnb.record.frames import _column, pandas_dtypes
+    from loopnb.record.schema import TURNS
 
     def outcome(make):  # the array, or the error pandas raised making it
         try:
