@@ -45,6 +45,7 @@ from loopnb.engine.recovery import (
 from loopnb.engine.result import RunResult
 from loopnb.engine.safety import ConvergenceDetector, LoopDetector
 from loopnb.engine.tools import Tool, ToolRegistry, tool
+from loopnb.engine.turns import Turn, turns_of
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -94,7 +95,9 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSpec",
+    "Turn",
     "Usage",
     "UserInputRequired",
     "tool",
+    "turns_of",
 ]

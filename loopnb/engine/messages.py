@@ -114,15 +114,18 @@ def reply_problem(reply: object) -> str | None:
     ``ModelReply`` (nothing validates a dataclass as it is built, so the engine checks here)."""
     if not isinstance(reply, ModelReply):
         return f"{type(reply).__name__}, not a ModelReply"
-    if reply.text is not None and not isinstance(reply.text, str):
-        return f"a ModelReply whose text is {type(reply.text).__name__}, not a str or None"
-    calls = reply.tool_calls
+    text: object = reply.text
+    if text is not None and not isinstance(text, str):
+        return f"a ModelReply whose text is {type(text).__name__}, not a str or None"
+    calls: object = reply.tool_calls
     if not isinstance(calls, tuple):
         return f"a ModelReply whose tool_calls is {type(calls).__name__}, not a tuple of ToolCall"
     for i, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             return f"a ModelReply whose tool_calls[{i}] is {type(call).__name__}, not a ToolCall"
-        if not isinstance(call.name, str) or not isinstance(call.id, str):
+        name: object = call.name
+        call_id: object = call.id
+        if not isinstance(name, str) or not isinstance(call_id, str):
             return f"a ModelReply whose tool_calls[{i}] has a name or id that is not a str"
     return None
 

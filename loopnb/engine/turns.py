@@ -3,7 +3,7 @@
 Each fact of a turn is in one event (the reply in ``ModelReplied``, each attempt's result in
 ``ToolDispatched``, each decision in ``RecoveryDecided``, each error the model read in
 ``SoftErrorReturned``, the verdict in ``TurnFinished``). ``Turn`` holds a turn's events and
-derives the rest; ``assemble`` and ``TurnAssembler`` group a stream of events into turns. The
+derives the rest; ``turns_of`` and ``TurnAssembler`` group a stream of events into turns. The
 turns frame, the live view, the HTML report and the command line all read turns through these.
 
 What the model read for one call, derived from its events (``Turn.results``):
@@ -26,13 +26,14 @@ from loopnb.engine.events import (
     HardErrorRaised,
     ModelReplied,
     RecoveryDecided,
+    RunStarted,
     SoftErrorReturned,
     ToolDispatched,
     TurnFinished,
 )
 from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult
 
-__all__ = ["Turn", "TurnAssembler", "assemble"]
+__all__ = ["Turn", "TurnAssembler", "turns_of"]
 
 
 @dataclass(slots=True)
@@ -103,6 +104,19 @@ class Turn:
     def calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the model asked for, in order."""
         return self.replied.reply.tool_calls if self.replied is not None else ()
+
+    def sent(self, attempt: ToolDispatched) -> ToolCall | None:
+        """The call one dispatch attempt sent: the model's call, with the arguments of the last
+        correction a recovery decision made before it (``None`` for a call the reply lacks)."""
+        call_id = attempt.result.call_id
+        call = next((c for c in self.calls if c.id == call_id), None)
+        if call is None:
+            return None
+        arguments = call.arguments
+        for d in self.decisions:
+            if d.call_id == call_id and d.attempt < attempt.attempt and d.corrected_input is not None:
+                arguments = d.corrected_input
+        return call if arguments is call.arguments else replace(call, arguments=arguments)
 
     @property
     def results(self) -> tuple[ToolResult, ...]:
@@ -182,17 +196,17 @@ class TurnAssembler:
     def add(self, event: Event) -> Turn | None:
         kind = event.kind
         if kind == "turn_started":
-            turn = Turn(event.run_id, event.turn, event.at)  # type: ignore[union-attr]
-            turn.run_breakers = self._breakers.get(event.run_id, ())
-            self._open[event.run_id] = turn
+            started = Turn(event.run_id, event.turn, event.at)  # type: ignore[union-attr]
+            started.run_breakers = self._breakers.get(event.run_id, ())
+            self._open[event.run_id] = started
             return None
-        if kind == "run_started":
-            self._breakers[event.run_id] = event.breakers  # type: ignore[union-attr]
+        if isinstance(event, RunStarted):
+            self._breakers[event.run_id] = event.breakers
             return None
         if kind == "run_finished":
             return None
+        number: int = event.turn  # type: ignore[union-attr]
         turn = self._open.get(event.run_id)
-        number = event.turn  # type: ignore[union-attr]
         if turn is None or turn.turn != number:
             if kind != "turn_finished" and kind != "hard_error_raised":
                 return None  # an event outside any turn (a breaker moving before turn 1)
@@ -215,7 +229,7 @@ class TurnAssembler:
         return None
 
 
-def assemble(events: Iterable[Event]) -> list[Turn]:
+def turns_of(events: Iterable[Event]) -> list[Turn]:
     """The finished turns of an event stream, in the order they finished."""
     add = TurnAssembler().add
     return [turn for turn in map(add, events) if turn is not None]

@@ -130,12 +130,12 @@ class ViewModel:
 
     def _dispatched(self, e: ToolDispatched) -> None:
         g = self._gauge
-        call_id = e.call.id or e.result.call_id
+        call_id = e.result.call_id
         if g[2] == e.turn and g[1] != call_id and e.attempt < g[3]:
             return  # a call with more retries this turn keeps the gauge
         # tool, call_id, turn, attempt, status, decision, producer: a Gauge once snapshotted
         self._gauge = [
-            e.call.name,
+            e.result.name,
             call_id,
             e.turn,
             e.attempt,

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from loopnb.engine.events import Event, RunFinished
-from loopnb.engine.turns import Turn, assemble
+from loopnb.engine.turns import Turn, turns_of
 from loopnb.record.rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
 from loopnb.record.schema import EVENTS, TURNS, Table
 
@@ -161,7 +161,7 @@ def turns_frame(turns: Sequence[Turn], discarded: Collection[str] = ()) -> pd.Da
 def turn_table(events: Sequence[Event]) -> pd.DataFrame:
     """The ``turns`` frame of an event stream: ``turn_frame(turn_rows(events))``, faster."""
     discarded = discarded_runs(e for e in events if isinstance(e, RunFinished))
-    return turns_frame(assemble(events), discarded)
+    return turns_frame(turns_of(events), discarded)
 
 
 def event_table(events: Sequence[Event]) -> pd.DataFrame:

@@ -150,9 +150,14 @@ def _v1_events(lines: Sequence[bytes], path: Path, first_line: int) -> list[Even
         if not line.strip():
             raise RecordingError("empty line inside the recording", path=path, line=index)
         try:
-            raw.append(json.loads(line))
+            item = json.loads(line)
         except ValueError as exc:
             raise RecordingError(f"not valid JSON: {exc}", path=path, line=index) from exc
+        if not isinstance(item, dict):
+            raise RecordingError(
+                f"not a valid event: a {type(item).__name__}, not an object", path=path, line=index
+            )
+        raw.append(item)
     events = []
     for index, item in enumerate(from_v1(raw), first_line):
         try:

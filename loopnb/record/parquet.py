@@ -25,7 +25,7 @@ from loopnb.record.errors import RecordingError
 from loopnb.record.files import replacing
 from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
 from loopnb.record.jsonl import check_header
-from loopnb.record.schema import EVENT_COLUMNS, EVENTS, TURN_COLUMNS, TURNS
+from loopnb.record.schema import EVENT_COLUMNS, EVENTS, TURN_COLUMNS, TURNS, Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -301,17 +301,17 @@ def _count(pf: Any, rows: Rows) -> int:
     return sum(pf.metadata.row_group(i).num_rows for i in groups)
 
 
-def _read(pf: Any, rows: Rows, columns: list[str], table: Any, prefix: str) -> Any:
+def _read(pf: Any, rows: Rows, columns: list[str], spec: Table, prefix: str) -> Any:
     groups, mask = rows
     if not groups:
-        return (turn_frame if table is TURNS else event_frame)([])
+        return (turn_frame if spec is TURNS else event_frame)([])
     table = pf.read_row_groups(groups, columns=[prefix + c for c in columns])
     if mask is not None:
         table = table.filter(mask)
     df = table.to_pandas(types_mapper=_mapper(), split_blocks=True, self_destruct=True, ignore_metadata=True)
     if prefix:
         df.columns = [c[len(prefix) :] for c in df.columns]
-    return conform(df, table)
+    return conform(df, spec)
 
 
 def _mapper() -> Any:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb.engine.events import Event, TurnFinished
+from loopnb.engine.turns import turns_of
 from loopnb.record.errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
@@ -188,13 +189,42 @@ def _located(
 
 
 def _first_failing(build: Callable[[list[Event]], Any], events: list[Event]) -> int | None:
-    """The index of the first event ``build`` fails on alone: chunk by chunk, then one by one."""
+    """The index of the first event ``build`` fails on alone: chunk by chunk, then one by one.
+    A turns row is made of a turn's events: the first failing turn is found, then the first of
+    its events whose own row fails (else the event that finished the turn)."""
+    if build is _turn_table:
+        return _first_failing_turn(events)
     for start in range(0, len(events), _SCAN):
         chunk = events[start : start + _SCAN]
         if _fails(build, chunk):
             for offset, event in enumerate(chunk):
                 if _fails(build, [event]):
                     return start + offset
+    return None
+
+
+def _first_failing_turn(events: list[Event]) -> int | None:
+    from loopnb.record.frames import turns_frame
+
+    index = {id(e): i for i, e in enumerate(events)}
+    for turn in turns_of(events):
+        try:
+            turns_frame([turn])
+        except (ValueError, TypeError, OverflowError):
+            parts = [
+                turn.replied,
+                *turn.dispatched,
+                *turn.decisions,
+                *turn.soft_errors,
+                turn.hard,
+                turn.finished,
+            ]
+            positions = sorted(index[id(e)] for e in parts if e is not None and id(e) in index)
+            started = [i for i in range(positions[0] - 1, -1, -1) if events[i].kind == "turn_started"][:1]
+            for i in started + positions:
+                if _fails(_event_table, [events[i]]):
+                    return i
+            return positions[-1]
     return None
 
 

@@ -35,7 +35,7 @@ from loopnb.engine.events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.engine.turns import Turn, assemble
+from loopnb.engine.turns import Turn, turns_of
 from loopnb.record.schema import EVENT_COLUMNS, TURNS
 
 __all__ = [
@@ -80,7 +80,7 @@ def discarded_runs(events: Iterable[Event]) -> set[str]:
 def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
     """The ``turns`` rows of an event stream, in order, with discarded runs marked dropped."""
     events = list(events)
-    rows = [turn_row(t) for t in assemble(events)]
+    rows = [turn_row(t) for t in turns_of(events)]
     discarded = discarded_runs(events)
     if discarded:
         for row in rows:

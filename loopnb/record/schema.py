@@ -93,6 +93,8 @@ class Table:
     name: str
     title: str
     columns: tuple[Column, ...]
+    required: frozenset[str] = frozenset()
+    """The columns that always hold a value (every other one may be missing)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -104,7 +106,7 @@ class Table:
 
     def json_schema(self) -> dict[str, Any]:
         """The published JSON schema of one row."""
-        properties = {c.name: _json_type(c) for c in self.columns}
+        properties = {c.name: _json_type(c, c.name in self.required) for c in self.columns}
         return {
             "title": self.title,
             "description": _TITLES[self.name],
@@ -118,9 +120,9 @@ class Table:
 _JSON = {"string": "string", "Int64": "integer", "Float64": "number", "bool": "boolean", "boolean": "boolean"}
 
 
-def _json_type(column: Column) -> dict[str, Any]:
+def _json_type(column: Column, required: bool) -> dict[str, Any]:
     spec = column.dtype
-    nullable = spec not in ("bool",) and column.name not in _REQUIRED
+    nullable = spec != "bool" and not required
     if isinstance(spec, tuple):
         schema: dict[str, Any] = {"enum": list(spec[1]), "type": "string"}
         pandas = spec[0]
@@ -133,8 +135,6 @@ def _json_type(column: Column) -> dict[str, Any]:
     return {**schema, "description": column.doc, "x-pandas-dtype": pandas}
 
 
-_REQUIRED = {"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}
-"""Columns that always hold a value (in the turns frame; ``turn`` may be missing in events)."""
 
 
 # -- turns: read from a Turn --------------------------------------------------------------------
@@ -256,6 +256,7 @@ TURNS = Table(
             lambda t: t.started_at if t.started_at is not None else t.finished.at,  # type: ignore[union-attr]
         ),
     ),
+    frozenset({"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}),
 )
 """The ``turns`` frame: one row per turn (one model request and the dispatch of all its calls)."""
 
@@ -321,6 +322,7 @@ EVENTS = Table(
         Column("delay", "Float64", "Back-off before a recovery retry, in seconds."),
         Column("dropped", "boolean", "A turn_finished event's own dropped flag."),
     ),
+    frozenset({"run_id", "seq", "kind", "at"}),
 )
 """The ``events`` frame: one row per event, flattened; columns that do not apply are missing."""
 

@@ -22,7 +22,7 @@ from loopnb.engine.loop import Engine
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
 from loopnb.engine.state import Observer
-from loopnb.engine.turns import Turn, assemble
+from loopnb.engine.turns import Turn, turns_of
 
 __all__ = ["Build", "Ending", "Outcome", "Scenario"]
 
@@ -130,7 +130,7 @@ class Outcome:
     @property
     def turns(self) -> list[Turn]:
         """Every turn, including the hard one a run ended on."""
-        return assemble(self.events)
+        return turns_of(self.events)
 
     @property
     def soft(self) -> frozenset[SoftProducer]:

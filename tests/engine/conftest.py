@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopnb import ToolError, tool
-from loopnb.engine.turns import assemble
+from loopnb.engine.turns import turns_of
 
 
 @tool
@@ -42,7 +42,7 @@ class Events(list):
 
     def turns(self) -> list:
         """The run's turns, put back together from the events."""
-        return assemble(self)
+        return turns_of(self)
 
 
 @pytest.fixture

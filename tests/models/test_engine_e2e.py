@@ -126,7 +126,7 @@ def test_the_mistyped_path_scenario_end_to_end(provider: str, server: FakeServer
     replied = events.of("model_replied")
     assert len(replied) == 3
     assert all(e.reply.usage is not None and e.reply.usage.input_tokens > 0 for e in replied)
-    assert {e.model for e in replied} == {f"{provider}:m@127.0.0.1:{server.port}"}
+    assert {e.reply.model for e in replied} == {f"{provider}:m@127.0.0.1:{server.port}"}
 
 
 def test_an_unadvertised_tool_is_pre_answered_on_the_wire(provider: str, server: FakeServer) -> None:

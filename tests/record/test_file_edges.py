@@ -9,11 +9,11 @@ import threading
 import pytest
 
 from loopnb.record import Recorder, RecordingError, RecordingWarning, load
-from loopnb.record.jsonl import dump_event
+from loopnb.record.jsonl import VERSION, dump_event
 
 from .conftest import typo_run
 
-HEADER = {"format": "loopnb.recording", "version": 1}
+HEADER = {"format": "loopnb.recording", "version": VERSION}
 
 
 def _append_run(path, run_id="a1"):
@@ -200,18 +200,18 @@ def _tampered(tmp_path, index, field, value):
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "table"),
+    ("kind", "field", "value", "table"),
     [
-        ("seq", 10**30, "events"),
-        ("seq", 2**63, "turns"),
-        ("at", 1e300, "events"),
-        ("started_at", -1e20, "turns"),
-        ("at", 253_402_300_800.0, "events"),
+        ("turn_finished", "seq", 10**30, "events"),
+        ("turn_finished", "seq", 2**63, "turns"),
+        ("turn_finished", "at", 1e300, "events"),
+        ("turn_started", "at", -1e20, "turns"),  # a turn's start time is its turn_started's
+        ("turn_finished", "at", 253_402_300_800.0, "events"),
     ],
 )
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
-def test_a_value_no_column_can_hold_is_an_error_naming_the_line(tmp_path, field, value, table):
-    index = next(i for i, line in enumerate(_lines()) if b'"turn_finished"' in line)
+def test_a_value_no_column_can_hold_is_an_error_naming_the_line(tmp_path, kind, field, value, table):
+    index = next(i for i, line in enumerate(_lines()) if f'"{kind}"'.encode() in line)
     recording = load(_tampered(tmp_path, index, field, value))
     with pytest.raises(
         RecordingError, match=rf"t\.jsonl, line {index + 2}: a value of this event does not fit"

@@ -22,7 +22,7 @@ from loopnb import (
     scenarios,
     tool,
 )
-from loopnb.engine.turns import assemble
+from loopnb.engine.turns import turns_of
 from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
 from loopnb.record.frames import event_frame, event_table, time_column, turn_frame, turn_table
 from loopnb.record.rows import EVENT_LAYOUTS, when
@@ -30,44 +30,55 @@ from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS
 
 from .conftest import hard_run, recorded, reply, run_engine, typo_run
 
-SCENARIO_EVENTS = {name: scenarios.get(name).run().events for name in scenarios.names()}
+SCENARIO_RUNS = {name: scenarios.get(name).run() for name in scenarios.names()}
+SCENARIO_EVENTS = {name: outcome.events for name, outcome in SCENARIO_RUNS.items()}
 
 
-def reference_turn_row(event) -> dict:
-    """The turns row spelled out column by column: the definition the tuple must keep to."""
-    reply = event.reply
-    errors = [r.content for r in event.results if r.is_error]
-    error_text = event.error_text
-    if error_text is None:
-        errors_read = errors + [m.content for m in event.feedback if m.is_error or m.producer is not None]
-        error_text = "\n".join(errors_read) or None
-    notes = [r.note for r in event.results if r.note is not None]
+def reference_turn_row(turn) -> dict:
+    """The turns row spelled out column by column from what the model read (``results`` and
+    ``feedback``): the definition the column readers must keep to."""
+    reply = turn.reply
+    errors = [r.content for r in turn.results if r.is_error]
+    read = errors + [m.content for m in turn.feedback if m.is_error]
+    error_text = turn.hard.message if turn.hard is not None else "\n".join(read) or None
+    notes = [r.note for r in turn.results if r.note is not None]
     calls = reply.tool_calls if reply is not None else ()
     usage = reply.usage if reply is not None else None
+    breakers = turn.breakers
     import json
 
     return {
-        "run_id": event.run_id,
-        "turn": event.turn,
-        "seq": event.seq,
-        "channel": event.channel,
-        "producer": event.producer,
-        "dropped": event.dropped,
+        "run_id": turn.run_id,
+        "turn": turn.turn,
+        "seq": turn.finished.seq,
+        "channel": turn.channel,
+        "producer": turn.producer,
+        "dropped": turn.dropped,
         "tools": ", ".join(c.name for c in calls) or None,
         "n_calls": len(calls),
         "n_errors": len(errors),
         "error_text": error_text,
         "notes": "\n".join(notes) or None,
         "reply_text": reply.text if reply is not None else None,
-        "recovery_attempts": event.recovery_attempts,
-        "breaker_states": json.dumps(event.breakers) if event.breakers else None,
-        "breakers_open": sum(1 for s in event.breakers.values() if s != "closed"),
-        "model": event.model if event.model is not None else (reply.model if reply else None),
-        "latency_ms": event.latency_ms,
+        "recovery_attempts": max((d.attempt for d in turn.dispatched), default=0),
+        "breaker_states": json.dumps(breakers) if breakers else None,
+        "breakers_open": sum(1 for s in breakers.values() if s != "closed"),
+        "model": reply.model if reply is not None else None,
+        "latency_ms": round((turn.finished.at - turn.started_at) * 1000.0, 3),
         "input_tokens": usage.input_tokens if usage else None,
         "output_tokens": usage.output_tokens if usage else None,
-        "started_at": datetime.fromtimestamp(event.started_at, UTC),
+        "started_at": datetime.fromtimestamp(turn.started_at, UTC),
     }
+
+
+@pytest.mark.parametrize("name", list(SCENARIO_RUNS))
+def test_what_the_model_read_is_put_back_together_from_the_events_exactly(name):
+    outcome = SCENARIO_RUNS[name]
+    turns = turns_of(outcome.events)
+    committed = [t for t in turns if not t.dropped or t.hard is None]
+    assert [r for t in committed for r in t.results] == list(outcome.run.tool_results)
+    replies = [m for m in outcome.run.messages if m.role == "assistant"]
+    assert [t.reply for t in turns if t.hard is None] == replies[: len([t for t in turns if t.hard is None])]
 
 
 @pytest.mark.parametrize("name", list(SCENARIO_EVENTS))
@@ -75,10 +86,10 @@ def test_column_wise_frames_equal_the_row_definitions(name):
     events = SCENARIO_EVENTS[name]
     pd.testing.assert_frame_equal(turn_table(events), turn_frame(turn_rows(events)))
     pd.testing.assert_frame_equal(event_table(events), event_frame([event_row(e) for e in events]))
+    for turn in turns_of(events):
+        assert turn_row(turn) == reference_turn_row(turn)
+        assert list(turn_row(turn)) == list(TURN_COLUMNS)
     for e in events:
-        if e.kind == "turn_finished":
-            assert turn_row(e) == reference_turn_row(e)
-            assert list(turn_row(e)) == list(TURN_COLUMNS)
         assert list(event_row(e)) == list(EVENT_COLUMNS)
 
 
@@ -152,12 +163,15 @@ def test_detail_rows_match():
 def test_a_turn_reports_its_feedback_as_a_soft_error():
     model = ScriptedModel(["an answer", "cited"])
     engine = Engine(model, done=lambda text: None if text == "cited" else "cite it", clock=FakeClock())
-    ev = recorded(run_engine(engine), redact=None).events
+    rec = recorded(run_engine(engine), redact=None)
+    ev = rec.events
     soft = ev[ev["kind"].eq("soft_error_returned")]
     assert soft[["turn", "producer", "text"]].astype(object).values.tolist() == [
         [1, "completion_rejected", "answer rejected: cite it"]
     ]
-    assert ev.loc[ev["kind"].eq("turn_finished"), "text"].tolist()[:1] == ["answer rejected: cite it"]
+    first = ev[ev["kind"].eq("turn_finished")].iloc[0]
+    assert (first["channel"], first["producer"]) == ("soft", "completion_rejected")
+    assert rec.turns["error_text"].tolist()[0] == "answer rejected: cite it"
 
 
 def test_the_recorder_frames_equal_the_loaded_ones_and_the_rows(tmp_path):
@@ -191,7 +205,7 @@ def test_time_column_is_when_to_the_microsecond(values):
 
 
 def test_a_turn_holds_epoch_seconds_and_its_row_a_datetime():
-    turn = assemble(typo_run().events)[0]
+    turn = turns_of(typo_run().events)[0]
     started = next(e for e in typo_run().events if e.kind == "turn_started")
     assert turn.started_at == started.at
     assert turn_row(turn)["started_at"] == when(started.at)
@@ -202,7 +216,7 @@ def test_a_subclass_of_an_event_has_its_base_row():
 
     from loopnb.engine.events import TurnStarted
 
-    @dataclass(frozen=True, slots=True, kw_only=True)
+    @dataclass(slots=True, kw_only=True)
     class Marked(TurnStarted):
         pass
 

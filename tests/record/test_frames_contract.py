@@ -168,11 +168,14 @@ def test_the_documented_ways_to_use_tools_and_breaker_states_work():
 @pytest.mark.parametrize(("schema", "row_model"), [(TURN_SCHEMA, TURNS), (EVENT_SCHEMA, EVENTS)])
 def test_the_published_schema_describes_every_column_and_its_dtype(schema, row_model):
     properties = schema["properties"]
-    assert list(properties) == list(row_model.model_fields)
+    assert list(properties) == list(row_model.names)
     for name, spec in row_model.dtypes().items():
         assert properties[name]["description"].strip(), name
         assert properties[name]["x-pandas-dtype"] == (spec if isinstance(spec, str) else "category"), name
-    assert row_model.model_json_schema() == schema
+    assert row_model.json_schema() == schema
+    for name in row_model.names:  # a column that always holds a value is published as required
+        nullable = "anyOf" in properties[name]
+        assert nullable == (name not in row_model.required and row_model.dtypes()[name] != "bool"), name
     json.dumps(schema)
 
 

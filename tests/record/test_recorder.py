@@ -15,6 +15,7 @@ from loopnb import (
     tool,
 )
 from loopnb.engine.errors import LoopnbWarning
+from loopnb.engine.turns import turns_of
 from loopnb.record import Recorder, load, turn_row
 from loopnb.record.frames import turn_frame
 
@@ -46,7 +47,7 @@ def test_frames_are_cached_until_a_new_event_arrives(recorder):
 
 def test_frames_equal_the_pure_row_functions(recorder):
     pd.testing.assert_frame_equal(
-        recorder.turns, turn_frame([turn_row(e) for e in recorder.event_objects if e.kind == "turn_finished"])
+        recorder.turns, turn_frame([turn_row(t) for t in turns_of(recorder.event_objects)])
     )
 
 
@@ -62,7 +63,8 @@ def test_listener_gets_every_event_and_the_turn_row():
         rec(e)
     assert [k for k, _ in seen] == [e.kind for e in events[:6]]
     rows = [row for k, row in seen if row is not None]
-    assert len(rows) == 1 and rows[0] == turn_row(events[5])
+    assert events[5].kind == "turn_finished"
+    assert len(rows) == 1 and rows[0] == turn_row(turns_of(events[:6])[0])
     assert all(row is None for k, row in seen if k != "turn_finished")
 
 

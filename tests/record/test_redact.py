@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
+from loopnb.engine.turns import turns_of
 from loopnb.record import Recorder, RecordingWarning, Redactor, load
 from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES
 
@@ -78,7 +79,7 @@ def test_files_hold_no_secret_but_memory_keeps_what_the_model_read(tmp_path):
         loaded = load(tmp_path / name)
         assert "[REDACTED]" in loaded.turns["error_text"].iloc[0]
         assert ANTHROPIC not in loaded.turns["error_text"].iloc[0]
-        call = loaded.event_objects[3].call
+        call = turns_of(loaded.event_objects)[0].calls[0]
         assert call.arguments["api_key"] == "[REDACTED]"
         assert call.arguments["headers"]["Authorization"] == "Bearer [REDACTED]"
     exported = rec.recording()

@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 from loopnb import ConvergenceDetector, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine.events import Event
+from loopnb.engine.turns import turns_of
 from loopnb.record import (
     EVENT_SCHEMA,
     EVENTS,
@@ -162,8 +163,8 @@ def test_context_exceeded_marks_every_turn_of_its_run_dropped():
     rows = turn_rows(ctx.events + other.events)
     assert [r["dropped"] for r in rows if r["run_id"] == "ctx"] == [True, True, True]
     assert not any(r["dropped"] for r in rows if r["run_id"] == "fine")
-    # the row function itself is per event: the run-level marking is turn_rows' job
-    first = next(e for e in ctx.events if e.kind == "turn_finished")
+    # the row function itself is per turn: the run-level marking is turn_rows' job
+    first = turns_of(ctx.events)[0]
     assert turn_row(first)["dropped"] is False
 
 
