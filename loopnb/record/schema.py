@@ -135,8 +135,6 @@ def _json_type(column: Column, required: bool) -> dict[str, Any]:
     return {**schema, "description": column.doc, "x-pandas-dtype": pandas}
 
 
-
-
 # -- turns: read from a Turn --------------------------------------------------------------------
 
 
@@ -256,7 +254,9 @@ TURNS = Table(
             lambda t: t.started_at if t.started_at is not None else t.finished.at,  # type: ignore[union-attr]
         ),
     ),
-    frozenset({"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}),
+    frozenset(
+        {"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}
+    ),
 )
 """The ``turns`` frame: one row per turn (one model request and the dispatch of all its calls)."""
 
