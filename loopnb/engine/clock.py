@@ -31,9 +31,12 @@ class SystemClock:
     """The real clock."""
 
     def __init__(self) -> None:
-        # The functions themselves, not methods wrapping them: events read both on every turn.
+        # The function itself, not a method wrapping it: latencies read it on every dispatch.
         self.monotonic: Callable[[], float] = time.perf_counter
-        self.time: Callable[[], float] = time.time
+
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch, to the microsecond (what every frame holds)."""
+        return round(time.time(), 6)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -256,7 +256,7 @@ class TurnFinished:
     run_id: str
     at: float
     turn: int
-    channel: Channel
+    channel: Channel = "ok"
     producer: SoftProducer | HardProducer | None = None
     breakers: dict[str, BreakerState] = field(default_factory=dict)
     """The breakers that are not closed as the turn ends (every other one of the run is)."""

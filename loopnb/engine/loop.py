@@ -8,7 +8,8 @@ entry points drive it through ``drivers``.
 
 from __future__ import annotations
 
-import uuid
+import base64
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -33,6 +34,12 @@ from loopnb.engine.state import Observer, RunState
 from loopnb.engine.tools import Tool, ToolRegistry
 
 __all__ = ["DoneCheck", "Engine", "RunSteps"]
+
+
+def new_run_id() -> str:
+    """A fresh run id: 48 random bits as 8 URL-safe characters (letters, digits, ``-``, ``_``)."""
+    return base64.urlsafe_b64encode(os.urandom(6)).decode()
+
 
 DoneCheck = Callable[[str], "bool | str | None"]
 """``done(reply_text)``: ``None``/``True`` accepts, ``False`` or a reason string rejects."""
@@ -203,7 +210,7 @@ class Engine:
         if not isinstance(task, str):
             raise TypeError(f"Engine.run: task must be a str, got {type(task).__name__}")
         state = RunState(
-            run_id=run_id or uuid.uuid4().hex[:12],
+            run_id=run_id or new_run_id(),
             clock=self.clock,
             cancel=cancel or CancelToken(),
             observers=list(self._observers),

@@ -17,20 +17,20 @@ Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | Model
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 
 
-def as_reply(step: object, *, model: str, where: str = "reply", ids: str = "call") -> ModelReply:
+def as_reply(step: object, *, model: str, where: str = "reply") -> ModelReply:
     """Turn a step into a ``ModelReply``; a clear ``TypeError`` names what was wrong and where.
 
-    Calls without an id get ``{ids}_{n}`` so that each result can name the call it answers.
+    Calls keep the ids they were given; the engine gives one to each call that has none (the
+    fallback chain, as each reply arrives), so that each result can name the call it answers.
     """
     if isinstance(step, ModelReply):
-        reply = step if step.model else replace(step, model=model)
-        return with_call_ids(reply, ids)
+        return step if step.model else replace(step, model=model)
     if isinstance(step, str):
         return ModelReply(text=step, model=model)
     if isinstance(step, ToolCall):
-        return with_call_ids(ModelReply(tool_calls=(step,), model=model), ids)
+        return ModelReply(tool_calls=(step,), model=model)
     if isinstance(step, list | tuple) and step and all(isinstance(c, ToolCall) for c in step):
-        return with_call_ids(ModelReply(tool_calls=tuple(step), model=model), ids)
+        return ModelReply(tool_calls=tuple(step), model=model)
     raise TypeError(
         f"{where}: expected a ToolCall, a non-empty list of ToolCalls, a str (the final reply), "
         f"a ModelReply or an exception to raise; got {type(step).__name__}: {step!r:.80}"
@@ -76,9 +76,7 @@ class ScriptedModel:
             if isinstance(step, BaseException):
                 self._steps.append(step)
             else:
-                self._steps.append(
-                    as_reply(step, model=name, where=f"ScriptedModel step {i}", ids=f"call_{i}")
-                )
+                self._steps.append(as_reply(step, model=name, where=f"ScriptedModel step {i}"))
         self._next = 0
 
     @property
@@ -126,9 +124,7 @@ class FunctionModel:
         if inspect.isawaitable(step):
             step = await step
         self._calls += 1
-        return as_reply(
-            step, model=self.name, where=f"FunctionModel {self.name!r}", ids=f"call_{self._calls}"
-        )
+        return as_reply(step, model=self.name, where=f"FunctionModel {self.name!r}")
 
     def __repr__(self) -> str:
         return f"FunctionModel({self.name!r})"
