@@ -114,10 +114,14 @@ def reply_problem(reply: object) -> str | None:
     ``ModelReply`` (nothing validates a dataclass as it is built, so the engine checks here)."""
     if not isinstance(reply, ModelReply):
         return f"{type(reply).__name__}, not a ModelReply"
+    calls: object = reply.tool_calls
     text: object = reply.text
+    if (text is None or type(text) is str) and type(calls) is tuple and len(calls) == 1:
+        only: object = calls[0]  # the usual reply: one call, checked without a loop
+        if type(only) is ToolCall and type(only.name) is str and type(only.id) is str:
+            return None
     if text is not None and not isinstance(text, str):
         return f"a ModelReply whose text is {type(text).__name__}, not a str or None"
-    calls: object = reply.tool_calls
     if not isinstance(calls, tuple):
         return f"a ModelReply whose tool_calls is {type(calls).__name__}, not a tuple of ToolCall"
     for i, call in enumerate(calls):

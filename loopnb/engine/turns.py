@@ -180,7 +180,10 @@ class Turn:
     @property
     def recovery_attempts(self) -> int:
         """The most retries any one call of this turn was given (0 without recovery)."""
-        return max((d.attempt for d in self.dispatched), default=0)
+        dispatched = self.dispatched
+        if len(dispatched) == 1:
+            return dispatched[0].attempt
+        return max((d.attempt for d in dispatched), default=0)
 
 
 class TurnAssembler:

@@ -10,6 +10,7 @@ events, with no row-by-row concatenation. ``conform`` brings a frame read from e
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -25,6 +26,7 @@ from loopnb.record.rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, 
 from loopnb.record.schema import EVENTS, TURNS, Table
 
 __all__ = [
+    "collector_paused",
     "conform",
     "event_frame",
     "event_table",
@@ -161,7 +163,21 @@ def turns_frame(turns: Sequence[Turn], discarded: Collection[str] = ()) -> pd.Da
 def turn_table(events: Sequence[Event]) -> pd.DataFrame:
     """The ``turns`` frame of an event stream: ``turn_frame(turn_rows(events))``, faster."""
     discarded = discarded_runs(e for e in events if isinstance(e, RunFinished))
-    return turns_frame(turns_of(events), discarded)
+    with collector_paused():
+        return turns_frame(turns_of(events), discarded)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a frame is built: turns and rows hold no cycles,
+    and each full collection would walk the whole growing heap again (as ``jsonl`` does on load)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def event_table(events: Sequence[Event]) -> pd.DataFrame:

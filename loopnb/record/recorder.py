@@ -190,12 +190,13 @@ class Recorder:
         return rows
 
     def _frame(self, name: str) -> pd.DataFrame:
-        from loopnb.record.frames import event_table, turns_frame
+        from loopnb.record.frames import collector_paused, event_table, turns_frame
 
         n = len(self._events)
         cached = self._frames.get(name)
         if cached is None or cached[0] != n:
-            df = turns_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
+            with collector_paused():
+                df = turns_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
             self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 

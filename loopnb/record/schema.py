@@ -147,7 +147,16 @@ def _reply_text(t: Turn) -> str | None:
     return t.replied.reply.text if t.replied is not None else None
 
 
+_ALL_CLOSED: dict[tuple[str, ...], str | None] = {}
+"""The ``breaker_states`` text of a run whose breakers are all closed, by the run's breakers."""
+
+
 def _breaker_states(t: Turn) -> str | None:
+    if t.finished is not None and not t.finished.breakers:  # the usual turn: one text per run
+        text = _ALL_CLOSED.get(t.run_breakers, "")
+        if text == "":
+            text = _ALL_CLOSED[t.run_breakers] = json.dumps(t.breakers) if t.run_breakers else None
+        return text
     breakers = t.breakers
     return json.dumps(breakers) if breakers else None
 

@@ -168,7 +168,7 @@ class FallbackChain:
     ) -> tuple[ModelReply, str]:
         """The first reply any model gives, and the name of the model that gave it."""
         ask = _Ask(state)
-        while (link := await self._choose(ask)) is not None:
+        while (link := self._ready(ask) or await self._wait_for_one(ask)) is not None:
             t0 = self.clock.monotonic()
             outcome = await self._call(link, messages, tools)
             if isinstance(outcome, ModelReply):
@@ -178,8 +178,22 @@ class FallbackChain:
         raise self._exhausted(ask)
 
     # -- 1. choose ---------------------------------------------------------------------------
-    async def _choose(self, ask: _Ask) -> _Link | None:
-        """The model to ask next, after waiting out its back-off if every admitted model has one."""
+    def _ready(self, ask: _Ask) -> _Link | None:
+        """The model to ask, when it needs no wait (the usual turn, chosen without an await): the
+        first in chain order that is admitted, unless one before it is still backing off (then
+        ``_wait_for_one`` chooses, with the same calls on the breakers)."""
+        now = self.clock.monotonic()
+        for link in self._links:
+            if link.name in ask.spent:
+                continue
+            if link.ready_at > now:
+                return None
+            if self._admits(link, ask):
+                return link
+        return None
+
+    async def _wait_for_one(self, ask: _Ask) -> _Link | None:
+        """The model to ask next, after waiting out its back-off, when every admitted model has one."""
         while True:
             now = self.clock.monotonic()
             waiting: list[_Link] = []

@@ -17,20 +17,21 @@ Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | Model
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 
 
-def as_reply(step: object, *, model: str, where: str = "reply") -> ModelReply:
+def as_reply(step: object, *, model: str, where: str = "reply", ids: str = "c") -> ModelReply:
     """Turn a step into a ``ModelReply``; a clear ``TypeError`` names what was wrong and where.
 
-    Calls keep the ids they were given; the engine gives one to each call that has none (the
-    fallback chain, as each reply arrives), so that each result can name the call it answers.
+    Calls without an id get ``{ids}_{n}`` so that each result can name the call it answers (the
+    engine would give them one as each reply arrives; a script gives them once, when it is made).
     """
     if isinstance(step, ModelReply):
-        return step if step.model else replace(step, model=model)
+        reply = step if step.model else replace(step, model=model)
+        return with_call_ids(reply, ids)
     if isinstance(step, str):
         return ModelReply(text=step, model=model)
     if isinstance(step, ToolCall):
-        return ModelReply(tool_calls=(step,), model=model)
+        return with_call_ids(ModelReply(tool_calls=(step,), model=model), ids)
     if isinstance(step, list | tuple) and step and all(isinstance(c, ToolCall) for c in step):
-        return ModelReply(tool_calls=tuple(step), model=model)
+        return with_call_ids(ModelReply(tool_calls=tuple(step), model=model), ids)
     raise TypeError(
         f"{where}: expected a ToolCall, a non-empty list of ToolCalls, a str (the final reply), "
         f"a ModelReply or an exception to raise; got {type(step).__name__}: {step!r:.80}"
@@ -58,8 +59,10 @@ def with_call_ids(reply: ModelReply, prefix: str) -> ModelReply:
         while new in seen:
             new = f"{new}_{i}"
         seen.add(new)
-        calls.append(call if new == call.id else replace(call, id=new))
-    return replace(reply, tool_calls=tuple(calls))
+        # built directly, not with dataclasses.replace: this runs on every turn of a model that
+        # gives no ids (the test doubles), and replace() costs several times the whole object
+        calls.append(call if new == call.id else ToolCall(call.name, call.arguments, new))
+    return ModelReply(text=reply.text, tool_calls=tuple(calls), model=reply.model, usage=reply.usage)
 
 
 class ScriptedModel:
@@ -124,7 +127,7 @@ class FunctionModel:
         if inspect.isawaitable(step):
             step = await step
         self._calls += 1
-        return as_reply(step, model=self.name, where=f"FunctionModel {self.name!r}")
+        return as_reply(step, model=self.name, where=f"FunctionModel {self.name!r}", ids=f"c{self._calls}")
 
     def __repr__(self) -> str:
         return f"FunctionModel({self.name!r})"
