@@ -77,8 +77,7 @@ class Scenario:
         **overrides: Any,
     ) -> Engine:
         """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-            raise TypeError(f"scenario {self.name}: seed must be an int or None, got {seed!r}")
+        _check_seed(self.name, seed)
         clock = clock if clock is not None else (FakeClock() if self.fake_clock else None)
         build = Build(clock=clock or SystemClock(), seed=self.seed if seed is None else seed)
         kwargs = {**self.builder(build), **overrides}
@@ -108,6 +107,12 @@ class Scenario:
     def describe(self) -> str:
         """Name, title and the declared ending, for listings."""
         return f"{self.name}: {self.title} (ends {self.ending})"
+
+
+def _check_seed(scenario: str, seed: object) -> None:
+    """Refuse a seed that is not an int (a bool is not one) or ``None``, from untyped callers too."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"scenario {scenario}: seed must be an int or None, got {seed!r}")
 
 
 @dataclass(frozen=True)
