@@ -17,7 +17,7 @@ from typing import Any, Literal
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock, FakeClock, SystemClock
 from loopnb.engine.errors import HardProducer, LoopError, SoftProducer
-from loopnb.engine.events import RunStarted
+from loopnb.engine.events import Event, RunStarted
 from loopnb.engine.loop import Engine
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
@@ -95,7 +95,7 @@ class Scenario:
         **overrides: Any,
     ) -> Outcome:
         """Run the scenario once; a hard ending is returned (``outcome.error``), not raised."""
-        events: list[Any] = []
+        events: list[Event] = []
         engine = self.engine(clock=clock, observers=[events.append, *observers], seed=seed, **overrides)
         try:
             result = engine.run(self.task, cancel=cancel)
@@ -122,7 +122,7 @@ class Outcome:
     scenario: Scenario
     run: RunResult
     error: LoopError | None
-    events: tuple[Any, ...] = field(repr=False)
+    events: tuple[Event, ...] = field(repr=False)
 
     @property
     def ending(self) -> Ending:
