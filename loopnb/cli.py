@@ -21,10 +21,11 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TextIO
 
 import loopnb
 from loopnb import scenarios
@@ -32,6 +33,9 @@ from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.models.remote import ModelConfigError
 from loopnb.engine.turns import Turn
 from loopnb.scenarios import Outcome, Scenario
+
+if TYPE_CHECKING:
+    from loopnb.record import Recorder
 
 __all__ = ["format_outcome", "main", "turn_rows"]
 
@@ -179,7 +183,7 @@ def _noticing_interrupts() -> Iterator[list[int]]:
         yield seen
         return
 
-    def note(signum: int, frame: Any) -> None:
+    def note(signum: int, frame: FrameType | None) -> None:
         seen.append(signum)
         signal.default_int_handler(signum, frame)
 
@@ -195,7 +199,14 @@ def _plain_warnings(command: str) -> Iterator[None]:
     """Show warnings (a recorder that could not write and was detached, ...) as one line on
     stderr naming the command, instead of Python's file, line and source excerpt."""
 
-    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         print(f"{command}: warning: {message}", file=sys.stderr)
 
     with warnings.catch_warnings():
@@ -235,7 +246,9 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         raise _UsageError(str(exc)) from exc
 
 
-def _recorders(directory: str | None, chosen: Sequence[Scenario]) -> Any:
+def _recorders(
+    directory: str | None, chosen: Sequence[Scenario]
+) -> Callable[[Scenario], Recorder | None] | None:
     """A function giving each scenario its recorder (``None`` without ``--record``).
 
     Returns ``None`` itself when recording was asked for but ``loopnb.record`` is unavailable,
@@ -261,7 +274,7 @@ def _recorders(directory: str | None, chosen: Sequence[Scenario]) -> Any:
     for scenario in chosen:
         _check_replaceable(root / f"{scenario.name}.jsonl")
 
-    def recorder_for(scenario: Scenario) -> Any:
+    def recorder_for(scenario: Scenario) -> Recorder:
         path = root / f"{scenario.name}.jsonl"
         path.unlink(missing_ok=True)  # one fresh recording per scenario and demo run
         return Recorder(path)

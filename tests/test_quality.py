@@ -1,4 +1,4 @@
-"""The code passes its own linters and the engine's strict type check (one command runs all)."""
+"""The code passes its own linters and a strict type check of the whole package (one command runs all)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -37,6 +38,10 @@ def test_ruff_format_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_mypy_strict_on_the_engine():
+def test_mypy_strict_on_the_whole_package():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert config["files"] == ["loopnb"], "mypy must check the whole package, not a part of it"
+    assert config["strict"] is True
     proc = run(tool_path("mypy"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no issues found" in proc.stdout, proc.stdout

@@ -303,5 +303,5 @@ Event = Annotated[
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates and serialises any event: ``EVENT_ADAPTER.dump_json(e)``, ``validate_json(b)``."""
 
-EVENT_TYPES: tuple[type, ...] = get_args(get_args(Event)[0])
+EVENT_TYPES: tuple[type[Event], ...] = get_args(get_args(Event)[0])
 """Every event class, in the union's order."""

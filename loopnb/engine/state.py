@@ -5,18 +5,18 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from loopnb.engine.breakers import CircuitBreaker
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock
 from loopnb.engine.errors import Cancelled, LoopDetected, LoopnbWarning, exception_text
-from loopnb.engine.events import BreakerTransitioned, DetectorFired
+from loopnb.engine.events import BreakerState, BreakerTransitioned, DetectorFired, Event
 from loopnb.engine.messages import Message, ModelReply, ToolResult
 
 __all__ = ["Observer", "RunState"]
 
-Observer = Callable[[Any], None]
+Observer = Callable[[Event], None]
 """Any callable taking one event."""
 
 Item = Message | ModelReply | ToolResult
@@ -49,7 +49,7 @@ class RunState:
         self.committed_messages = 0
         self.committed_results = 0
 
-    def emit(self, event: object) -> None:
+    def emit(self, event: Event) -> None:
         """Deliver an event; an observer that raises is detached with a warning.
 
         Whatever it raises (``SystemExit`` and ``CancelledError`` too: no task is cancelled inside
@@ -101,7 +101,9 @@ class RunState:
                 )
             )
 
-    def note_breaker(self, breaker: CircuitBreaker, before: str, scope: Literal["tool", "model"]) -> None:
+    def note_breaker(
+        self, breaker: CircuitBreaker, before: BreakerState, scope: Literal["tool", "model"]
+    ) -> None:
         """Emit a transition if ``breaker`` moved away from ``before``."""
         if breaker.state != before and self.observing:
             self.emit(
@@ -112,7 +114,7 @@ class RunState:
                     turn=self.turn,
                     target=breaker.name,
                     scope=scope,
-                    previous=before,  # type: ignore[arg-type]
+                    previous=before,
                     state=breaker.state,
                     failures=breaker.failures,
                     cooldown=breaker.cooldown,

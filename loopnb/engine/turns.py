@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 
 from loopnb.engine.errors import Channel, HardProducer, SoftProducer
 from loopnb.engine.events import (
@@ -26,7 +27,6 @@ from loopnb.engine.events import (
     HardErrorRaised,
     ModelReplied,
     RecoveryDecided,
-    RunStarted,
     SoftErrorReturned,
     ToolDispatched,
     TurnFinished,
@@ -197,38 +197,49 @@ class TurnAssembler:
         self._breakers: dict[str, tuple[str, ...]] = {}
 
     def add(self, event: Event) -> Turn | None:
-        kind = event.kind
-        if kind == "turn_started":
-            started = Turn(event.run_id, event.turn, event.at)  # type: ignore[union-attr]
-            started.run_breakers = self._breakers.get(event.run_id, ())
-            self._open[event.run_id] = started
-            return None
-        if isinstance(event, RunStarted):
-            self._breakers[event.run_id] = event.breakers
-            return None
-        if kind == "run_finished":
-            return None
-        number: int = event.turn  # type: ignore[union-attr]
+        match event.kind:
+            case "turn_started":
+                started = Turn(event.run_id, event.turn, event.at)
+                started.run_breakers = self._breakers.get(event.run_id, ())
+                self._open[event.run_id] = started
+                return None
+            case "run_started":
+                self._breakers[event.run_id] = event.breakers
+                return None
+            case "run_finished":
+                return None
+        number = event.turn
         turn = self._open.get(event.run_id)
         if turn is None or turn.turn != number:
-            if kind != "turn_finished" and kind != "hard_error_raised":
+            if event.kind != "turn_finished" and event.kind != "hard_error_raised":
                 return None  # an event outside any turn (a breaker moving before turn 1)
             turn = self._open[event.run_id] = Turn(event.run_id, number)
             turn.run_breakers = self._breakers.get(event.run_id, ())
-        if kind == "tool_dispatched":
-            turn.dispatched.append(event)  # type: ignore[arg-type]
-        elif kind == "model_replied":
-            turn.replied = event  # type: ignore[assignment]
-        elif kind == "soft_error_returned":
-            turn.soft_errors.append(event)  # type: ignore[arg-type]
-        elif kind == "recovery_decided":
-            turn.decisions.append(event)  # type: ignore[arg-type]
-        elif kind == "hard_error_raised":
-            turn.hard = event  # type: ignore[assignment]
-        elif kind == "turn_finished":
-            turn.finished = event  # type: ignore[assignment]
-            del self._open[event.run_id]
-            return turn
+        match event.kind:
+            case "tool_dispatched":
+                turn.dispatched.append(event)
+            case "model_replied":
+                turn.replied = event
+            case "soft_error_returned":
+                turn.soft_errors.append(event)
+            case "recovery_decided":
+                turn.decisions.append(event)
+            case "hard_error_raised":
+                turn.hard = event
+            case "turn_finished":
+                turn.finished = event
+                del self._open[event.run_id]
+                return turn
+            case (
+                "model_failed"
+                | "breaker_transitioned"
+                | "detector_fired"
+                | "completion_rejected"
+                | "context_compacted"
+            ):
+                pass  # none of a turn's own facts
+            case _:
+                assert_never(event)
         return None
 
 

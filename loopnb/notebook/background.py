@@ -9,7 +9,7 @@ the latest state, and the worker never waits for another thread's write to the p
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.errors import LoopError, exception_text
@@ -24,6 +24,12 @@ __all__ = ["BackgroundRun"]
 _PAUSED = frozenset({"Step", "Resume", "Stop"})
 _RUNNING = frozenset({"Pause", "Stop"})
 _NONE: frozenset[str] = frozenset()
+
+
+class Shown(Protocol):
+    """A displayed view whose saved picture is refreshed once the run is over."""
+
+    def refresh(self, view: LiveView) -> None: ...
 
 
 class BackgroundRun:
@@ -56,7 +62,7 @@ class BackgroundRun:
         self._view: LiveView | None = None
         self._thread: threading.Thread | None = None
 
-    def launch(self, steps: RunSteps, view: LiveView | None, shown: Any = None) -> None:
+    def launch(self, steps: RunSteps, view: LiveView | None, shown: Shown | None = None) -> None:
         """Start the worker thread on ``steps``, drawing into ``view`` (``shown`` refreshes it at the end)."""
         self._view = view
         self._publish()
@@ -171,7 +177,7 @@ class BackgroundRun:
 
     # -- the worker ---------------------------------------------------------------------------
 
-    def _work(self, steps: RunSteps, view: LiveView | None, shown: Any) -> None:
+    def _work(self, steps: RunSteps, view: LiveView | None, shown: Shown | None) -> None:
         try:
             self._drive(steps)
             self.result = steps.result
@@ -214,11 +220,12 @@ class BackgroundRun:
                     self._in_turn = False
                     if finished:
                         self.turns += 1
-                    if steps.done:  # over from here on: a late Stop must leave the token alone
-                        self._over = True
+                    # over from here on: a late Stop must leave the token alone (mypy would keep
+                    # ``steps.done`` at the loop's False across ``step()`` in an ``if``)
+                    self._over = self._over or steps.done
             self._publish()
 
-    def _finish(self, view: LiveView, shown: Any) -> None:
+    def _finish(self, view: LiveView, shown: Shown | None) -> None:
         """Every button off, the failure (if any) beside the status, the final state drawn."""
         self._publish()
         if not view.finished:

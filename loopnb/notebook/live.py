@@ -20,9 +20,11 @@ from typing import Any, Literal, Protocol
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from loopnb.engine.events import Event
+from loopnb.notebook.layout import TIMELINE
 from loopnb.notebook.markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook.pacing import Page, Painter, check_fps
-from loopnb.notebook.render import TIMELINE, Patch, Timeline, apply_patch, base_figure, figure_patch
+from loopnb.notebook.render import Patch, Timeline, apply_patch, base_figure, figure_patch
 from loopnb.notebook.viewmodel import HANDLED, ViewModel, ViewState
 
 __all__ = ["Controls", "LiveView"]
@@ -132,7 +134,7 @@ class LiveView:
 
     # -- observer ---------------------------------------------------------------------------------
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         """Fold one event in; redraw soon (or now, when the run ended)."""
         if event.kind not in HANDLED:
             return

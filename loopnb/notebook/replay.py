@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypeAlias
 
+from loopnb.engine.events import Event
 from loopnb.notebook.live import LiveView
 from loopnb.notebook.markup import esc
 from loopnb.notebook.viewmodel import TurnView, ViewModel, ViewState, runs_of
@@ -20,7 +21,18 @@ from loopnb.notebook.viewmodel import TurnView, ViewModel, ViewState, runs_of
 __all__ = ["Frames", "events_of", "replay", "run_events"]
 
 
-def events_of(source: Any) -> list[Any]:
+class HasEvents(Protocol):
+    """Whatever holds a run's events as objects: a ``Recording``, a ``Recorder``."""
+
+    @property
+    def event_objects(self) -> list[Event]: ...
+
+
+EventSource: TypeAlias = HasEvents | str | Path | Iterable[Event]
+"""What ``replay`` and the report read: a ``Recording``, a ``Recorder``, a path, or events."""
+
+
+def events_of(source: EventSource) -> list[Event]:
     """The typed events of a ``Recording``, a ``Recorder``, a path to a recording, or an iterable."""
     if isinstance(source, str | Path):
         from loopnb.record import load
@@ -36,7 +48,7 @@ def events_of(source: Any) -> list[Any]:
     )
 
 
-def run_events(events: list[Any], run_id: str | None = None) -> list[Any]:
+def run_events(events: list[Event], run_id: str | None = None) -> list[Event]:
     """The events of one run: ``run_id``'s, or the last run's. Raises ``ValueError`` if none."""
     runs = runs_of(events)
     if not runs:
@@ -51,7 +63,7 @@ def run_events(events: list[Any], run_id: str | None = None) -> list[Any]:
 class Frames:
     """The view's state after each turn of one run (``frames(k)``, k = 0..``count``)."""
 
-    def __init__(self, events: Iterable[Any]) -> None:
+    def __init__(self, events: Iterable[Event]) -> None:
         model = ViewModel()
         cores: list[ViewState] = []
         for event in events:
@@ -78,7 +90,7 @@ class Frames:
         return self(self.count)
 
 
-def replay(source: Any, *, run_id: str | None = None, interval_ms: int = 300) -> LiveView:
+def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int = 300) -> LiveView:
     """The live view of a recorded run, with a turn slider and a play button.
 
     ``source`` is a ``Recording`` (``loopnb.load(path)``), a ``Recorder``, a path, or a list of
@@ -104,7 +116,7 @@ def replay(source: Any, *, run_id: str | None = None, interval_ms: int = 300) ->
     return view
 
 
-def _show(view: LiveView, runs: dict[str, list[Any]], run_id: str) -> None:
+def _show(view: LiveView, runs: dict[str, list[Event]], run_id: str) -> None:
     """Put ``run_id``'s frames behind the view's slider, on its final frame."""
     frames = Frames(runs[run_id])
     view.header.value = f"<b>{esc(_title(list(runs), run_id))}</b>"
@@ -114,7 +126,7 @@ def _show(view: LiveView, runs: dict[str, list[Any]], run_id: str) -> None:
     view.show_frames(frames, frames.count)
 
 
-def _add_run_menu(view: LiveView, runs: dict[str, list[Any]], shown: str) -> None:
+def _add_run_menu(view: LiveView, runs: dict[str, list[Event]], shown: str) -> None:
     """A ``run`` menu before the play button: picking a run replays it in the same view."""
     import ipywidgets as widgets
 
@@ -130,7 +142,7 @@ def _add_run_menu(view: LiveView, runs: dict[str, list[Any]], shown: str) -> Non
     view.controls.children = (menu, *view.controls.children)
 
 
-def _ending(events: list[Any]) -> str:
+def _ending(events: list[Event]) -> str:
     """How a run ended, for the menu: ``ok``, the hard error's variant, or ``unfinished``."""
     last = events[-1]
     if last.kind != "run_finished":
@@ -142,7 +154,7 @@ def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _where(source: Any) -> str:
+def _where(source: EventSource) -> str:
     """``'<path>': `` for a source read from a file, else nothing."""
     path = source if isinstance(source, str | Path) else getattr(source, "path", None)
     return f"{str(path)!r}: " if isinstance(path, str | Path) else ""

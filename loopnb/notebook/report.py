@@ -7,10 +7,10 @@ forbids the page from fetching anything, so it opens the same on a plane as on a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import plotly.io as pio
 
+from loopnb.engine.events import Event
 from loopnb.notebook.markup import (
     NAME_LIMIT,
     board_html,
@@ -20,7 +20,7 @@ from loopnb.notebook.markup import (
     turns_table_html,
 )
 from loopnb.notebook.render import figure
-from loopnb.notebook.replay import events_of
+from loopnb.notebook.replay import EventSource, events_of
 from loopnb.notebook.viewmodel import ViewModel, runs_of
 
 __all__ = ["exported_events", "report_html", "to_html", "write_html"]
@@ -38,7 +38,7 @@ overflow-wrap:anywhere}
 """
 
 
-def exported_events(source: Any) -> list[Any]:
+def exported_events(source: EventSource) -> list[Event]:
     """``source``'s events as they may leave the process: secrets redacted (DESIGN.md, Recording).
 
     Whatever a recording's header says (a file claims ``"redacted": true`` if it was begun by a
@@ -46,7 +46,8 @@ def exported_events(source: Any) -> list[Any]:
     through the default redactor; a ``Recorder``'s through its own redactor first. An event the
     redactor leaves alone is the very same object.
     """
-    from loopnb.record.jsonl import dump_event, parse_event, redact_line
+    from loopnb.record.jsonl import dump_event, parse_event
+    from loopnb.record.lines import redact_line
     from loopnb.record.redact import DEFAULT_REDACTOR
 
     exported = getattr(source, "exported_events", None)
@@ -56,7 +57,7 @@ def exported_events(source: Any) -> list[Any]:
             return events
     else:
         events = events_of(source)
-    out = []
+    out: list[Event] = []
     for event in events:
         raw = dump_event(event)
         line = redact_line(raw, DEFAULT_REDACTOR)
@@ -64,7 +65,7 @@ def exported_events(source: Any) -> list[Any]:
     return out
 
 
-def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb report") -> str:
+def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
     """The report as one HTML string (every run, or only ``run_id``), secrets redacted."""
     runs = runs_of(exported_events(source))
     if run_id is not None:
@@ -104,7 +105,7 @@ def report_html(source: Any, *, run_id: str | None = None, title: str = "loopnb 
 
 
 def to_html(
-    source: Any, path: str | Path, *, run_id: str | None = None, title: str = "loopnb report"
+    source: EventSource, path: str | Path, *, run_id: str | None = None, title: str = "loopnb report"
 ) -> Path:
     """Write the report of ``source`` (a ``Recording``, ``Recorder``, path or events) to ``path``."""
     path = Path(path)

@@ -8,6 +8,7 @@ button click while a cell blocks). It steps ``Engine.iter``: one loop implementa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,8 @@ from loopnb.engine.errors import LoopError
 from loopnb.engine.loop import Engine
 from loopnb.engine.result import RunResult
 from loopnb.notebook.background import BackgroundRun
-from loopnb.notebook.live import LiveView, check_fps
+from loopnb.notebook.live import Controls, LiveView
+from loopnb.notebook.pacing import check_fps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +99,7 @@ class NotebookRunner:
 
     # -- blocking runs --------------------------------------------------------------------------
 
-    def _attach(self, controls: Any = None) -> tuple[LiveView | None, list[Any]]:
+    def _attach(self, controls: Controls | None = None) -> tuple[LiveView | None, list[Callable[[], None]]]:
         view = LiveView(max_fps=self.max_fps, controls=controls) if self.show else None
         self.view = view
         detach = [self.engine.subscribe(self.recorder)]
@@ -143,7 +145,7 @@ class NotebookRunner:
         finally:
             self._done(view, shown, detach)
 
-    def _done(self, view: LiveView | None, shown: _Shown | None, detach: list[Any]) -> None:
+    def _done(self, view: LiveView | None, shown: _Shown | None, detach: list[Callable[[], None]]) -> None:
         self._blocking = False
         for unsubscribe in detach:
             unsubscribe()

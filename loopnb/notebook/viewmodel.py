@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from loopnb.engine.events import (
     BreakerState,
     BreakerTransitioned,
+    Event,
     HardErrorRaised,
     RecoveryDecided,
     RunFinished,
@@ -91,29 +92,52 @@ class ViewModel:
 
     # -- the fold ---------------------------------------------------------------------------
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: Event) -> None:
         """Fold one event in. Events of another run than the current one are ignored, and so
         are kinds no pane shows (``HANDLED`` lists those that count)."""
-        kind = event.kind
-        if event.run_id != self.run_id and kind != "run_started":
+        if event.run_id != self.run_id and event.kind != "run_started":
             return
-        handler = _HANDLERS.get(kind)
-        if kind == "run_started":
-            handler(self, event)  # a new run: a new assembler, which must see its start too
+        if event.kind == "run_started":
+            self._start(event)  # a new run: a new assembler, which must see its start too
         turn = self._assembler.add(event)
         if turn is not None:
             self._turn_finished(turn)
-        elif handler is not None and kind != "run_started":
-            handler(self, event)
+        else:
+            match event.kind:
+                case "tool_dispatched":
+                    self._dispatched(event)
+                case "turn_started":
+                    self._turn_started(event)
+                case "recovery_decided":
+                    self._decided(event)
+                case "breaker_transitioned":
+                    self._breaker(event)
+                case "hard_error_raised":
+                    self._hard(event)
+                case "run_finished":
+                    self._run_finished(event)
+                case (
+                    "run_started"  # folded in above
+                    | "model_replied"
+                    | "soft_error_returned"
+                    | "turn_finished"  # read through the Turn it completes
+                    | "model_failed"
+                    | "detector_fired"
+                    | "completion_rejected"
+                    | "context_compacted"
+                ):
+                    pass
+                case _:
+                    assert_never(event)
         self._now = event.at
 
-    def extend(self, events: Iterable[Any]) -> ViewModel:
+    def extend(self, events: Iterable[Event]) -> ViewModel:
         for event in events:
             self.apply(event)
         return self
 
     @classmethod
-    def fold(cls, events: Iterable[Any]) -> ViewState:
+    def fold(cls, events: Iterable[Event]) -> ViewState:
         """The state after ``events`` (of the last run among them)."""
         return cls().extend(events).snapshot()
 
@@ -229,17 +253,20 @@ class ViewModel:
         return BreakerView(name, b.scope, b.state, b.failures, b.cooldown, left)
 
 
-_HANDLERS: dict[str, Any] = {
-    "run_started": ViewModel._start,
-    "turn_started": ViewModel._turn_started,
-    "tool_dispatched": ViewModel._dispatched,
-    "recovery_decided": ViewModel._decided,
-    "breaker_transitioned": ViewModel._breaker,
-    "hard_error_raised": ViewModel._hard,
-    "run_finished": ViewModel._run_finished,
-}
-
-HANDLED: frozenset[str] = frozenset({*_HANDLERS, "turn_finished", "model_replied", "soft_error_returned"})
+HANDLED: frozenset[str] = frozenset(
+    {
+        "run_started",
+        "turn_started",
+        "tool_dispatched",
+        "recovery_decided",
+        "breaker_transitioned",
+        "hard_error_raised",
+        "run_finished",
+        "turn_finished",
+        "model_replied",
+        "soft_error_returned",
+    }
+)
 """The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
 read through the ``Turn`` a ``TurnFinished`` completes."""
 
@@ -251,9 +278,9 @@ def _names(value: object) -> list[str]:
     return [name for name in value if isinstance(name, str)]
 
 
-def runs_of(events: Iterable[Any]) -> dict[str, list[Any]]:
+def runs_of(events: Iterable[Event]) -> dict[str, list[Event]]:
     """Split an event stream into runs, by ``run_id``, in order of first appearance."""
-    runs: dict[str, list[Any]] = {}
+    runs: dict[str, list[Event]] = {}
     for event in events:
         runs.setdefault(event.run_id, []).append(event)
     return runs

@@ -321,7 +321,7 @@ class Audit:
             (
                 "breaker trips",
                 int(br["trips"].sum()),
-                ", ".join(f"{r.target} {r.trips}" for r in br.itertuples() if r.trips),
+                ", ".join(f"{t} {n}" for t, n in zip(br["target"], br["trips"], strict=True) if n),
             ),
             ("loops caught softly", caught, ""),
             ("runs stopped by a detector", stopped, ""),

@@ -31,17 +31,17 @@ def checked(df: Any, table: Table, name: str) -> pd.DataFrame:
             hint = " (this looks like an events frame: pass the turns first, audit(turns, events))"
         elif name == "events" and "recovery_attempts" in df.columns:
             hint = " (this looks like a turns frame: pass the turns first, audit(turns, events))"
-        table = "" if name == "turns" else ", table='events'"
+        which = "" if name == "turns" else ", table='events'"
         raise ValueError(
             f"audit(): the {name} frame is missing columns {', '.join(missing)}; expected a {name} "
-            f"frame (Recorder.{name}, load(path).{name} or load_many(paths{table})){hint}"
+            f"frame (Recorder.{name}, load(path).{name} or load_many(paths{which})){hint}"
         )
     try:
         conformed = conform(df, table)
     except ValueError as exc:
         raise ValueError(f"audit(): the {name} frame: {exc}") from exc
     if "source" in df.columns:
-        conformed.insert(0, "source", df["source"].astype("string").array)
+        conformed.insert(0, "source", df["source"].astype("string").array)  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
     return conformed
 
 

@@ -28,7 +28,8 @@ def _cell(column: str, value: object) -> str:
     (whole ones without), missing values as ``-``."""
     import pandas as pd
 
-    if pd.isna(value) is True:  # None, NaN, NaT, pd.NA; a list gives an array, never True
+    # None, NaN, NaT, pd.NA; a list gives an array, never True (pandas-stubs: isna takes any object)
+    if pd.isna(value) is True:  # type: ignore[call-overload]
         return "-"
     if isinstance(value, float):
         if column in _FRACTIONS:
@@ -70,7 +71,10 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
     except RecordingError as exc:
         print(f"loopnb audit: error: {exc}", file=err)
         return 1
-    turns, events, read, failed = [], [], [], 0
+    turns: list[pd.DataFrame] = []
+    events: list[pd.DataFrame] = []
+    read: list[Path] = []
+    failed = 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RecordingWarning)
         for path in files:
@@ -87,7 +91,7 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
                 continue
             for name, bucket in (("turns", turns), ("events", events)):
                 df = frames[name]
-                df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
+                df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
                 bucket.append(df)
             read.append(path)
     for w in caught:

@@ -7,7 +7,7 @@ They are ``Audit.recovery_episodes`` and ``Audit.recovery``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
 
@@ -64,7 +64,7 @@ def recovery_per_producer(episodes: pd.DataFrame) -> pd.DataFrame:
     """``episodes`` summed up per producer of their first error (see ``Audit.recovery``)."""
     import pandas as pd
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for producer in PRODUCERS:
         sel = episodes[episodes["producer"] == producer]
         if not len(sel):

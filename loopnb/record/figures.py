@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
 
@@ -22,7 +22,7 @@ __all__ = ["breakers", "by_producer", "loops", "models", "recovery", "retries"]
 COLOURS = {"ok": "#2e7d32", "soft": "#f9a825", "hard": "#c62828"}
 
 
-def _go() -> object:
+def _go() -> Any:  # plotly ships no annotations
     import plotly.graph_objects as go
 
     return go

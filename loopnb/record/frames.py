@@ -93,11 +93,12 @@ def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: A
     """A column of ``n`` values, ``None`` but at the positions of ``parts`` (index, values)."""
     if isinstance(dtype, _MASKED):
         # Convert only the values given; every other position is missing.
-        data = np.zeros(n, dtype=dtype.numpy_dtype)
+        numpy_dtype: np.dtype[Any] = dtype.numpy_dtype  # type: ignore[union-attr]  # pandas-stubs lack it
+        data = np.zeros(n, dtype=numpy_dtype)
         mask = np.ones(n, dtype=bool)
         for index, values in parts:
             part = pd.array(list(values), dtype=dtype)
-            data[index] = part.to_numpy(dtype=dtype.numpy_dtype, na_value=dtype.numpy_dtype.type(0))
+            data[index] = part.to_numpy(dtype=numpy_dtype, na_value=numpy_dtype.type(0))
             mask[index] = part.isna()
         return dtype.construct_array_type()(data, mask)
     if isinstance(dtype, pd.CategoricalDtype):
@@ -107,9 +108,9 @@ def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: A
         return pd.Categorical.from_codes(codes, dtype=dtype)
     full = np.full(n, None, dtype=object)
     for index, values in parts:
-        part = np.empty(len(values), dtype=object)
-        part[:] = values
-        full[index] = part
+        chunk = np.empty(len(values), dtype=object)
+        chunk[:] = values
+        full[index] = chunk
     return _column(full.tolist(), dtype)
 
 

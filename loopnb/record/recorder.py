@@ -29,9 +29,9 @@ from loopnb.record.jsonl import (
     dump_event,
     make_header,
     parse_event,
-    redact_line,
     write_jsonl,
 )
+from loopnb.record.lines import redact_line
 from loopnb.record.redact import DEFAULT_REDACTOR, Redact
 from loopnb.record.rows import turn_row
 

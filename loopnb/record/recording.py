@@ -76,13 +76,15 @@ class Recording:
     def turns(self) -> pd.DataFrame:
         """One row per turn: the columns of ``TURNS``, described in ``loopnb.TURN_SCHEMA``
         (``loopnb schema``)."""
-        return self._get("turns").copy(deep=False)
+        turns: pd.DataFrame = self._get("turns")
+        return turns.copy(deep=False)
 
     @property
     def events(self) -> pd.DataFrame:
         """One row per event: the columns of ``EVENTS``, described in ``loopnb.EVENT_SCHEMA``
         (``loopnb schema events``)."""
-        return self._get("events").copy(deep=False)
+        events: pd.DataFrame = self._get("events")
+        return events.copy(deep=False)
 
     @property
     def event_objects(self) -> list[Event]:
@@ -103,10 +105,10 @@ class Recording:
     def to_html(self, path: str | Path) -> Path:
         """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
         try:
-            from loopnb.notebook.report import write_html  # type: ignore[import-not-found]
+            from loopnb.notebook.report import write_html
         except ImportError as exc:
             raise NotImplementedError("Recording.to_html needs loopnb.notebook.report.write_html") from exc
-        return write_html(self, Path(path))  # type: ignore[no-any-return]
+        return write_html(self, Path(path))
 
     def __repr__(self) -> str:
         where = f" from {self.meta['path']!r}" if self.meta.get("path") else ""
@@ -307,10 +309,10 @@ def load_many(
             warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
             continue
         _warn_of_copies(rec.run_ids, path, seen)
-        df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))
+        df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
         frames.append(df)
     empty = turn_frame([]) if table == "turns" else event_frame([])
     if not any(len(f) for f in frames):
-        empty.insert(0, "source", pd.array([], dtype="string"))
+        empty.insert(0, "source", pd.array([], dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
         return empty
     return pd.concat([f for f in frames if len(f)], ignore_index=True)

@@ -53,7 +53,7 @@ __all__ = [
     "Table",
 ]
 
-EVENT_KINDS: tuple[str, ...] = tuple(cls.__dataclass_fields__["kind"].default for cls in EVENT_TYPES)
+EVENT_KINDS: tuple[str, ...] = tuple(str(cls.__dataclass_fields__["kind"].default) for cls in EVENT_TYPES)
 """Every event kind, in the union's order."""
 
 DtypeSpec = str | tuple[str, tuple[str, ...]]

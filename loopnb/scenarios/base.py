@@ -17,7 +17,7 @@ from typing import Any, Literal
 from loopnb.engine.cancel import CancelToken
 from loopnb.engine.clock import Clock, FakeClock, SystemClock
 from loopnb.engine.errors import HardProducer, LoopError, SoftProducer
-from loopnb.engine.events import RunStarted
+from loopnb.engine.events import Event, RunStarted
 from loopnb.engine.loop import Engine
 from loopnb.engine.messages import Message, ToolResult
 from loopnb.engine.result import RunResult
@@ -77,8 +77,7 @@ class Scenario:
         **overrides: Any,
     ) -> Engine:
         """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-            raise TypeError(f"scenario {self.name}: seed must be an int or None, got {seed!r}")
+        _check_seed(self.name, seed)
         clock = clock if clock is not None else (FakeClock() if self.fake_clock else None)
         build = Build(clock=clock or SystemClock(), seed=self.seed if seed is None else seed)
         kwargs = {**self.builder(build), **overrides}
@@ -96,7 +95,7 @@ class Scenario:
         **overrides: Any,
     ) -> Outcome:
         """Run the scenario once; a hard ending is returned (``outcome.error``), not raised."""
-        events: list[Any] = []
+        events: list[Event] = []
         engine = self.engine(clock=clock, observers=[events.append, *observers], seed=seed, **overrides)
         try:
             result = engine.run(self.task, cancel=cancel)
@@ -110,6 +109,12 @@ class Scenario:
         return f"{self.name}: {self.title} (ends {self.ending})"
 
 
+def _check_seed(scenario: str, seed: object) -> None:
+    """Refuse a seed that is not an int (a bool is not one) or ``None``, from untyped callers too."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(f"scenario {scenario}: seed must be an int or None, got {seed!r}")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a scenario run returned, ok or hard."""
@@ -117,7 +122,7 @@ class Outcome:
     scenario: Scenario
     run: RunResult
     error: LoopError | None
-    events: tuple[Any, ...] = field(repr=False)
+    events: tuple[Event, ...] = field(repr=False)
 
     @property
     def ending(self) -> Ending:
