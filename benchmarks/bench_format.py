@@ -68,9 +68,8 @@ def main() -> None:
         with Recorder(path) as recorder:
             run(args.turns, recorder)
         size = path.stat().st_size
-        print(
-            f"recording: {args.turns:,} turns, {size:,} bytes, {size / args.turns:.1f} bytes a turn (target <= 600)"
-        )
+        per_turn = size / args.turns
+        print(f"recording: {args.turns:,} turns, {size:,} bytes: {per_turn:.1f} bytes a turn (target <= 600)")
 
         lines = path.read_bytes().splitlines()
         baseline = median_time(lambda: [json.loads(line) for line in lines])
