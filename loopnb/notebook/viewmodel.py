@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, assert_never
+from typing import Literal, assert_never
 
 from loopnb.engine.events import (
     BreakerState,
@@ -32,6 +32,7 @@ from loopnb.notebook.state import (
     BreakerView,
     CallView,
     Gauge,
+    GaugeStatus,
     ReadView,
     RunView,
     TurnView,
@@ -52,6 +53,24 @@ __all__ = [
     "runs_of",
     "turn_view",
 ]
+
+
+@dataclass(slots=True)
+class _Gauge:
+    """The gauge's call as events come (a ``Gauge`` once snapshotted)."""
+
+    tool: str | None = None
+    call_id: str | None = None
+    turn: int = 0
+    attempt: int = 0
+    status: GaugeStatus = "idle"
+    decision: str | None = None
+    producer: str | None = None
+
+    def frozen(self) -> Gauge:
+        return Gauge(
+            self.tool, self.call_id, self.turn, self.attempt, self.status, self.decision, self.producer
+        )
 
 
 @dataclass(slots=True)
@@ -82,7 +101,7 @@ class ViewModel:
         self._lit_channel: str | None = None
         self._lit_producer: str | None = None
         self._counts = [0] * len(EDGES)
-        self._gauge: list[Any] = [None, None, 0, 0, "idle", None, None]
+        self._gauge = _Gauge()
         self._breakers: dict[str, _Breaker] = {}
         self._finished: list[tuple[Turn, str | None]] = []
         self._assembler = TurnAssembler()
@@ -154,25 +173,24 @@ class ViewModel:
 
     def _dispatched(self, e: ToolDispatched) -> None:
         g = self._gauge
-        call_id = e.result.call_id
-        if g[2] == e.turn and g[1] != call_id and e.attempt < g[3]:
+        result = e.result
+        if g.turn == e.turn and g.call_id != result.call_id and e.attempt < g.attempt:
             return  # a call with more retries this turn keeps the gauge
-        # tool, call_id, turn, attempt, status, decision, producer: a Gauge once snapshotted
-        self._gauge = [
-            e.result.name,
-            call_id,
+        self._gauge = _Gauge(
+            result.name,
+            result.call_id,
             e.turn,
             e.attempt,
-            "failed" if e.result.is_error else "ok",
+            "failed" if result.is_error else "ok",
             None,
-            e.result.producer,
-        ]
+            result.producer,
+        )
 
     def _decided(self, e: RecoveryDecided) -> None:
         g = self._gauge
-        if g[2] == e.turn and g[1] == e.call_id:
-            g[4] = "retrying" if e.decision == "retry" else "gave_up"
-            g[5] = e.decision
+        if g.turn == e.turn and g.call_id == e.call_id:
+            g.status = "retrying" if e.decision == "retry" else "gave_up"
+            g.decision = e.decision
 
     def _breaker(self, e: BreakerTransitioned) -> None:
         b = self._breakers.get(e.target)
@@ -188,7 +206,7 @@ class ViewModel:
         self._hard_error = e.error
         if e.producer == "tool_recovery_exhausted":
             g = self._gauge
-            g[3], g[4], g[5] = MAX_RECOVERY_ATTEMPTS + 1, "exhausted", "retry"
+            g.attempt, g.status, g.decision = MAX_RECOVERY_ATTEMPTS + 1, "exhausted", "retry"
 
     def _turn_finished(self, e: Turn) -> None:
         self._light(e.turn, e.channel, e.producer)
@@ -236,7 +254,7 @@ class ViewModel:
             lit_channel=self._lit_channel,
             lit_producer=self._lit_producer,
             edge_counts=tuple(self._counts),
-            gauge=Gauge(*self._gauge),
+            gauge=self._gauge.frozen(),
             breakers=tuple(self._breaker_view(name, b) for name, b in self._breakers.items()),
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,

@@ -79,7 +79,7 @@ class ScriptedModel:
             if isinstance(step, BaseException):
                 self._steps.append(step)
             else:
-                self._steps.append(as_reply(step, model=name, where=f"ScriptedModel step {i}"))
+                self._steps.append(as_reply(step, model=name, where=f"ScriptedModel step {i}", ids=f"c{i}"))
         self._next = 0
 
     @property
