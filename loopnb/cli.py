@@ -28,9 +28,9 @@ from typing import Any, TextIO
 
 import loopnb
 from loopnb import scenarios
-from loopnb.engine.messages import Message, ToolResult
-from loopnb.engine.models.remote import ModelConfigError
-from loopnb.engine.turns import Turn
+from loopnb.engine._messages import Message, ToolResult
+from loopnb.engine._turns import Turn
+from loopnb.engine.models._remote import ModelConfigError
 from loopnb.scenarios import Outcome, Scenario
 
 __all__ = ["format_outcome", "main", "turn_rows"]
@@ -227,7 +227,7 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.model is not None and not args.model.strip():
         raise _UsageError("--model needs a model spec, e.g. openai:gpt-4o-mini or ollama:llama3.1")
-    from loopnb.engine.models.select import from_env
+    from loopnb.engine.models._select import from_env
 
     try:
         return {"model": from_env(args.model, base_url=args.base_url)}
@@ -271,8 +271,8 @@ def _recorders(directory: str | None, chosen: Sequence[Scenario]) -> Any:
 
 def _check_replaceable(path: Path) -> None:
     """Raise ``_UsageError`` unless ``path`` is absent, empty or a loopnb recording."""
-    from loopnb.record.errors import RecordingError
-    from loopnb.record.jsonl import check_header
+    from loopnb.record._errors import RecordingError
+    from loopnb.record._jsonl import check_header
 
     if not path.exists():
         return
@@ -292,7 +292,7 @@ def _check_replaceable(path: Path) -> None:
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb.record.cli import audit_command
+        from loopnb.record._cli import audit_command
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -305,7 +305,7 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
     pandas dtype)."""
     import json
 
-    from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA
+    from loopnb.record._schema import EVENT_SCHEMA, TURN_SCHEMA
 
     out.write(json.dumps(TURN_SCHEMA if args.table == "turns" else EVENT_SCHEMA, indent=2) + "\n")
     return 0

@@ -5,11 +5,11 @@
 ``FallibleModel``. A key in your shell alone never switches to a paid model.
 """
 
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.fallible import FallibleModel
-from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.remote import ModelConfigError
-from loopnb.engine.models.select import from_env, model_from_spec
+from loopnb.engine.models._anthropic import AnthropicModel
+from loopnb.engine.models._fallible import FallibleModel
+from loopnb.engine.models._openai import OpenAIChatModel
+from loopnb.engine.models._remote import ModelConfigError
+from loopnb.engine.models._select import from_env, model_from_spec
 
 __all__ = [
     "AnthropicModel",

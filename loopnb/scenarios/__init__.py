@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import difflib
 
-from loopnb.scenarios.base import Build, Ending, Outcome, Scenario
-from loopnb.scenarios.channels import CHANNEL_SCENARIOS
-from loopnb.scenarios.safety import SAFETY_SCENARIOS
+from loopnb.scenarios._channels import CHANNEL_SCENARIOS
+from loopnb.scenarios._safety import SAFETY_SCENARIOS
+from loopnb.scenarios._scenario import Build, Ending, Outcome, Scenario
 
 __all__ = ["SCENARIOS", "Build", "Ending", "Outcome", "Scenario", "get", "names"]
 

@@ -31,8 +31,8 @@ from loopnb import (
     ToolCall,
     tool,
 )
-from loopnb.engine.messages import ModelReply
-from loopnb.engine.models.scripted import with_call_ids
+from loopnb.engine._messages import ModelReply
+from loopnb.engine.models._scripted import with_call_ids
 
 from .conftest import Events, read_file
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from loopnb import Engine, ScriptedModel
-from loopnb.engine.models.remote import (
+from loopnb.engine.models._remote import (
     NO_KEY,
     ModelConfigError,
     PerLoop,

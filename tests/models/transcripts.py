@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
+from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
 
 READ_FILE = ToolSpec(
     name="read_file",

@@ -11,7 +11,7 @@ import pytest
 
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.record import Audit, Recorder, audit, load, load_many
-from loopnb.record.cli import audit_command
+from loopnb.record._cli import audit_command
 
 from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
 
@@ -229,7 +229,7 @@ def test_audit_command_prints_the_summary(rec, tmp_path):
 
 
 def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
-    from loopnb.record.cli import _cell
+    from loopnb.record._cli import _cell
 
     assert [_cell("share", 0.173077), _cell("rate", 1.0), _cell("rate", 0.0)] == ["17%", "100%", "0%"]
     assert [_cell("latency_ms_mean", 4285.714286), _cell("x", 0.125594), _cell("x", 3.0)] == [

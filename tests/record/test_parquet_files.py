@@ -220,7 +220,7 @@ def test_an_extension_type_is_refused_before_its_code_could_run(saved, tmp_path)
 def test_the_extension_marker_is_found_at_any_alignment():
     import base64
 
-    from loopnb.record.parquet import _EXTENSION_MARKS
+    from loopnb.record._parquet import _EXTENSION_MARKS
 
     for shift in range(6):
         encoded = base64.b64encode(b"x" * shift + b"ARROW:extension:name" + b"tail")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
-from loopnb.engine.models.fallible import FallibleModel
+from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
+from loopnb.engine.models._fallible import FallibleModel
 
 Item = Message | ModelReply | ToolResult
 
