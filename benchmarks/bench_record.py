@@ -326,7 +326,7 @@ def bench_million(source: Path, repeats: int, tmp: Path, factor: int) -> None:
 
 
 def _json_lines(rec) -> list[str]:
-    from loopnb.record._jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     return [dump_event(e) for e in rec.event_objects]
 

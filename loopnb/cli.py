@@ -28,9 +28,8 @@ from typing import Any, TextIO
 
 import loopnb
 from loopnb import scenarios
-from loopnb.engine._messages import Message, ToolResult
-from loopnb.engine._turns import Turn
-from loopnb.engine.models._remote import ModelConfigError
+from loopnb.engine import Message, ToolResult, Turn
+from loopnb.engine.models import ModelConfigError, from_env
 from loopnb.scenarios import Outcome, Scenario
 
 __all__ = ["format_outcome", "main", "turn_rows"]
@@ -227,8 +226,6 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.model is not None and not args.model.strip():
         raise _UsageError("--model needs a model spec, e.g. openai:gpt-4o-mini or ollama:llama3.1")
-    from loopnb.engine.models._select import from_env
-
     try:
         return {"model": from_env(args.model, base_url=args.base_url)}
     except (ModelConfigError, ImportError) as exc:
@@ -271,7 +268,7 @@ def _recorders(directory: str | None, chosen: Sequence[Scenario]) -> Any:
 
 def _check_replaceable(path: Path) -> None:
     """Raise ``_UsageError`` unless ``path`` is absent, empty or a loopnb recording."""
-    from loopnb.record._errors import RecordingError
+    from loopnb.record import RecordingError
     from loopnb.record._jsonl import check_header
 
     if not path.exists():
@@ -305,7 +302,7 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
     pandas dtype)."""
     import json
 
-    from loopnb.record._schema import EVENT_SCHEMA, TURN_SCHEMA
+    from loopnb.record import EVENT_SCHEMA, TURN_SCHEMA
 
     out.write(json.dumps(TURN_SCHEMA if args.table == "turns" else EVENT_SCHEMA, indent=2) + "\n")
     return 0

@@ -8,7 +8,8 @@ from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock, FakeClock, SystemClock
 from loopnb.engine._context import ContextBudget
 from loopnb.engine._dispatch import HookContext
-from loopnb.engine._engine import Engine, RunSteps
+from loopnb.engine._drivers import RunSteps
+from loopnb.engine._engine import Engine
 from loopnb.engine._errors import (
     Cancelled,
     ContextExceeded,
@@ -40,12 +41,15 @@ from loopnb.engine._result import RunResult
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
 from loopnb.engine._tools import Tool, ToolRegistry, tool
 from loopnb.engine._turns import Turn, turns_of
-from loopnb.engine.models._anthropic import AnthropicModel
-from loopnb.engine.models._fallback import FallbackChain
-from loopnb.engine.models._fallible import FallibleModel
-from loopnb.engine.models._openai import OpenAIChatModel
-from loopnb.engine.models._protocol import Model
-from loopnb.engine.models._scripted import FunctionModel, ScriptedModel
+from loopnb.engine.models import (
+    AnthropicModel,
+    FallbackChain,
+    FallibleModel,
+    FunctionModel,
+    Model,
+    OpenAIChatModel,
+    ScriptedModel,
+)
 
 __all__ = [
     "EVENT_ADAPTER",

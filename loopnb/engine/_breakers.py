@@ -19,8 +19,6 @@ from collections.abc import Callable
 from loopnb.engine._clock import Clock, SystemClock
 from loopnb.engine._events import BreakerState
 
-__all__ = ["CircuitBreaker", "TransitionListener"]
-
 TransitionListener = Callable[["CircuitBreaker", BreakerState, BreakerState], None]
 """Called as ``listener(breaker, previous, state)`` on every transition."""
 

@@ -7,8 +7,6 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-__all__ = ["INTERRUPTED", "CancelToken", "task_cancelling", "wake_task_on_cancel"]
-
 INTERRUPTED = "interrupted (Ctrl-C or kernel interrupt)"
 """The reason a run's token is fired with when Ctrl-C or a kernel interrupt ends the run."""
 

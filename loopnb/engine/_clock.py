@@ -7,8 +7,6 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
-
 
 @runtime_checkable
 class Clock(Protocol):

@@ -1,6 +1,6 @@
 """Fitting a run's transcript to its context budget: per-item token counts and compaction.
 
-``_Compaction`` is a part of ``_Run`` (a mixin), kept apart because it is one concern: it reads
+``Compaction`` is a part of ``RunLoop`` (a mixin), kept apart because it is one concern: it reads
 the run's state and engine and owns ``tokens`` and ``head``.
 """
 
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from loopnb.engine._engine import Engine
 
 
-class _Compaction:
-    """The context-fitting half of a run; ``_Run`` sets these attributes."""
+class Compaction:
+    """The context-fitting half of a run; ``RunLoop`` sets these attributes."""
 
     engine: Engine
     state: RunState

@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
-__all__ = ["Compactor", "ContextBudget", "TokenCounter", "approx_tokens", "item_tokens"]
-
 Item = Message | ModelReply | ToolResult
 TokenCounter = Callable[[str], int]
 Compactor = Callable[[list[Item], int], list[Item]]

@@ -38,8 +38,6 @@ from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
 from loopnb.engine._tools import Tool, ToolRegistry, registry_miss_text
 
-__all__ = ["Dispatcher", "Hook", "HookContext"]
-
 
 @dataclass(frozen=True, slots=True)
 class HookContext:

@@ -1,6 +1,6 @@
 """The synchronous drivers of a run: ``run_sync`` (``Engine.run``) and ``RunSteps`` (``Engine.iter``).
 
-Each drives the one async core (``_Run``) on an event loop of its own, so that a run works with
+Each drives the one async core (``RunLoop``) on an event loop of its own, so that a run works with
 or without a running loop in the calling thread; Ctrl-C fires the run's cancel token.
 """
 
@@ -19,9 +19,7 @@ from loopnb.engine._events import TurnFinished
 from loopnb.engine._result import RunResult
 
 if TYPE_CHECKING:
-    from loopnb.engine._loop import _Run
-
-__all__ = ["RunSteps", "run_sync"]
+    from loopnb.engine._loop import RunLoop
 
 
 def run_sync(run: Coroutine[Any, Any, RunResult], cancel: CancelToken) -> RunResult:
@@ -105,7 +103,7 @@ class RunSteps(Iterator["TurnFinished | None"]):
     works inside Jupyter.
     """
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: RunLoop) -> None:
         self._run = run
         self._agen: AsyncGenerator[TurnFinished | None, None] = run.steps()
         self._loop = asyncio.new_event_loop()

@@ -1,9 +1,9 @@
 """``Engine``: the agent loop. One async core; ``run``, ``arun`` and ``iter`` all drive it.
 
 A turn is one model request and the dispatch of all its tool calls. The run ends with the
-model's final reply (``RunResult``) or with a ``LoopError``. One run is a ``_Run`` (``run``:
-the turn loop and ``finalize``, with its context fitting in ``compaction``); the synchronous
-entry points drive it through ``drivers``.
+model's final reply (``RunResult``) or with a ``LoopError``. One run is a ``RunLoop`` (``_loop``:
+the turn loop and ``finalize``, with its context fitting in ``_compaction``); the synchronous
+entry points drive it through ``_drivers``.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock, SystemClock
 from loopnb.engine._context import ContextBudget
 from loopnb.engine._dispatch import Dispatcher, Hook
-from loopnb.engine._drivers import _END as _END
 from loopnb.engine._drivers import RunSteps, run_sync
-from loopnb.engine._drivers import _anext as _anext
 from loopnb.engine._events import BreakerState, TurnFinished
-from loopnb.engine._loop import _Run
-from loopnb.engine._loop import _verdict as _verdict
+from loopnb.engine._loop import RunLoop
 from loopnb.engine._messages import ToolSpec
 from loopnb.engine._recovery import RecoveryStrategy
 from loopnb.engine._result import RunResult
@@ -31,8 +28,6 @@ from loopnb.engine._state import Observer, RunState
 from loopnb.engine._tools import Tool, ToolRegistry
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._protocol import Model
-
-__all__ = ["DoneCheck", "Engine", "RunSteps"]
 
 DoneCheck = Callable[[str], "bool | str | None"]
 """``done(reply_text)``: ``None``/``True`` accepts, ``False`` or a reason string rejects."""
@@ -199,7 +194,7 @@ class Engine:
 
     def _new_run(
         self, task: str, cancel: CancelToken | None, run_id: str | None, *, always_emit: bool
-    ) -> _Run:
+    ) -> RunLoop:
         if not isinstance(task, str):
             raise TypeError(f"Engine.run: task must be a str, got {type(task).__name__}")
         state = RunState(
@@ -210,7 +205,7 @@ class Engine:
             on_detach=self._detach,
             always_emit=always_emit,
         )
-        return _Run(self, state, task)
+        return RunLoop(self, state, task)
 
     def _detach(self, observer: Observer) -> None:
         if observer in self._observers:

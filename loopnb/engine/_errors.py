@@ -28,29 +28,6 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from loopnb.engine._result import RunResult
 
-__all__ = [
-    "HARD_PRODUCERS",
-    "SOFT_PRODUCERS",
-    "Cancelled",
-    "Channel",
-    "ContextExceeded",
-    "FallbackExhausted",
-    "HardProducer",
-    "LoopDetected",
-    "LoopError",
-    "LoopnbWarning",
-    "ModelAuthError",
-    "ModelContextOverflow",
-    "ModelUnavailable",
-    "Producer",
-    "SoftProducer",
-    "ToolError",
-    "ToolRecoveryExhausted",
-    "UserInputRequired",
-    "channel_of",
-    "exception_text",
-]
-
 Channel = Literal["ok", "soft", "hard"]
 
 SoftProducer = Literal[

@@ -22,27 +22,6 @@ from pydantic import Field, TypeAdapter
 from loopnb.engine._errors import Channel, HardProducer, SoftProducer
 from loopnb.engine._messages import ModelReply, ToolResult
 
-__all__ = [
-    "EVENT_ADAPTER",
-    "EVENT_TYPES",
-    "BreakerState",
-    "BreakerTransitioned",
-    "CompletionRejected",
-    "ContextCompacted",
-    "DetectorFired",
-    "Event",
-    "HardErrorRaised",
-    "ModelFailed",
-    "ModelReplied",
-    "RecoveryDecided",
-    "RunFinished",
-    "RunStarted",
-    "SoftErrorReturned",
-    "ToolDispatched",
-    "TurnFinished",
-    "TurnStarted",
-]
-
 BreakerState = Literal["closed", "open", "half_open"]
 
 _EVENT = {"slots": True, "kw_only": True}

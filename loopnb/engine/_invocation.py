@@ -40,8 +40,6 @@ from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
 from loopnb.engine._tools import Tool, invalid_arguments_text, parse_arguments
 
-__all__ = ["BREAKER_FAILURES", "Invocation", "panic_text"]
-
 BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
 """Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
 

@@ -1,6 +1,6 @@
 """One run of an engine: the turn loop and ``finalize``.
 
-``_Run`` is the async core every entry point drives (see ``drivers`` for the synchronous ones).
+``RunLoop`` is the async core every entry point drives (see ``_drivers`` for the synchronous ones).
 On every hard error ``_finalize`` runs: completed turns commit, the in-flight turn is dropped
 (``ContextExceeded`` discards the scratchpad whole), the run is reported to observers, and the
 error carries the salvaged run.
@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._cancel import INTERRUPTED, wake_task_on_cancel
-from loopnb.engine._compaction import _Compaction
+from loopnb.engine._compaction import Compaction
 from loopnb.engine._errors import (
     ContextExceeded,
     LoopError,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from loopnb.engine._engine import DoneCheck, Engine
 
 
-class _Run(_Compaction):
+class RunLoop(Compaction):
     """One run of an engine: the turn loop and ``finalize``."""
 
     def __init__(self, engine: Engine, state: RunState, task: str) -> None:

@@ -21,18 +21,6 @@ from typing import Any, Literal, overload
 
 from loopnb.engine._errors import SoftProducer
 
-__all__ = [
-    "Message",
-    "ModelReply",
-    "ToolCall",
-    "ToolResult",
-    "ToolSpec",
-    "Transcript",
-    "TranscriptItem",
-    "Usage",
-    "reply_problem",
-]
-
 
 @dataclass(slots=True)
 class ToolCall:

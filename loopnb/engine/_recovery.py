@@ -21,21 +21,6 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from loopnb.engine._errors import SoftProducer, ToolRecoveryExhausted, exception_text
 from loopnb.engine._messages import ToolCall, ToolResult, ToolSpec
 
-__all__ = [
-    "MAX_RECOVERY_ATTEMPTS",
-    "RECOVERABLE",
-    "AnalyseAndCorrect",
-    "AskUser",
-    "Decision",
-    "Fail",
-    "Failure",
-    "RecoveryStrategy",
-    "Retry",
-    "RetryWithBackoff",
-    "Skip",
-    "drive",
-]
-
 MAX_RECOVERY_ATTEMPTS = 5
 """Retries granted after the original call; a 6th retry ends the run hard."""
 

@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
-__all__ = ["RunResult"]
-
 
 @dataclass(frozen=True, slots=True)
 class RunResult:

@@ -15,16 +15,6 @@ from typing import Literal
 from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._tools import parse_arguments
 
-__all__ = [
-    "ConvergenceDetector",
-    "ConvergenceSignal",
-    "ConvergenceWatch",
-    "LoopDetector",
-    "LoopSignal",
-    "LoopWatch",
-    "call_key",
-]
-
 
 def _positive_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):

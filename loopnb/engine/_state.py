@@ -14,8 +14,6 @@ from loopnb.engine._errors import Cancelled, LoopDetected, LoopnbWarning, except
 from loopnb.engine._events import BreakerTransitioned, DetectorFired
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
-__all__ = ["Observer", "RunState"]
-
 Observer = Callable[[Any], None]
 """Any callable taking one event."""
 

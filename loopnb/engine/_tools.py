@@ -13,16 +13,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from loopnb.engine._messages import ToolSpec
 
-__all__ = [
-    "Tool",
-    "ToolRegistry",
-    "invalid_arguments_text",
-    "parse_arguments",
-    "registry_miss_text",
-    "suggest_name",
-    "tool",
-]
-
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

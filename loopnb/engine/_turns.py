@@ -33,8 +33,6 @@ from loopnb.engine._events import (
 )
 from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult
 
-__all__ = ["Turn", "TurnAssembler", "turns_of"]
-
 
 @dataclass(slots=True)
 class Turn:

@@ -16,10 +16,8 @@ from loopnb.engine._errors import LoopError, exception_text
 from loopnb.engine._result import RunResult
 
 if TYPE_CHECKING:
-    from loopnb.engine._engine import RunSteps
+    from loopnb.engine._drivers import RunSteps
     from loopnb.notebook._live import LiveView
-
-__all__ = ["BackgroundRun"]
 
 _PAUSED = frozenset({"Step", "Resume", "Stop"})
 _RUNNING = frozenset({"Pause", "Stop"})

@@ -15,19 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = [
-    "EDGES",
-    "EDGE_INDEX",
-    "NODES",
-    "NODE_INDEX",
-    "WATCH_STOPS",
-    "Edge",
-    "Node",
-    "NodeId",
-    "nodes_on",
-    "path_of",
-]
-
 NodeId = Literal["failed", "adapt", "soft", "model", "next", "watch", "ok", "hard2", "hard", "finalize"]
 
 

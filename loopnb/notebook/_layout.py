@@ -15,27 +15,6 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.notebook._flow import EDGES, NODE_INDEX, NODES
 from loopnb.notebook._state import Gauge
 
-__all__ = [
-    "A_ARROWS",
-    "CHANNEL_COLOR",
-    "CHANNEL_FILL",
-    "EDGE_COLOR",
-    "FIGURE_HEIGHT",
-    "IDLE_BORDER",
-    "TIMELINE",
-    "TIMELINE_HOVER",
-    "T_COUNTS",
-    "T_EDGES",
-    "T_GAUGE",
-    "T_HARD",
-    "T_LIT",
-    "T_OK",
-    "T_SELECTED",
-    "T_SOFT",
-    "base_figure",
-    "segments",
-]
-
 CHANNEL_COLOR = {"ok": "#2e9d4a", "soft": "#e69500", "hard": "#d7263d"}
 CHANNEL_FILL = {"ok": "#dff3e4", "soft": "#fdf0d5", "hard": "#f9dcdf"}
 IDLE_BORDER, _IDLE_FILL, EDGE_COLOR = "#c9ccd1", "#ffffff", "#c9ccd1"

@@ -20,12 +20,12 @@ from typing import Any, Literal, Protocol
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
+from loopnb.notebook._layout import TIMELINE, base_figure
 from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
-from loopnb.notebook._render import TIMELINE, Patch, Timeline, apply_patch, base_figure, figure_patch
-from loopnb.notebook._viewmodel import HANDLED, ViewModel, ViewState
-
-__all__ = ["Controls", "LiveView"]
+from loopnb.notebook._render import Patch, Timeline, apply_patch, figure_patch
+from loopnb.notebook._state import ViewState
+from loopnb.notebook._viewmodel import HANDLED, ViewModel
 
 
 class Controls(Protocol):

@@ -11,20 +11,9 @@ import html
 from collections.abc import Iterable
 
 from loopnb.notebook._flow import EDGES, NODE_INDEX, NODES
-from loopnb.notebook._render import CHANNEL_COLOR, CHANNEL_FILL, CONTROL_PICTURES
-from loopnb.notebook._viewmodel import BreakerView, Gauge, RunView, TurnView, ViewState
-
-__all__ = [
-    "BREAKER_COLOR",
-    "NAME_LIMIT",
-    "board_html",
-    "esc",
-    "gauge_text",
-    "inspector_html",
-    "status_html",
-    "summary_html",
-    "turns_table_html",
-]
+from loopnb.notebook._layout import CHANNEL_COLOR, CHANNEL_FILL
+from loopnb.notebook._render import CONTROL_PICTURES
+from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
 
 BREAKER_COLOR = {
     "closed": CHANNEL_COLOR["ok"],

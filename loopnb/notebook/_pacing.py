@@ -15,8 +15,6 @@ from typing import Any
 
 import anywidget
 
-__all__ = ["Page", "Painter", "check_fps"]
-
 
 class Painter:
     """A thread that calls ``draw`` when poked, at most once per ``interval`` seconds.

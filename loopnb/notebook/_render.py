@@ -20,12 +20,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from loopnb.notebook._flow import EDGES, NODES, nodes_on
-from loopnb.notebook._layout import A_ARROWS as A_ARROWS
 from loopnb.notebook._layout import (
     CHANNEL_COLOR,
-    CHANNEL_FILL,
     EDGE_COLOR,
-    FIGURE_HEIGHT,
     IDLE_BORDER,
     T_COUNTS,
     T_GAUGE,
@@ -36,27 +33,7 @@ from loopnb.notebook._layout import (
     base_figure,
     segments,
 )
-from loopnb.notebook._layout import T_EDGES as T_EDGES
-from loopnb.notebook._layout import T_HARD as T_HARD
-from loopnb.notebook._layout import T_OK as T_OK
-from loopnb.notebook._layout import T_SOFT as T_SOFT
 from loopnb.notebook._state import Gauge, TurnView, ViewState
-
-# ``X as X``: layout names unused here, still importable from here as before layout.py existed
-
-__all__ = [
-    "CHANNEL_COLOR",
-    "CHANNEL_FILL",
-    "CONTROL_PICTURES",
-    "FIGURE_HEIGHT",
-    "HOVER_LIMIT",
-    "Patch",
-    "apply_patch",
-    "base_figure",
-    "figure",
-    "figure_patch",
-    "plain",
-]
 
 HOVER_LIMIT = 500
 """Up to this many turns each timeline mark's hover label names its producer and tools; past it

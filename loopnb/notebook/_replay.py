@@ -15,9 +15,8 @@ from typing import Any
 
 from loopnb.notebook._live import LiveView
 from loopnb.notebook._markup import esc
-from loopnb.notebook._viewmodel import TurnView, ViewModel, ViewState, runs_of
-
-__all__ = ["Frames", "events_of", "replay", "run_events"]
+from loopnb.notebook._state import TurnView, ViewState
+from loopnb.notebook._viewmodel import ViewModel, runs_of
 
 
 def events_of(source: Any) -> list[Any]:

@@ -23,8 +23,6 @@ from loopnb.notebook._render import figure
 from loopnb.notebook._replay import events_of
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
-__all__ = ["exported_events", "report_html", "to_html", "write_html"]
-
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:"
@@ -46,7 +44,7 @@ def exported_events(source: Any) -> list[Any]:
     through the default redactor; a ``Recorder``'s through its own redactor first. An event the
     redactor leaves alone is the very same object.
     """
-    from loopnb.record._jsonl import dump_event, parse_event, redact_line
+    from loopnb.record._lines import dump_event, parse_event, redact_line
     from loopnb.record._redact import DEFAULT_REDACTOR
 
     exported = getattr(source, "exported_events", None)
@@ -110,7 +108,3 @@ def to_html(
     path = Path(path)
     path.write_text(report_html(source, run_id=run_id, title=title), encoding="utf-8")
     return path
-
-
-write_html = to_html
-"""What ``Recording.to_html(path)`` calls."""

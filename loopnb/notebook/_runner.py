@@ -16,14 +16,13 @@ from loopnb.engine._engine import Engine
 from loopnb.engine._errors import LoopError
 from loopnb.engine._result import RunResult
 from loopnb.notebook._background import BackgroundRun
-from loopnb.notebook._live import LiveView, check_fps
+from loopnb.notebook._live import LiveView
+from loopnb.notebook._pacing import check_fps
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from loopnb.record import Recorder, Recording
-
-__all__ = ["BackgroundRun", "NotebookRunner"]
 
 
 def _in_ipython() -> bool:

@@ -17,17 +17,6 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
 from loopnb.notebook._flow import EDGE_INDEX, EDGES, path_of
 
-__all__ = [
-    "BreakerView",
-    "CallView",
-    "Gauge",
-    "ReadView",
-    "RunView",
-    "TurnView",
-    "ViewState",
-    "turn_view",
-]
-
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
 Phase = Literal["waiting", "running", "ok", "hard"]

@@ -29,28 +29,12 @@ from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.notebook._flow import EDGE_INDEX, EDGES, path_of
 from loopnb.notebook._state import (
     BreakerView,
-    CallView,
     Gauge,
-    ReadView,
     RunView,
     TurnView,
     ViewState,
     turn_view,
 )
-
-__all__ = [
-    "HANDLED",
-    "BreakerView",
-    "CallView",
-    "Gauge",
-    "ReadView",
-    "RunView",
-    "TurnView",
-    "ViewModel",
-    "ViewState",
-    "runs_of",
-    "turn_view",
-]
 
 
 @dataclass(slots=True)

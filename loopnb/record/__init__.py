@@ -6,8 +6,6 @@ once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. 
 write by hand.
 """
 
-from __future__ import annotations
-
 from loopnb.record._audit import Audit, audit
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recorder import Listener, Recorder

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-__all__ = ["Audit", "audit"]
-
 _CHANNELS = tuple(["ok", "soft", "hard"])
 # Turn producers that show a safety detector acting, when no events are at hand.
 _DETECTOR_OF = {

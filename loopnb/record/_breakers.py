@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["breaker_table", "breakers_from_events", "breakers_from_turns"]
-
 
 def breakers_from_events(
     events: pd.DataFrame, keys: list[str]

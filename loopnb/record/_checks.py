@@ -13,8 +13,6 @@ from loopnb.record._schema import Table
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["checked", "no_repeated_turns", "of_turns"]
-
 
 def checked(df: Any, table: Table, name: str) -> pd.DataFrame:
     """``df`` conformed to ``table`` (plus its ``source`` column), or an error naming what is wrong."""

@@ -16,14 +16,11 @@ from typing import TextIO
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recorder import Recorder
 
-__all__ = ["audit_command", "write_recordings"]
-
-
 _FRACTIONS = frozenset({"share", "rate"})
 """Columns holding a fraction, printed as a percentage."""
 
 
-def _cell(column: str, value: object) -> str:
+def cell_text(column: str, value: object) -> str:
     """One value as the terminal shows it: fractions as percentages, other floats to two places
     (whole ones without), missing values as ``-``."""
     import pandas as pd
@@ -43,7 +40,7 @@ def _table(df: object) -> str:
     assert isinstance(df, pd.DataFrame)
     if not len(df):
         return "  (none)"
-    shown = pd.DataFrame({c: [_cell(str(c), v) for v in df[c].astype(object)] for c in df.columns})
+    shown = pd.DataFrame({c: [cell_text(str(c), v) for v in df[c].astype(object)] for c in df.columns})
     text = shown.to_string(index=False)
     return "\n".join("  " + line for line in text.splitlines())
 

@@ -14,8 +14,6 @@ from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PRODUCERS", "recovery_episodes", "recovery_per_producer"]
-
 PRODUCERS = (*SOFT_PRODUCERS, *HARD_PRODUCERS)
 """Every producer, soft ones first: the categories (and row order) of the audit's producer columns."""
 _OUTCOMES = tuple(["recovered", "ended_hard", "unfinished"])

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from loopnb.engine._errors import LoopnbWarning
 
-__all__ = ["RecordingError", "RecordingWarning"]
-
 
 class RecordingError(Exception):
     """A recording cannot be read (or written): missing, empty, damaged, or an unknown version.

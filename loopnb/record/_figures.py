@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
     from loopnb.record._audit import Audit
 
-__all__ = ["breakers", "by_producer", "loops", "models", "recovery", "retries"]
-
 COLOURS = {"ok": "#2e7d32", "soft": "#f9a825", "hard": "#c62828"}
 
 

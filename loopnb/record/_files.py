@@ -11,8 +11,6 @@ from typing import BinaryIO
 
 from loopnb.record._errors import RecordingError
 
-__all__ = ["locked", "replacing"]
-
 
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:

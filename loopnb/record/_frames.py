@@ -24,18 +24,6 @@ from loopnb.engine._turns import Turn, turns_of
 from loopnb.record._rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
 from loopnb.record._schema import EVENTS, TURNS, Table
 
-__all__ = [
-    "conform",
-    "event_frame",
-    "event_table",
-    "frame",
-    "pandas_dtypes",
-    "time_column",
-    "turn_frame",
-    "turn_table",
-    "turns_frame",
-]
-
 
 @cache
 def pandas_dtypes(table: Table) -> dict[str, Any]:
@@ -62,7 +50,8 @@ def _category_codes(values: Sequence[Any], dtype: pd.CategoricalDtype) -> np.nda
         raise ValueError(f"{exc.args[0]!r} is not one of {list(dtype.categories)}") from exc
 
 
-def _column(values: list[Any], dtype: Any) -> Any:
+def typed_column(values: list[Any], dtype: Any) -> Any:
+    """``values`` as one column of ``dtype``, built the fastest way pandas allows for that dtype."""
     if isinstance(dtype, pd.CategoricalDtype):
         return pd.Categorical.from_codes(_category_codes(values, dtype), dtype=dtype)
     if isinstance(dtype, pd.DatetimeTZDtype):
@@ -108,7 +97,7 @@ def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: A
         part = np.empty(len(values), dtype=object)
         part[:] = values
         full[index] = part
-    return _column(full.tolist(), dtype)
+    return typed_column(full.tolist(), dtype)
 
 
 _FIRST_SECOND = -62_135_596_800.0  # 0001-01-01T00:00:00Z, the first time a datetime holds
@@ -154,7 +143,7 @@ def turns_frame(turns: Sequence[Turn], discarded: Collection[str] = ()) -> pd.Da
         if name == "dropped" and discarded:
             values = [dropped or t.run_id in discarded for dropped, t in zip(values, turns, strict=True)]
         with _building(name):
-            data[name] = time_column(values) if column.is_time else _column(values, types[name])
+            data[name] = time_column(values) if column.is_time else typed_column(values, types[name])
     return pd.DataFrame(data, index=pd.RangeIndex(len(turns)))
 
 
@@ -191,7 +180,7 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
         with _building(name):
             if name in COMMON_EVENT_COLUMNS:
                 column = list(map(attrgetter(name), events))
-                data[name] = time_column(column) if name == "at" else _column(column, dtype)
+                data[name] = time_column(column) if name == "at" else typed_column(column, dtype)
             else:
                 data[name] = _scattered(n, parts.get(name, []), dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(n))
@@ -213,7 +202,7 @@ def frame(rows: Sequence[dict[str, Any]], table: Table) -> pd.DataFrame:
                 f"row {index} has no {name!r} column (a {table.title} row has all of: {', '.join(types)})"
             ) from None
         with _building(name):
-            data[name] = _column(values, dtype)
+            data[name] = typed_column(values, dtype)
     return pd.DataFrame(data, index=pd.RangeIndex(len(rows)))
 
 

@@ -32,29 +32,12 @@ from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._files import locked, replacing
 from loopnb.record._lines import describe as _describe
 from loopnb.record._lines import (
-    dump_event,
-    dump_event_bytes,
     dump_events,
     parse_event,
     redact_line,
-    redacted_lines,
 )
 from loopnb.record._migrate import from_v1
 from loopnb.record._redact import Redact
-
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "JsonlWriter",
-    "dump_event",
-    "dump_event_bytes",
-    "dump_events",
-    "make_header",
-    "parse_event",
-    "parse_events",
-    "read_jsonl",
-    "redacted_lines",
-]
 
 FORMAT = "loopnb.recording"
 VERSION = 2
@@ -111,13 +94,13 @@ def parse_events(lines: Sequence[bytes] | Sequence[str], version: int = VERSION)
     raises its ``ValidationError`` (or ``ValueError``)."""
     if version == 1:
         return [EVENT_ADAPTER.validate_python(e) for e in from_v1(json.loads(raw) for raw in lines)]
-    return _parse_lines(lines, lambda raw, index: parse_event(raw))
+    return parse_lines(lines, lambda raw, index: parse_event(raw))
 
 
 _SETTLE_AFTER = 100_000
 
 
-def _parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int], Event]) -> list[Event]:
+def parse_lines(lines: Sequence[bytes] | Sequence[str], one: Callable[[Any, int], Event]) -> list[Event]:
     """Events from JSON lines, each validated by the one adapter of events; when a line is not one
     whole event, the lines are parsed again with ``one(line, index)``, which raises the error for
     the first bad line.
@@ -239,7 +222,7 @@ def _parse_body(body: list[bytes], path: Path) -> list[Event]:
             raise RecordingError("empty line inside the recording", path=path, line=index + 2)
         return _parse_line(raw, path, index + 2)
 
-    return _parse_lines(body, one)
+    return parse_lines(body, one)
 
 
 def _without_blank_tail(data: bytes, end: int) -> int:

@@ -17,17 +17,6 @@ from loopnb.engine._events import EVENT_ADAPTER, Event
 from loopnb.record._errors import RecordingError
 from loopnb.record._redact import Redact
 
-__all__ = [
-    "describe",
-    "dump_event",
-    "dump_event_bytes",
-    "dump_events",
-    "parse_event",
-    "redact_line",
-    "redacted_lines",
-]
-
-
 _dump = EVENT_ADAPTER.dump_json
 
 

@@ -16,8 +16,6 @@ from typing import Any
 
 from loopnb.engine._errors import LoopError
 
-__all__ = ["V1_COPIES", "from_v1"]
-
 
 def _v1_breakers(events: list[dict[str, Any]], run_id: object) -> list[str]:
     """The breakers of a version-1 run: named in every turn's end (all of them, closed or not)."""

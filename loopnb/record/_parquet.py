@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
     from loopnb.record._recording import Recording
 
-__all__ = ["read_parquet", "write_frames", "write_parquet"]
-
 _META_KEY = b"loopnb"
 _PREFIX = "event_"
 _ROW_GROUP = 256 * 1024
@@ -161,7 +159,7 @@ def _extension_marks() -> tuple[bytes, ...]:
     return tuple(forms)
 
 
-_EXTENSION_MARKS = _extension_marks()
+EXTENSION_MARKS = _extension_marks()
 
 
 def _refuse_extension_types(path: Path) -> None:
@@ -184,7 +182,7 @@ def _refuse_extension_types(path: Path) -> None:
         raise RecordingError("no such file", path=path) from exc
     except OSError as exc:
         raise RecordingError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    if any(mark in footer for mark in _EXTENSION_MARKS):
+    if any(mark in footer for mark in EXTENSION_MARKS):
         raise RecordingError(
             "not a loopnb recording: its schema uses Arrow extension types, which a recording never "
             "does (and reading them would run code registered for them)",
@@ -392,7 +390,7 @@ def _parse_json(lines: list[str | None], path: Path, version: int) -> list[Event
     """The events of the ``event_json`` column; a bad one is a ``RecordingError`` naming it."""
     from pydantic import ValidationError
 
-    from loopnb.record._jsonl import _parse_lines, parse_events
+    from loopnb.record._jsonl import parse_events, parse_lines
     from loopnb.record._lines import describe, parse_event
 
     def one(raw: str | None, index: int) -> Event:
@@ -411,4 +409,4 @@ def _parse_json(lines: list[str | None], path: Path, version: int) -> list[Event
             return parse_events(lines, 1)  # type: ignore[arg-type]
         except (ValueError, TypeError) as exc:
             raise RecordingError(f"a version-1 event is not valid: {exc}", path=path) from exc
-    return _parse_lines(lines, one)  # type: ignore[arg-type]
+    return parse_lines(lines, one)  # type: ignore[arg-type]

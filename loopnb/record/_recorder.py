@@ -24,14 +24,8 @@ from loopnb.engine._errors import LoopnbWarning
 from loopnb.engine._events import Event, RunFinished, TurnFinished
 from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._jsonl import (
-    JsonlWriter,
-    dump_event,
-    make_header,
-    parse_event,
-    redact_line,
-    write_jsonl,
-)
+from loopnb.record._jsonl import JsonlWriter, make_header, write_jsonl
+from loopnb.record._lines import dump_event, parse_event, redact_line
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
 from loopnb.record._rows import turn_row
 
@@ -39,8 +33,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from loopnb.record._recording import Recording
-
-__all__ = ["Listener", "Recorder"]
 
 Listener = Callable[[Event, "dict[str, Any] | None"], None]
 """Called after the recorder processed an event: ``listener(event, row)``; ``row`` is the turn

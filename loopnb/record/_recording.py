@@ -15,8 +15,6 @@ from loopnb.record._errors import RecordingError, RecordingWarning
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Recording", "load", "load_many", "recording_paths"]
-
 _SUFFIXES = (".jsonl", ".parquet")
 
 
@@ -102,11 +100,9 @@ class Recording:
 
     def to_html(self, path: str | Path) -> Path:
         """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
-        try:
-            from loopnb.notebook._report import write_html  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise NotImplementedError("Recording.to_html needs loopnb.notebook._report.write_html") from exc
-        return write_html(self, Path(path))  # type: ignore[no-any-return]
+        from loopnb.notebook import to_html
+
+        return to_html(self, path)
 
     def __repr__(self) -> str:
         where = f" from {self.meta['path']!r}" if self.meta.get("path") else ""

@@ -29,16 +29,6 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-__all__ = [
-    "DEFAULT_PATTERNS",
-    "DEFAULT_REDACTOR",
-    "DEFAULT_RULES",
-    "REDACTED",
-    "Redact",
-    "Redactor",
-    "Rule",
-]
-
 REDACTED = "[REDACTED]"
 
 Redact = Callable[[str], str]

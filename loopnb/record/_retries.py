@@ -13,8 +13,6 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["retries_from_events", "retries_from_turns"]
-
 """``MAX_RECOVERY_ATTEMPTS``: retries a call may get (attempt 0 plus 5)."""
 
 _DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])

@@ -38,17 +38,6 @@ from loopnb.engine._events import (
 from loopnb.engine._turns import Turn, turns_of
 from loopnb.record._schema import EVENT_COLUMNS, TURNS
 
-__all__ = [
-    "COMMON_EVENT_COLUMNS",
-    "EVENT_LAYOUTS",
-    "discarded_runs",
-    "event_row",
-    "layout_of",
-    "turn_row",
-    "turn_rows",
-    "when",
-]
-
 _utc = UTC
 
 

@@ -40,19 +40,6 @@ from loopnb.engine._errors import Channel, Producer
 from loopnb.engine._events import EVENT_TYPES, BreakerState
 from loopnb.engine._turns import Turn
 
-__all__ = [
-    "EVENTS",
-    "EVENT_COLUMNS",
-    "EVENT_KINDS",
-    "EVENT_SCHEMA",
-    "TURNS",
-    "TURN_COLUMNS",
-    "TURN_SCHEMA",
-    "Column",
-    "DtypeSpec",
-    "Table",
-]
-
 EVENT_KINDS: tuple[str, ...] = tuple(cls.__dataclass_fields__["kind"].default for cls in EVENT_TYPES)
 """Every event kind, in the union's order."""
 

@@ -13,8 +13,6 @@ from loopnb.engine.models._fallible import FallibleModel
 from loopnb.scenarios._scenario import Build, Scenario
 from loopnb.scenarios._workspace import FILES, make_list_dir, make_read_file
 
-__all__ = ["CHANNEL_SCENARIOS"]
-
 _MAIN = ToolCall("read_file", {"path": "src/main.rs"})
 
 

@@ -16,8 +16,6 @@ from loopnb.engine.models._scripted import ScriptedModel
 from loopnb.scenarios._scenario import Build, Scenario
 from loopnb.scenarios._workspace import FILES, make_read_file
 
-__all__ = ["SAFETY_SCENARIOS", "RetryForever"]
-
 
 def _stubborn_loop(b: Build) -> dict[str, Any]:
     plan = [ToolCall("read_file", {"path": "config.yaml"})]

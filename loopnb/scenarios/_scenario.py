@@ -24,8 +24,6 @@ from loopnb.engine._result import RunResult
 from loopnb.engine._state import Observer
 from loopnb.engine._turns import Turn, turns_of
 
-__all__ = ["Build", "Ending", "Outcome", "Scenario"]
-
 Ending = Literal["ok"] | HardProducer
 """How a run ends: ``"ok"`` (a final reply) or the producer of the hard error that ended it."""
 

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from loopnb.engine._errors import ToolError
 from loopnb.engine._tools import Tool, tool
 
-__all__ = ["FILES", "make_list_dir", "make_read_file"]
-
 FILES: Mapping[str, str] = {
     "src/main.rs": "fn main() {}",
     "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }",

@@ -33,7 +33,7 @@ from loopnb import (
     tool,
 )
 from loopnb.engine._cancel import INTERRUPTED
-from loopnb.engine.models._openai import OpenAIChatModel
+from loopnb.engine.models import OpenAIChatModel
 
 from .conftest import read_file
 

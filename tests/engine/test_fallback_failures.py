@@ -24,7 +24,7 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.engine._messages import ModelReply
+from loopnb.engine import ModelReply
 from loopnb.engine.models._fallback import classify
 
 

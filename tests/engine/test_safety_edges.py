@@ -25,7 +25,7 @@ from loopnb import (
     ToolResult,
     tool,
 )
-from loopnb.engine._recovery import Failure
+from loopnb.engine import Failure
 from loopnb.engine._safety import call_key
 
 from .conftest import Events

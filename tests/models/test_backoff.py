@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from loopnb import Engine, FakeClock, FallbackChain, FallbackExhausted, ModelUnavailable
-from loopnb.engine.models._anthropic import AnthropicModel
-from loopnb.engine.models._openai import OpenAIChatModel
+from loopnb.engine.models import AnthropicModel, OpenAIChatModel
 from loopnb.engine.models._remote import retry_after_seconds
 from tests.models.fakeserver import Action, Fail, FakeServer, Received, Reply
 

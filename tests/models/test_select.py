@@ -7,10 +7,8 @@ import types
 
 import pytest
 
-from loopnb.engine.models._anthropic import AnthropicModel
-from loopnb.engine.models._openai import OpenAIChatModel
-from loopnb.engine.models._remote import ModelConfigError
-from loopnb.engine.models._select import LOCAL_SERVERS, from_env, model_from_spec
+from loopnb.engine.models import AnthropicModel, ModelConfigError, OpenAIChatModel, from_env, model_from_spec
+from loopnb.engine.models._select import LOCAL_SERVERS
 
 
 class StubFallible:
@@ -128,7 +126,7 @@ def test_without_the_embedded_model_the_error_says_what_to_set(
 
 
 def test_the_embedded_default_is_the_real_fallible_model() -> None:
-    from loopnb.engine.models._fallible import FallibleModel
+    from loopnb.engine.models import FallibleModel
 
     assert isinstance(from_env(), FallibleModel)
     assert isinstance(model_from_spec("fallible"), FallibleModel)

@@ -31,11 +31,9 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.notebook._live import LiveView
+from loopnb.notebook import LiveView, replay, report_html
 from loopnb.notebook._markup import NAME_LIMIT, summary_html
 from loopnb.notebook._render import CONTROL_PICTURES, plain
-from loopnb.notebook._replay import replay
-from loopnb.notebook._report import report_html
 from loopnb.record import Recorder, load
 from tests.notebook.conftest import Events, run_events
 

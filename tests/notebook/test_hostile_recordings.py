@@ -24,11 +24,9 @@ from loopnb import (
     ToolError,
     tool,
 )
+from loopnb.notebook import ViewModel, replay, report_html
+from loopnb.notebook._layout import T_OK
 from loopnb.notebook._markup import summary_html
-from loopnb.notebook._render import T_OK
-from loopnb.notebook._replay import replay
-from loopnb.notebook._report import report_html
-from loopnb.notebook._viewmodel import ViewModel
 from loopnb.record import Recorder, load
 from tests.notebook.conftest import Events
 

@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from loopnb.record import Recorder, RecordingError, RecordingWarning, load
-from loopnb.record._jsonl import VERSION, dump_event
+from loopnb.record._jsonl import VERSION
+from loopnb.record._lines import dump_event
 
 from .conftest import typo_run
 

@@ -22,7 +22,7 @@ from loopnb import (
     scenarios,
     tool,
 )
-from loopnb.engine._turns import turns_of
+from loopnb.engine import turns_of
 from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
 from loopnb.record._frames import event_frame, event_table, time_column, turn_frame, turn_table
 from loopnb.record._rows import EVENT_LAYOUTS, when
@@ -226,8 +226,8 @@ def test_a_subclass_of_an_event_has_its_base_row():
 
 
 def test_text_columns_take_other_values_as_pandas_does():
-    from loopnb.record._frames import _column, pandas_dtypes
-    from loopnb.record._schema import TURNS
+    from loopnb.record import TURNS
+    from loopnb.record._frames import pandas_dtypes, typed_column
 
     def outcome(make):  # the array, or the error pandas raised making it
         try:
@@ -237,7 +237,7 @@ def test_text_columns_take_other_values_as_pandas_does():
 
     dtype = pandas_dtypes(TURNS)["tools"]
     for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
-        ours = outcome(lambda values=values: _column(list(values), dtype))
+        ours = outcome(lambda values=values: typed_column(list(values), dtype))
         theirs = outcome(lambda values=values: pd.array(values, dtype=dtype))
         if isinstance(theirs, Exception):  # pandas 2.2 cannot make text of a bytearray; 3 can
             assert (type(ours), str(ours)) == (type(theirs), str(theirs)), values

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.engine._recovery import Retry, Skip
+from loopnb.engine import Retry, Skip
 from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Recorder, load, load_many
 from loopnb.record._frames import event_frame, turn_frame
 

@@ -14,8 +14,7 @@ from loopnb import (
     ToolCall,
     tool,
 )
-from loopnb.engine._errors import LoopnbWarning
-from loopnb.engine._turns import turns_of
+from loopnb.engine import LoopnbWarning, turns_of
 from loopnb.record import Recorder, load, turn_row
 from loopnb.record._frames import turn_frame
 

@@ -12,9 +12,9 @@ import pytest
 from pydantic import TypeAdapter
 
 from loopnb import ConvergenceDetector, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
+from loopnb.engine import turns_of
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine._events import Event
-from loopnb.engine._turns import turns_of
 from loopnb.record import (
     EVENT_SCHEMA,
     EVENTS,

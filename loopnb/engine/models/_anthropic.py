@@ -41,8 +41,6 @@ from loopnb.engine.models._remote import (
     unique_ids,
 )
 
-__all__ = ["AnthropicModel", "to_anthropic_request", "to_anthropic_tools"]
-
 ENV_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
 _ROOT = ", and that base_url is the server root: the client adds /v1/messages"

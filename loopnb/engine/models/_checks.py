@@ -13,14 +13,6 @@ from loopnb.engine._messages import ToolCall
 from loopnb.engine.models import _mistakes as slips
 from loopnb.engine.models._mistakes import Mistake
 
-__all__ = [
-    "checked_mistakes",
-    "checked_name",
-    "checked_plan",
-    "checked_probability",
-    "checked_seed",
-]
-
 
 def checked_plan(plan: object) -> list[ToolCall]:
     if isinstance(plan, ToolCall | str | bytes) or not isinstance(plan, Iterable):

@@ -17,8 +17,6 @@ from loopnb.engine._messages import ToolCall, ToolSpec
 from loopnb.engine.models import _mistakes as slips
 from loopnb.engine.models._tokens import PATH_TOKEN, quoted
 
-__all__ = ["fix"]
-
 _CLOSE_ENOUGH = 0.6  # difflib's own default cutoff for a close match
 
 _NOT_AVAILABLE = re.compile(r"tool '(?P<name>[^']*)' is not available")

@@ -48,8 +48,6 @@ from loopnb.engine._state import RunState
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._scripted import distinct_ids, with_call_ids
 
-__all__ = ["FallbackChain", "classify"]
-
 Severity = Literal["fatal", "transient"]
 
 _RETRYABLE_4XX = frozenset({408, 409, 425, 429})

@@ -59,8 +59,6 @@ from loopnb.engine.models._corrections import fix
 from loopnb.engine.models._mistakes import Mistake
 from loopnb.engine.models._plans import derive_plan
 
-__all__ = ["FallibleModel"]
-
 Answer = str | Callable[[list[str]], str]
 """A final reply: a fixed text, or a function of the tool outputs the model read (in order)."""
 

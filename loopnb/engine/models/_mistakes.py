@@ -20,19 +20,6 @@ from typing import Any, Literal
 
 from loopnb.engine._messages import ToolCall, ToolSpec
 
-__all__ = [
-    "MISTAKES",
-    "Mistake",
-    "coerce",
-    "fit_arguments",
-    "hallucinate",
-    "json_type",
-    "misshape",
-    "mistype",
-    "required_fields",
-    "schema_properties",
-]
-
 Mistake = Literal["typo", "shape", "hallucinate"]
 MISTAKES: tuple[Mistake, ...] = ("typo", "shape", "hallucinate")
 

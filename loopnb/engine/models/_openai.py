@@ -40,16 +40,6 @@ from loopnb.engine.models._remote import (
     unique_ids,
 )
 
-__all__ = [
-    "ERROR_PREFIX",
-    "NOTE_PREFIX",
-    "OpenAIChatModel",
-    "parse_arguments",
-    "to_openai_messages",
-    "to_openai_tools",
-    "wire_arguments",
-]
-
 ERROR_PREFIX = "ERROR: "
 """Starts the content of a tool message that carries a soft error (``is_error=True``)."""
 

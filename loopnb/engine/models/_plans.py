@@ -12,8 +12,6 @@ from loopnb.engine._messages import ToolCall, ToolSpec
 from loopnb.engine.models import _mistakes as slips
 from loopnb.engine.models._tokens import PATH_TOKEN, quoted
 
-__all__ = ["derive_plan"]
-
 _MAX_PLAN = 3
 
 

@@ -7,8 +7,6 @@ from typing import Protocol, runtime_checkable
 
 from loopnb.engine._messages import ModelReply, ToolSpec, Transcript
 
-__all__ = ["Model"]
-
 
 @runtime_checkable
 class Model(Protocol):

@@ -35,34 +35,6 @@ from urllib.parse import urlsplit
 from loopnb.engine._errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
 from loopnb.engine._messages import ToolCall
 
-__all__ = [
-    "NOTE_PREFIX",
-    "NO_KEY",
-    "ModelConfigError",
-    "PerLoop",
-    "check_base_url",
-    "check_model",
-    "check_timeout",
-    "deadline",
-    "default_name",
-    "describe_exception",
-    "error_detail",
-    "failure_from_exception",
-    "failure_from_status",
-    "field",
-    "import_client",
-    "read_reply",
-    "redact",
-    "request_options",
-    "resolve_key",
-    "retry_after_seconds",
-    "sent",
-    "server_label",
-    "snippet",
-    "token_count",
-    "unique_ids",
-]
-
 NOTE_PREFIX = "Note: "
 """Starts the text that carries a recovery note beside a tool result, apart from its content."""
 

@@ -11,8 +11,6 @@ from typing import TypeAlias
 from loopnb.engine._errors import ModelUnavailable
 from loopnb.engine._messages import ModelReply, ToolCall, ToolSpec, Transcript
 
-__all__ = ["FunctionModel", "ScriptedModel", "Step", "as_reply", "distinct_ids", "with_call_ids"]
-
 Step: TypeAlias = ToolCall | list[ToolCall] | tuple[ToolCall, ...] | str | ModelReply | BaseException
 """One scripted turn: a call, several calls, a final text, a whole reply, or an error to raise."""
 

@@ -20,16 +20,6 @@ from typing import Any
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._remote import ModelConfigError
 
-__all__ = [
-    "DEFAULT_MODELS",
-    "ENV_BASE_URL",
-    "ENV_MODEL",
-    "LOCAL_SERVERS",
-    "embedded_default",
-    "from_env",
-    "model_from_spec",
-]
-
 ENV_MODEL = "LOOPNB_MODEL"
 ENV_BASE_URL = "LOOPNB_BASE_URL"
 

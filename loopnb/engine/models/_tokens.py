@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PATH_TOKEN", "quoted"]
-
 PATH_TOKEN = re.compile(r"(?<![\w/.])(?:[\w.-]*/[\w./-]*\w|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5})(?!\w)")
 """A path-like token: one with a slash (``src/main.rs``) or a file name with an extension (``README.md``)."""
 
