@@ -293,7 +293,7 @@ def bench_frames_and_files(events_by_size: dict[int, list], repeats: int, tmp: P
 
 def bench_million(source: Path, repeats: int, tmp: Path, factor: int) -> None:
     """Load ``factor`` times the largest recording's turns from one Parquet file."""
-    from loopnb.record.parquet import write_frames
+    from loopnb.record._parquet import write_frames
 
     rec = load(source)
     turns, events = rec.turns, rec.events
@@ -326,7 +326,7 @@ def bench_million(source: Path, repeats: int, tmp: Path, factor: int) -> None:
 
 
 def _json_lines(rec) -> list[str]:
-    from loopnb.record.jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     return [dump_event(e) for e in rec.event_objects]
 

@@ -8,10 +8,7 @@ The engine's names are imported here directly (they need only pydantic). The rec
 notebook layers load on first use, so ``import loopnb`` never pulls in pandas, ipywidgets or plotly.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
 
 from loopnb.engine import *  # noqa: F403  (the engine's public names are loopnb's)
 from loopnb.engine import __all__ as _engine_all
@@ -36,14 +33,17 @@ _LAZY = {
     "replay": "loopnb.notebook",
 }
 
-__all__ = sorted([*_engine_all, *_LAZY, "__version__"])
+# In the order ruff keeps a literal ``__all__`` (RUF022): constants, then classes, then the rest.
+__all__ = sorted(
+    [*_engine_all, *_LAZY, "__version__"], key=lambda n: (not n.isupper(), not n[0].isupper(), n)
+)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'loopnb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 

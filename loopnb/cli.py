@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import loopnb
 from loopnb import scenarios
-from loopnb.engine.messages import Message, ToolResult
-from loopnb.engine.models.remote import ModelConfigError
-from loopnb.engine.turns import Turn
+from loopnb.engine import Message, ToolResult, Turn
+from loopnb.engine.models import ModelConfigError, from_env
 from loopnb.scenarios import Outcome, Scenario
 
 if TYPE_CHECKING:
@@ -238,8 +237,6 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     if args.model is not None and not args.model.strip():
         raise _UsageError("--model needs a model spec, e.g. openai:gpt-4o-mini or ollama:llama3.1")
-    from loopnb.engine.models.select import from_env
-
     try:
         return {"model": from_env(args.model, base_url=args.base_url)}
     except (ModelConfigError, ImportError) as exc:
@@ -284,8 +281,8 @@ def _recorders(
 
 def _check_replaceable(path: Path) -> None:
     """Raise ``_UsageError`` unless ``path`` is absent, empty or a loopnb recording."""
-    from loopnb.record.errors import RecordingError
-    from loopnb.record.jsonl import check_header
+    from loopnb.record import RecordingError
+    from loopnb.record._jsonl import check_header
 
     if not path.exists():
         return
@@ -305,7 +302,7 @@ def _check_replaceable(path: Path) -> None:
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb.record.cli import audit_command
+        from loopnb.record._cli import audit_command
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -318,7 +315,7 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
     pandas dtype)."""
     import json
 
-    from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA
+    from loopnb.record import EVENT_SCHEMA, TURN_SCHEMA
 
     out.write(json.dumps(TURN_SCHEMA if args.table == "turns" else EVENT_SCHEMA, indent=2) + "\n")
     return 0

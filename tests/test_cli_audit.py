@@ -92,7 +92,7 @@ def test_audit_of_only_damaged_recordings_prints_no_audit(
 def test_schema_prints_the_frames_json_schema(
     capsys: pytest.CaptureFixture[str], table: str, column: str
 ) -> None:
-    from loopnb.record.schema import EVENT_SCHEMA, TURN_SCHEMA
+    from loopnb.record import EVENT_SCHEMA, TURN_SCHEMA
 
     code, out, err = run(capsys, "schema", table)
     assert (code, err) == (0, "")
@@ -102,6 +102,6 @@ def test_schema_prints_the_frames_json_schema(
 
 
 def test_schema_prints_the_turns_by_default(capsys: pytest.CaptureFixture[str]) -> None:
-    from loopnb.record.schema import TURN_SCHEMA
+    from loopnb.record import TURN_SCHEMA
 
     assert json.loads(run(capsys, "schema")[1]) == TURN_SCHEMA

@@ -3,12 +3,14 @@
 Imports only the standard library and pydantic; nothing from the notebook layer.
 """
 
-from loopnb.engine.breakers import CircuitBreaker
-from loopnb.engine.cancel import CancelToken
-from loopnb.engine.clock import Clock, FakeClock, SystemClock
-from loopnb.engine.context import ContextBudget
-from loopnb.engine.dispatch import HookContext
-from loopnb.engine.errors import (
+from loopnb.engine._breakers import CircuitBreaker
+from loopnb.engine._cancel import CancelToken
+from loopnb.engine._clock import Clock, FakeClock, SystemClock
+from loopnb.engine._context import ContextBudget
+from loopnb.engine._dispatch import HookContext
+from loopnb.engine._drivers import RunSteps
+from loopnb.engine._engine import Engine
+from loopnb.engine._errors import (
     Cancelled,
     ContextExceeded,
     FallbackExhausted,
@@ -22,16 +24,9 @@ from loopnb.engine.errors import (
     ToolRecoveryExhausted,
     UserInputRequired,
 )
-from loopnb.engine.events import EVENT_ADAPTER
-from loopnb.engine.loop import Engine, RunSteps
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Usage
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.base import Model
-from loopnb.engine.models.fallback import FallbackChain
-from loopnb.engine.models.fallible import FallibleModel
-from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.scripted import FunctionModel, ScriptedModel
-from loopnb.engine.recovery import (
+from loopnb.engine._events import EVENT_ADAPTER
+from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Usage
+from loopnb.engine._recovery import (
     MAX_RECOVERY_ATTEMPTS,
     AnalyseAndCorrect,
     AskUser,
@@ -42,10 +37,19 @@ from loopnb.engine.recovery import (
     RetryWithBackoff,
     Skip,
 )
-from loopnb.engine.result import RunResult
-from loopnb.engine.safety import ConvergenceDetector, LoopDetector
-from loopnb.engine.tools import Tool, ToolRegistry, tool
-from loopnb.engine.turns import Turn, turns_of
+from loopnb.engine._result import RunResult
+from loopnb.engine._safety import ConvergenceDetector, LoopDetector
+from loopnb.engine._tools import Tool, ToolRegistry, tool
+from loopnb.engine._turns import Turn, turns_of
+from loopnb.engine.models import (
+    AnthropicModel,
+    FallbackChain,
+    FallibleModel,
+    FunctionModel,
+    Model,
+    OpenAIChatModel,
+    ScriptedModel,
+)
 
 __all__ = [
     "EVENT_ADAPTER",

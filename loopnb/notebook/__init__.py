@@ -6,13 +6,13 @@ recorded run; ``to_html(recording, path)`` writes one offline HTML file. The vie
 only: ``ViewModel`` is the pure fold behind every pane.
 """
 
-from __future__ import annotations
-
-from loopnb.notebook.live import LiveView
-from loopnb.notebook.replay import Frames, replay
-from loopnb.notebook.report import report_html, to_html
-from loopnb.notebook.runner import BackgroundRun, NotebookRunner
-from loopnb.notebook.viewmodel import ViewModel, ViewState
+from loopnb.notebook._background import BackgroundRun
+from loopnb.notebook._live import LiveView
+from loopnb.notebook._replay import Frames, replay
+from loopnb.notebook._report import report_html, to_html
+from loopnb.notebook._runner import NotebookRunner
+from loopnb.notebook._state import ViewState
+from loopnb.notebook._viewmodel import ViewModel
 
 __all__ = [
     "BackgroundRun",

@@ -6,15 +6,13 @@ once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. 
 write by hand.
 """
 
-from __future__ import annotations
-
-from loopnb.record.audit import Audit, audit
-from loopnb.record.errors import RecordingError, RecordingWarning
-from loopnb.record.recorder import Listener, Recorder
-from loopnb.record.recording import Recording, load, load_many
-from loopnb.record.redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
-from loopnb.record.rows import event_row, turn_row, turn_rows
-from loopnb.record.schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
+from loopnb.record._audit import Audit, audit
+from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record._recorder import Listener, Recorder
+from loopnb.record._recording import Recording, load, load_many
+from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
+from loopnb.record._rows import event_row, turn_row, turn_rows
+from loopnb.record._schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
 
 __all__ = [
     "DEFAULT_PATTERNS",

@@ -7,35 +7,23 @@
 
 ``outcome.run`` is the ``RunResult`` (or the salvaged run of a hard ending), ``outcome.error``
 the ``LoopError`` (``None`` when ok), ``outcome.events`` every event. ``scenario.engine()`` gives
-the engine itself, e.g. to attach a recorder or a live view.
+the engine itself, e.g. to attach a recorder or a live view. ``FILES``, ``make_read_file()`` and
+``make_list_dir()`` are the scenarios' small workspace, for building runs of your own on it.
 """
 
-from __future__ import annotations
+from loopnb.scenarios._catalog import SCENARIOS, get, names
+from loopnb.scenarios._scenario import Build, Ending, Outcome, Scenario
+from loopnb.scenarios._workspace import FILES, make_list_dir, make_read_file
 
-import difflib
-
-from loopnb.scenarios.base import Build, Ending, Outcome, Scenario
-from loopnb.scenarios.channels import CHANNEL_SCENARIOS
-from loopnb.scenarios.safety import SAFETY_SCENARIOS
-
-__all__ = ["SCENARIOS", "Build", "Ending", "Outcome", "Scenario", "get", "names"]
-
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (*CHANNEL_SCENARIOS, *SAFETY_SCENARIOS)}
-"""Every built-in scenario by name, in teaching order."""
-
-
-def names() -> list[str]:
-    """The built-in scenarios' names, in teaching order."""
-    return list(SCENARIOS)
-
-
-def get(name: str) -> Scenario:
-    """The scenario called ``name``; an unknown name raises ``KeyError`` listing the known ones."""
-    try:
-        return SCENARIOS[name]
-    except (KeyError, TypeError):  # TypeError: an unhashable name
-        close = difflib.get_close_matches(str(name).strip().lower(), SCENARIOS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise KeyError(
-            f"no scenario named {name!r}; the scenarios are: {', '.join(SCENARIOS)}.{hint}"
-        ) from None
+__all__ = [
+    "FILES",
+    "SCENARIOS",
+    "Build",
+    "Ending",
+    "Outcome",
+    "Scenario",
+    "get",
+    "make_list_dir",
+    "make_read_file",
+    "names",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopnb import ToolError, tool
-from loopnb.engine.turns import turns_of
+from loopnb.engine import turns_of
 
 
 @tool

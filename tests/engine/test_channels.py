@@ -343,7 +343,8 @@ def test_a_failing_tool_never_ends_the_run():
 
 def test_the_engine_decides_every_channel_through_channel_of(monkeypatch):
     """The one decision function is the one the engine calls, for soft, ok and hard turns alike."""
-    from loopnb.engine import errors, run
+    from loopnb.engine import _errors as errors
+    from loopnb.engine import _loop as run
 
     asked: list[str | None] = []
 

@@ -24,8 +24,8 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.engine.messages import ModelReply
-from loopnb.engine.models.fallback import classify
+from loopnb.engine import ModelReply
+from loopnb.engine.models._fallback import classify
 
 
 class Failing:

@@ -29,7 +29,7 @@ from loopnb import (
     UserInputRequired,
     tool,
 )
-from loopnb.engine.errors import HARD_PRODUCERS, channel_of
+from loopnb.engine._errors import HARD_PRODUCERS, channel_of
 
 from .conftest import Events, read_file
 

@@ -17,7 +17,6 @@ import warnings
 
 import pytest
 
-import loopnb
 from loopnb import (
     EVENT_ADAPTER,
     Cancelled,
@@ -31,8 +30,8 @@ from loopnb import (
     ToolCall,
     tool,
 )
-from loopnb.engine.messages import ModelReply
-from loopnb.engine.models.scripted import with_call_ids
+from loopnb.engine import ModelReply
+from loopnb.engine.models._scripted import with_call_ids
 
 from .conftest import Events, read_file
 
@@ -419,15 +418,7 @@ def test_a_function_model_returning_nonsense_is_a_model_failure():
         Engine(FunctionModel(lambda m, t: 42), clock=FakeClock()).run("t")
 
 
-# -- the public API and the layering -------------------------------------------------------
-
-
-def test_all_is_sorted_unique_and_importable():
-    names = loopnb.__all__
-    assert names == sorted(names)
-    assert len(names) == len(set(names))
-    for name in names:
-        assert hasattr(loopnb, name), name
+# -- the layering (the public API: tests/test_public_api.py) -------------------------------------------
 
 
 def test_the_engine_never_imports_the_notebook_stack():

@@ -398,7 +398,7 @@ def test_thresholds_are_configurable():
 def test_arguments_are_compared_canonically():
     a = ToolCall("read_file", {"path": "x", "extra": 1})
     b = ToolCall("read_file", {"extra": 1, "path": "x"})
-    from loopnb.engine.safety import call_key
+    from loopnb.engine._safety import call_key
 
     assert call_key(a) == call_key(b)
 

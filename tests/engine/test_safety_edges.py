@@ -25,8 +25,8 @@ from loopnb import (
     ToolResult,
     tool,
 )
-from loopnb.engine.recovery import Failure
-from loopnb.engine.safety import call_key
+from loopnb.engine import Failure
+from loopnb.engine._safety import call_key
 
 from .conftest import Events
 

@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, Transcript, Usage
-from loopnb.engine.models.anthropic import AnthropicModel, to_anthropic_request
-from loopnb.engine.models.remote import NO_KEY, ModelConfigError
+from loopnb.engine import Message, ModelReply, ToolCall, ToolResult, Usage
+from loopnb.engine._messages import Transcript
+from loopnb.engine.models import AnthropicModel, ModelConfigError, to_anthropic_request
+from loopnb.engine.models._remote import NO_KEY
 from tests.models.fakeserver import FakeServer, Reply
 from tests.models.transcripts import READ_FILE, after_mistyped_path, start
 

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from loopnb import Engine, FakeClock, FallbackChain, FallbackExhausted, ModelUnavailable
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.remote import retry_after_seconds
+from loopnb.engine.models import AnthropicModel, OpenAIChatModel
+from loopnb.engine.models._remote import retry_after_seconds
 from tests.models.fakeserver import Action, Fail, FakeServer, Received, Reply
 
 KEY = "sk-backoff-secret-5151515151"

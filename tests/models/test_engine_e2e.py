@@ -25,8 +25,7 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.openai import OpenAIChatModel
+from loopnb.engine.models import AnthropicModel, OpenAIChatModel
 from tests.models.fakeserver import Action, Drop, Fail, FakeServer, Received, Reply
 
 KEY = "sk-e2e-secret-77777777"

@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
-from loopnb.engine.errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
-from loopnb.engine.messages import Transcript
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.remote import ModelConfigError, failure_from_status
+from loopnb.engine import ModelAuthError, ModelContextOverflow, ModelUnavailable
+from loopnb.engine._messages import Transcript
+from loopnb.engine.models import AnthropicModel, ModelConfigError, OpenAIChatModel
+from loopnb.engine.models._remote import failure_from_status
 from tests.models.fakeserver import Action, Cut, Drop, Fail, FakeServer, Raw, Reply, Stall, Trickle
 from tests.models.transcripts import READ_FILE, start
 

@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, Transcript, Usage
-from loopnb.engine.models.openai import ERROR_PREFIX, OpenAIChatModel, parse_arguments
-from loopnb.engine.models.remote import NO_KEY, ModelConfigError
+from loopnb.engine import Message, ModelReply, ToolCall, ToolResult, Usage
+from loopnb.engine._messages import Transcript
+from loopnb.engine.models import ModelConfigError, OpenAIChatModel
+from loopnb.engine.models._openai import ERROR_PREFIX, parse_arguments
+from loopnb.engine.models._remote import NO_KEY
 from tests.models.fakeserver import FakeServer, Reply
 from tests.models.transcripts import READ_FILE, after_mistyped_path, start
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from loopnb import ContextBudget, ContextExceeded, Engine, FakeClock, ToolError, tool
-from loopnb.engine.models.openai import OpenAIChatModel
+from loopnb.engine.models import OpenAIChatModel
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 TASK = "What does src/main.rs do?"

@@ -8,9 +8,9 @@ import types
 import pytest
 
 from loopnb import Engine, ScriptedModel
-from loopnb.engine.models.remote import (
+from loopnb.engine.models import ModelConfigError
+from loopnb.engine.models._remote import (
     NO_KEY,
-    ModelConfigError,
     PerLoop,
     describe_exception,
     error_detail,

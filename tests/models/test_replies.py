@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from loopnb import Engine, FakeClock, FallbackExhausted, ToolError, tool
-from loopnb.engine.errors import ModelUnavailable
-from loopnb.engine.messages import ModelReply, Transcript, Usage
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.openai import OpenAIChatModel
+from loopnb.engine import ModelReply, ModelUnavailable, Usage
+from loopnb.engine._messages import Transcript
+from loopnb.engine.models import AnthropicModel, OpenAIChatModel
 from tests.models.fakeserver import FakeServer, Raw, Reply
 from tests.models.transcripts import READ_FILE, TASK, start
 

@@ -7,10 +7,8 @@ import types
 
 import pytest
 
-from loopnb.engine.models.anthropic import AnthropicModel
-from loopnb.engine.models.openai import OpenAIChatModel
-from loopnb.engine.models.remote import ModelConfigError
-from loopnb.engine.models.select import LOCAL_SERVERS, from_env, model_from_spec
+from loopnb.engine.models import AnthropicModel, ModelConfigError, OpenAIChatModel, from_env, model_from_spec
+from loopnb.engine.models._select import LOCAL_SERVERS
 
 
 class StubFallible:
@@ -20,9 +18,9 @@ class StubFallible:
 @pytest.fixture
 def stub_fallible(monkeypatch: pytest.MonkeyPatch) -> type[StubFallible]:
     """Stands in for the embedded FallibleModel so these tests do not depend on it."""
-    module = types.ModuleType("loopnb.engine.models.fallible")
+    module = types.ModuleType("loopnb.engine.models._fallible")
     module.FallibleModel = StubFallible  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "loopnb.engine.models.fallible", module)
+    monkeypatch.setitem(sys.modules, "loopnb.engine.models._fallible", module)
     return StubFallible
 
 
@@ -122,13 +120,13 @@ def test_a_real_spec_without_its_key_names_the_variable(monkeypatch: pytest.Monk
 def test_without_the_embedded_model_the_error_says_what_to_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "loopnb.engine.models.fallible", None)
+    monkeypatch.setitem(sys.modules, "loopnb.engine.models._fallible", None)
     with pytest.raises(ModelConfigError, match="set LOOPNB_MODEL"):
         from_env()
 
 
 def test_the_embedded_default_is_the_real_fallible_model() -> None:
-    from loopnb.engine.models.fallible import FallibleModel
+    from loopnb.engine.models import FallibleModel
 
     assert isinstance(from_env(), FallibleModel)
     assert isinstance(model_from_spec("fallible"), FallibleModel)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
+from loopnb.engine import Message, ModelReply, ToolCall, ToolResult, ToolSpec
+from loopnb.engine._messages import Transcript
 
 READ_FILE = ToolSpec(
     name="read_file",

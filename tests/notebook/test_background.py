@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from loopnb import Cancelled, CancelToken
-from loopnb.notebook.background import BackgroundRun
-from loopnb.notebook.live import LiveView
+from loopnb.notebook import BackgroundRun, LiveView
 
 WAIT = 10.0  # seconds; only reached when a test fails
 

@@ -31,11 +31,9 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.notebook.live import LiveView
-from loopnb.notebook.markup import NAME_LIMIT, summary_html
-from loopnb.notebook.render import CONTROL_PICTURES, plain
-from loopnb.notebook.replay import replay
-from loopnb.notebook.report import report_html
+from loopnb.notebook import LiveView, replay, report_html
+from loopnb.notebook._markup import NAME_LIMIT, summary_html
+from loopnb.notebook._render import CONTROL_PICTURES, plain
 from loopnb.record import Recorder, load
 from tests.notebook.conftest import Events, run_events
 

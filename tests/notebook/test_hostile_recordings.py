@@ -24,11 +24,9 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.notebook.markup import summary_html
-from loopnb.notebook.render import T_OK
-from loopnb.notebook.replay import replay
-from loopnb.notebook.report import report_html
-from loopnb.notebook.viewmodel import ViewModel
+from loopnb.notebook import ViewModel, replay, report_html
+from loopnb.notebook._layout import T_OK
+from loopnb.notebook._markup import summary_html
 from loopnb.record import Recorder, load
 from tests.notebook.conftest import Events
 

@@ -10,11 +10,11 @@ import time
 import pytest
 
 from loopnb import Cancelled, CancelToken
-from loopnb.notebook.live import LiveView
-from loopnb.notebook.markup import BREAKER_COLOR, board_html, inspector_html
-from loopnb.notebook.render import T_GAUGE, T_HARD, T_LIT, T_OK, T_SELECTED, T_SOFT, figure_patch
-from loopnb.notebook.replay import Frames, replay
-from loopnb.notebook.viewmodel import BreakerView, ViewModel, ViewState
+from loopnb.notebook import Frames, LiveView, ViewModel, ViewState, replay
+from loopnb.notebook._layout import T_GAUGE, T_HARD, T_LIT, T_OK, T_SELECTED, T_SOFT
+from loopnb.notebook._markup import BREAKER_COLOR, board_html, inspector_html
+from loopnb.notebook._render import figure_patch
+from loopnb.notebook._state import BreakerView
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from loopnb.notebook.render import TIMELINE
+from loopnb.notebook._layout import TIMELINE
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = pathlib.Path(__file__).with_name("live_view.ipynb")

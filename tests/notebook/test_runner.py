@@ -12,7 +12,7 @@ import pytest
 
 from loopnb import Cancelled, CancelToken, Engine, FakeClock, LoopDetected, ScriptedModel, ToolCall, tool
 from loopnb.notebook import NotebookRunner
-from loopnb.notebook.render import T_HARD
+from loopnb.notebook._layout import T_HARD
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from loopnb import EVENT_ADAPTER
-from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
-from loopnb.engine.recovery import MAX_RECOVERY_ATTEMPTS
-from loopnb.notebook.flow import EDGES, NODES, nodes_on, path_of
-from loopnb.notebook.replay import Frames
-from loopnb.notebook.viewmodel import ViewModel, ViewState, runs_of
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
+from loopnb.notebook import Frames, ViewModel, ViewState
+from loopnb.notebook._flow import EDGES, NODES, nodes_on, path_of
+from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events

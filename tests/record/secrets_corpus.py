@@ -2,7 +2,7 @@
 
 The kinds are those a maintained secret scanner's rule set knows (gitleaks' default rules: the
 rule id of each is given); the shapes (prefix, alphabet, length) are facts about the providers'
-formats, the patterns that catch them are loopnb's own (``loopnb.record.redact``). Every example
+formats, the patterns that catch them are loopnb's own (``loopnb.record._redact``). Every example
 is generated here from a seeded random generator: the shapes are real, the values are not.
 
 ``CORPUS`` holds what the default redactor covers; ``NOT_COVERED`` the kinds it knows it misses,

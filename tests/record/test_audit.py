@@ -11,7 +11,7 @@ import pytest
 
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
 from loopnb.record import Audit, Recorder, audit, load, load_many
-from loopnb.record.cli import audit_command
+from loopnb.record._cli import audit_command
 
 from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
 
@@ -229,16 +229,16 @@ def test_audit_command_prints_the_summary(rec, tmp_path):
 
 
 def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
-    from loopnb.record.cli import _cell
+    from loopnb.record._cli import cell_text as cell
 
-    assert [_cell("share", 0.173077), _cell("rate", 1.0), _cell("rate", 0.0)] == ["17%", "100%", "0%"]
-    assert [_cell("latency_ms_mean", 4285.714286), _cell("x", 0.125594), _cell("x", 3.0)] == [
+    assert [cell("share", 0.173077), cell("rate", 1.0), cell("rate", 0.0)] == ["17%", "100%", "0%"]
+    assert [cell("latency_ms_mean", 4285.714286), cell("x", 0.125594), cell("x", 3.0)] == [
         "4,285.71",
         "0.13",
         "3",
     ]
-    assert [_cell("x", None), _cell("x", float("nan")), _cell("x", pd.NA), _cell("x", pd.NaT)] == ["-"] * 4
-    assert [_cell("tools", ["a", "b"]), _cell("turns", 7), _cell("model", "m")] == ["['a', 'b']", "7", "m"]
+    assert [cell("x", None), cell("x", float("nan")), cell("x", pd.NA), cell("x", pd.NaT)] == ["-"] * 4
+    assert [cell("tools", ["a", "b"]), cell("turns", 7), cell("model", "m")] == ["['a', 'b']", "7", "m"]
 
 
 def test_audit_command_reports_errors_and_warnings(tmp_path):

@@ -20,9 +20,7 @@ from loopnb import (
     load_many,
     tool,
 )
-from loopnb.engine.clock import FakeClock
-from loopnb.engine.messages import ModelReply, Usage
-from loopnb.engine.recovery import Retry
+from loopnb.engine import FakeClock, ModelReply, Retry, Usage
 from loopnb.record import Recorder, RecordingWarning
 
 from .conftest import Run, hard_run, read_file, recorded, run_engine, script_run, timed_model, typo_run

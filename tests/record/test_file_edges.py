@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from loopnb.record import Recorder, RecordingError, RecordingWarning, load
-from loopnb.record.jsonl import VERSION, dump_event
+from loopnb.record._jsonl import VERSION
+from loopnb.record._lines import dump_event
 
 from .conftest import typo_run
 
@@ -83,7 +84,7 @@ def test_a_recorder_on_a_folder_is_a_recording_error(tmp_path):
 
 
 def test_a_recorder_that_cannot_open_its_file_says_so(tmp_path, monkeypatch):
-    from loopnb.record import jsonl
+    from loopnb.record import _jsonl as jsonl
 
     def refuse(path):
         raise PermissionError(13, "Permission denied")
@@ -232,7 +233,7 @@ def test_a_nan_time_is_an_error_naming_the_line(tmp_path):
 def test_times_past_the_year_9999_raise_instead_of_wrapping_around():
     from datetime import UTC, datetime
 
-    from loopnb.record.frames import time_column
+    from loopnb.record._frames import time_column
 
     with pytest.raises((ValueError, OverflowError)):
         time_column([0.0, 1e300])

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopnb import Engine, FakeClock, FunctionModel, ScriptedModel, Skip, ToolCall, ToolError, scenarios, tool
-from loopnb.record import Recorder, RecordingError, RecordingWarning, jsonl, load, load_many
-from loopnb.record.cli import write_recordings
-from loopnb.record.jsonl import VERSION
+from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
+from loopnb.record import _jsonl as jsonl
+from loopnb.record._cli import write_recordings
+from loopnb.record._jsonl import VERSION
 from loopnb.scenarios import names as scenario_names
 
 from .conftest import engine_typo, hard_run, reply, run_engine, typo_run
@@ -61,7 +62,7 @@ def test_streaming_flushes_when_a_turn_ends(tmp_path):
 
 
 def test_the_streamed_file_holds_every_event_once_in_order_and_byte_for_byte(tmp_path):
-    from loopnb.record.jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     path = tmp_path / "s.jsonl"
     events = typo_run().events + hard_run().events
@@ -172,7 +173,7 @@ def _write(path, header, *lines, end=b"\n"):
 
 
 def _good_lines():
-    from loopnb.record.jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     return [dump_event(e).encode() for e in typo_run().events]
 
@@ -215,11 +216,13 @@ def test_a_damaged_line_inside_raises_naming_path_and_line(tmp_path, mutate, mes
 
 @pytest.mark.parametrize("damaged", [0, 2, 3, 4, 6])
 def test_a_damaged_line_is_named_wherever_it_is(tmp_path, damaged):
+    from loopnb.record._lines import dump_event
+
     lines = _good_lines()
     assert len(lines) >= 7
     lines = lines[:7]
     good = _write(tmp_path / "good.jsonl", HEADER, *lines)
-    assert [jsonl.dump_event(e) for e in load(good).event_objects] == [line.decode() for line in lines]
+    assert [dump_event(e) for e in load(good).event_objects] == [line.decode() for line in lines]
     assert jsonl.parse_events([line.decode() for line in lines]) == load(good).event_objects
     lines[damaged] = re.sub(rb'"seq":\d+', b'"seq":"first"', lines[damaged])
     path = _write(tmp_path / "bad.jsonl", HEADER, *lines)
@@ -347,7 +350,7 @@ def test_to_html_writes_one_offline_report(recorder, tmp_path):
 def test_a_short_write_is_finished_and_a_write_that_takes_nothing_raises(tmp_path, monkeypatch):
     import os
 
-    from loopnb.record import jsonl
+    from loopnb.record import _jsonl as jsonl
 
     real_write = os.write
     monkeypatch.setattr(jsonl.os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
@@ -373,8 +376,8 @@ def _streamed(path, events, redact=None):
 
 @pytest.mark.parametrize("name", scenario_names())
 def test_every_scenario_streams_byte_for_byte(tmp_path, name):
-    from loopnb.record.jsonl import dump_event, redacted_lines
-    from loopnb.record.redact import DEFAULT_REDACTOR
+    from loopnb.record import DEFAULT_REDACTOR
+    from loopnb.record._lines import dump_event, redacted_lines
 
     events = scenarios.get(name).run().events
     assert _streamed(tmp_path / "plain.jsonl", events) == [dump_event(e) for e in events]
@@ -412,7 +415,7 @@ def test_engine_runs_stream_byte_for_byte(tmp_path, turns, answer, start, step):
     """Each turn calls ``t`` (which fails with the drawn text; recovery skips it with the drawn
     note) with the drawn arguments as its payload, and an unadvertised name with odd characters
     with the arguments as they are; the reply carries the note as text and maybe huge usage."""
-    from loopnb.record.jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     failures = iter(content for content, _, _, _ in turns)
     notes = iter(note for _, _, note, _ in turns)
@@ -453,7 +456,7 @@ def test_engine_runs_stream_byte_for_byte(tmp_path, turns, answer, start, step):
 def test_a_lone_surrogate_fails_the_write_as_the_serializer_does(tmp_path):
     from pydantic_core import PydanticSerializationError
 
-    from loopnb.record.jsonl import dump_event
+    from loopnb.record._lines import dump_event
 
     @tool
     def read_file(path: str) -> str:

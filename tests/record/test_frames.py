@@ -22,11 +22,11 @@ from loopnb import (
     scenarios,
     tool,
 )
-from loopnb.engine.turns import turns_of
+from loopnb.engine import turns_of
 from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
-from loopnb.record.frames import event_frame, event_table, time_column, turn_frame, turn_table
-from loopnb.record.rows import EVENT_LAYOUTS, when
-from loopnb.record.schema import EVENT_COLUMNS, TURN_COLUMNS
+from loopnb.record._frames import event_frame, event_table, time_column, turn_frame, turn_table
+from loopnb.record._rows import EVENT_LAYOUTS, when
+from loopnb.record._schema import EVENT_COLUMNS, TURN_COLUMNS
 
 from .conftest import hard_run, recorded, reply, run_engine, typo_run
 
@@ -214,7 +214,7 @@ def test_a_turn_holds_epoch_seconds_and_its_row_a_datetime():
 def test_a_subclass_of_an_event_has_its_base_row():
     from dataclasses import dataclass
 
-    from loopnb.engine.events import TurnStarted
+    from loopnb.engine._events import TurnStarted
 
     @dataclass(slots=True, kw_only=True)
     class Marked(TurnStarted):
@@ -226,8 +226,8 @@ def test_a_subclass_of_an_event_has_its_base_row():
 
 
 def test_text_columns_take_other_values_as_pandas_does():
-    from loopnb.record.frames import _column, pandas_dtypes
-    from loopnb.record.schema import TURNS
+    from loopnb.record import TURNS
+    from loopnb.record._frames import pandas_dtypes, typed_column
 
     def outcome(make):  # the array, or the error pandas raised making it
         try:
@@ -237,7 +237,7 @@ def test_text_columns_take_other_values_as_pandas_does():
 
     dtype = pandas_dtypes(TURNS)["tools"]
     for values in (["a", None], [b"abc", None], [bytearray(b"x")], [1, "b"], []):
-        ours = outcome(lambda values=values: _column(list(values), dtype))
+        ours = outcome(lambda values=values: typed_column(list(values), dtype))
         theirs = outcome(lambda values=values: pd.array(values, dtype=dtype))
         if isinstance(theirs, Exception):  # pandas 2.2 cannot make text of a bytearray; 3 can
             assert (type(ours), str(ours)) == (type(theirs), str(theirs)), values

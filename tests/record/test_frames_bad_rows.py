@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loopnb.record import turn_rows
-from loopnb.record.frames import turn_frame
+from loopnb.record._frames import turn_frame
 
 from .conftest import typo_run
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.engine.recovery import Retry, Skip
+from loopnb.engine import Retry, Skip
 from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Recorder, load, load_many
-from loopnb.record.frames import event_frame, turn_frame
+from loopnb.record._frames import event_frame, turn_frame
 
 from .conftest import Run, hard_run, read_file, recorded, reply, run_engine, typo_run
 

@@ -220,9 +220,9 @@ def test_an_extension_type_is_refused_before_its_code_could_run(saved, tmp_path)
 def test_the_extension_marker_is_found_at_any_alignment():
     import base64
 
-    from loopnb.record.parquet import _EXTENSION_MARKS
+    from loopnb.record._parquet import EXTENSION_MARKS
 
     for shift in range(6):
         encoded = base64.b64encode(b"x" * shift + b"ARROW:extension:name" + b"tail")
-        assert any(mark in encoded for mark in _EXTENSION_MARKS[1:])
-    assert not any(mark in base64.b64encode(b"ARROW:schema and other keys") for mark in _EXTENSION_MARKS)
+        assert any(mark in encoded for mark in EXTENSION_MARKS[1:])
+    assert not any(mark in base64.b64encode(b"ARROW:schema and other keys") for mark in EXTENSION_MARKS)

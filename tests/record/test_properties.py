@@ -6,9 +6,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopnb.engine.errors import HARD_PRODUCERS
+from loopnb.engine._errors import HARD_PRODUCERS
 from loopnb.record import Recorder, load
-from loopnb.record.frames import turn_frame
+from loopnb.record._frames import turn_frame
 
 from .conftest import SOFT_OUTCOMES, engine_typo, script_run
 

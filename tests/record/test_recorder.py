@@ -14,10 +14,9 @@ from loopnb import (
     ToolCall,
     tool,
 )
-from loopnb.engine.errors import LoopnbWarning
-from loopnb.engine.turns import turns_of
+from loopnb.engine import LoopnbWarning, turns_of
 from loopnb.record import Recorder, load, turn_row
-from loopnb.record.frames import turn_frame
+from loopnb.record._frames import turn_frame
 
 from .conftest import engine_typo, hard_run, typo_run
 

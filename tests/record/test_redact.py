@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.engine.turns import turns_of
-from loopnb.record import Recorder, RecordingWarning, Redactor, load
-from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES
+from loopnb.engine import turns_of
+from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingWarning, Redactor, load
+from loopnb.record._redact import DEFAULT_RULES
 
 from .conftest import Run, reply, run_engine
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopnb import CancelToken, Engine, FakeClock, ScriptedModel, Skip, ToolCall, ToolError, tool
-from loopnb.record import Recorder, RecordingError, RecordingWarning, load
-from loopnb.record.jsonl import redact_line
-from loopnb.record.redact import DEFAULT_REDACTOR, DEFAULT_RULES, REDACTED
+from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingError, RecordingWarning, load
+from loopnb.record._lines import redact_line
+from loopnb.record._redact import DEFAULT_RULES, REDACTED
 
 from .conftest import Run, reply, run_engine
 
@@ -271,9 +271,9 @@ def test_no_secret_survives_in_any_file_or_export(tmp_path):
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from loopnb.notebook.report import report_html
-    from loopnb.record.cli import write_recordings
-    from loopnb.record.jsonl import dump_event
+    from loopnb.notebook import report_html
+    from loopnb.record._cli import write_recordings
+    from loopnb.record._lines import dump_event
 
     events = leaky_run().events
     raw = "\n".join(dump_event(e) for e in events)
@@ -309,8 +309,8 @@ def test_no_secret_survives_in_any_file_or_export(tmp_path):
 
 
 def test_the_report_of_an_unredacted_recording_is_redacted(tmp_path):
-    from loopnb.notebook.report import report_html
-    from loopnb.record.recording import Recording
+    from loopnb.notebook import report_html
+    from loopnb.record import Recording
 
     events = leaky_run().events
     raw = Recorder(tmp_path / "raw.jsonl", redact=None)

@@ -12,9 +12,9 @@ import pytest
 from pydantic import TypeAdapter
 
 from loopnb import ConvergenceDetector, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.engine.errors import HARD_PRODUCERS, SOFT_PRODUCERS
-from loopnb.engine.events import Event
-from loopnb.engine.turns import turns_of
+from loopnb.engine import turns_of
+from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
+from loopnb.engine._events import Event
 from loopnb.record import (
     EVENT_SCHEMA,
     EVENTS,
@@ -24,8 +24,8 @@ from loopnb.record import (
     turn_row,
     turn_rows,
 )
-from loopnb.record.frames import event_frame, turn_frame
-from loopnb.record.schema import EVENT_KINDS
+from loopnb.record._frames import event_frame, turn_frame
+from loopnb.record._schema import EVENT_KINDS
 
 from .conftest import context_run, hard_run, run_engine, script_run, typo_run
 
@@ -191,8 +191,8 @@ def test_event_rows_flatten_each_kind():
 def test_rows_need_no_pandas():
     code = (
         "import sys\n"
-        "from loopnb.record.rows import turn_row, event_row, turn_rows\n"
-        "from loopnb.record.schema import TURN_SCHEMA\n"
+        "from loopnb.record._rows import turn_row, event_row, turn_rows\n"
+        "from loopnb.record._schema import TURN_SCHEMA\n"
         "from loopnb import Engine, ScriptedModel\n"
         "events = []\n"
         "Engine(ScriptedModel(['hi']), observers=[events.append]).run('t')\n"

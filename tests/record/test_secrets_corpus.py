@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, tool
-from loopnb.record import Recorder, load
-from loopnb.record.redact import DEFAULT_REDACTOR, REDACTED
+from loopnb.record import DEFAULT_REDACTOR, Recorder, load
+from loopnb.record._redact import REDACTED
 from tests.record.conftest import Run, run_engine
 from tests.record.secrets_corpus import CORPUS, NOT_COVERED, Entry, contexts, traces
 
@@ -79,7 +79,7 @@ def parquet_text(path) -> str:
 
 def test_every_corpus_secret_is_redacted_in_the_stream_parquet_and_report(tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    from loopnb.notebook.report import report_html
+    from loopnb.notebook import report_html
 
     events = corpus_run().events
     rec = Recorder(tmp_path / "stream.jsonl")
@@ -103,15 +103,15 @@ def test_every_corpus_secret_is_redacted_in_the_stream_parquet_and_report(tmp_pa
     kinds = {e.kind for e in CORPUS}
     assert {k for k, _ in leaks((tmp_path / "raw.jsonl").read_text(encoding="utf-8"))} == kinds
     assert {k for k, _ in leaks(parquet_text(tmp_path / "raw.parquet"))} == kinds
-    monkeypatch.setattr("loopnb.record.redact.DEFAULT_REDACTOR", lambda text: text)
+    monkeypatch.setattr("loopnb.record._redact.DEFAULT_REDACTOR", lambda text: text)
     assert {k for k, _ in leaks(html.unescape(report_html(list(events))))} == kinds
 
 
 def test_the_report_redacts_a_file_whatever_its_header_claims(tmp_path):
     """A redacting recorder begins the file (its header says "redacted": true); one with
     ``redact=None`` appends raw turns to it. The report of the file is redacted all the same."""
-    from loopnb.notebook.report import report_html
-    from loopnb.record.recording import Recording
+    from loopnb.notebook import report_html
+    from loopnb.record import Recording
 
     path = tmp_path / "mixed.jsonl"
     key = CORPUS[0].secret

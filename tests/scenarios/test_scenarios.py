@@ -20,7 +20,7 @@ from loopnb import (
     ToolResult,
     scenarios,
 )
-from loopnb.engine.events import (
+from loopnb.engine._events import (
     BreakerTransitioned,
     ModelFailed,
     RecoveryDecided,

@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from loopnb.engine.messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
-from loopnb.engine.models.fallible import FallibleModel
+from loopnb.engine import Message, ModelReply, ToolCall, ToolResult, ToolSpec
+from loopnb.engine._messages import Transcript
+from loopnb.engine.models import FallibleModel
 
 Item = Message | ModelReply | ToolResult
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loopnb import Engine, ToolCall, ToolError, tool
-from loopnb.engine.messages import ModelReply
-from loopnb.engine.models.fallible import FallibleModel
+from loopnb.engine import ModelReply
+from loopnb.engine.models import FallibleModel
 
 FILES = {"src/main.rs": "fn main() {}", "notes.txt": "ship it"}
 

@@ -1,0 +1,160 @@
+"""The dispatcher: every tool call the model makes gets exactly one result, soft or ok.
+
+The stages, in order (the first that answers wins):
+
+1. loop detector: refuse a call that keeps failing the same way (soft), or stop the run (hard);
+2. pre-answer: a name never advertised is answered ``tool 'x' is not available``; nothing runs;
+3. hooks: a veto is answered ``blocked by policy: <reason>``;
+4. registry: a name advertised but missing is answered ``Tool not found: ...``;
+5. breaker: an open tool breaker is answered ``tool temporarily unavailable: circuit breaker open``;
+6. arguments: validated against the tool's schema, each wrong field named;
+7. the call itself, under the timeout middleware, with any exception caught ("panic");
+8. recovery: a strategy may retry a failed call within the ceiling (``MAX_RECOVERY_ATTEMPTS``).
+
+This module holds the entry (``Dispatcher.dispatch``) and stages 1-5, which answer before
+anything runs; ``invocation`` holds the rest whole: each attempt's argument check (stage 6, made
+again when a retry corrects the arguments), the call (7) and recovery's retries (8).
+
+Nothing a tool does escapes the dispatcher as an exception, except ``KeyboardInterrupt`` and the
+cancellation of the run's own task, which the loop turns into ``Cancelled``. A ``CancelledError``
+the tool raises by itself (nothing is cancelling the run) is a panic like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from loopnb.engine._breakers import CircuitBreaker
+from loopnb.engine._cancel import CancelToken
+from loopnb.engine._clock import Clock
+from loopnb.engine._errors import SoftProducer, exception_text
+from loopnb.engine._events import ToolDispatched
+from loopnb.engine._invocation import Invocation
+from loopnb.engine._messages import ToolCall, ToolResult
+from loopnb.engine._recovery import RecoveryStrategy
+from loopnb.engine._safety import LoopWatch
+from loopnb.engine._state import RunState
+from loopnb.engine._tools import Tool, ToolRegistry, registry_miss_text
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """What a hook sees besides the call: the run, the turn, and the token to cancel it."""
+
+    run_id: str
+    turn: int
+    cancel: CancelToken
+
+
+Hook = Callable[[ToolCall, HookContext], "str | bool | None"]
+"""``hook(call, ctx)`` returns ``None`` to allow the call or a reason string to veto it."""
+
+
+class Dispatcher:
+    """Dispatches tool calls for an engine; per-run state arrives with each call."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        advertised: Iterable[str],
+        hooks: Iterable[Hook] = (),
+        breakers: dict[str, CircuitBreaker] | None = None,
+        timeout: float | None = None,
+        suggestions: bool = True,
+        recovery: RecoveryStrategy | None = None,
+        clock: Clock,
+    ) -> None:
+        self.registry = registry
+        self.advertised = frozenset(advertised)
+        self.hooks = tuple(hooks)
+        self.breakers = breakers or {}
+        self.timeout = timeout
+        self.suggestions = suggestions
+        self.recovery = recovery
+        self.clock = clock
+        self._call = Invocation(timeout=timeout, recovery=recovery, clock=clock).call  # stage 7
+
+    def dispatch(
+        self, call: ToolCall, state: RunState, watch: LoopWatch | None
+    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+        """The one result the model reads for ``call``: stages 1-5 here, then the call (``invocation``).
+
+        Every refusal, and a sync tool with no timeout and no recovery strategy, is answered at
+        once: the result comes back as is. Anything that has to wait (an async tool, the timeout
+        middleware, recovery) comes back as a coroutine for the caller to await.
+        """
+        if watch is not None and watch.streaks:
+            signal = watch.check(call)
+            if signal is not None:
+                if signal.action == "stop":
+                    state.stop("loop", signal.text, signal.count)
+                state.signal("loop", "refuse", signal.text, signal.count)
+                text = f"dispatch refused before execution: {signal.text}"
+                return self._refused(call, state, text, "loop_refusal")
+        name = call.name
+        tool = self.registry.lookup(name)
+        breaker: CircuitBreaker | None = None
+        if tool is None or name not in self.advertised or self.hooks or self.breakers:
+            admitted = self._admit(call, state)
+            if isinstance(admitted, ToolResult):
+                if watch is not None:
+                    watch.record(call, admitted)
+                return admitted
+            tool, breaker = admitted
+        return self._call(tool, breaker, call, state, watch)
+
+    def _admit(self, call: ToolCall, state: RunState) -> ToolResult | tuple[Tool, CircuitBreaker | None]:
+        """Stages 2-5: a refusal, or the tool to run and its breaker."""
+        name = call.name
+        if name not in self.advertised:
+            return self._refused(call, state, f"tool '{name}' is not available", "not_advertised")
+        if self.hooks:
+            reason = self._veto(call, state)
+            if reason is not None:
+                return self._refused(call, state, f"blocked by policy: {reason}", "hook_veto")
+            state.checkpoint()
+        tool = self.registry.get(name)
+        if tool is None:
+            text = registry_miss_text(name, self.registry.names, suggestions=self.suggestions)
+            return self._refused(call, state, text, "registry_miss")
+        breaker = self.breakers.get(name)
+        if breaker is not None:
+            before = breaker.state
+            allowed = breaker.allow()
+            state.note_breaker(breaker, before, "tool")
+            if not allowed:
+                text = "tool temporarily unavailable: circuit breaker open"
+                return self._refused(call, state, text, "breaker_open")
+        return tool, breaker
+
+    def _veto(self, call: ToolCall, state: RunState) -> str | None:
+        ctx = HookContext(state.run_id, state.turn, state.cancel)
+        for hook in self.hooks:
+            try:
+                reason = hook(call, ctx)
+            except Exception as exc:  # a broken hook fails closed, and says so
+                name = getattr(hook, "__name__", hook)
+                return f"hook {name!r} raised {type(exc).__name__}: {exception_text(exc)}"
+            if reason is not None and reason is not True:
+                return str(reason) if reason is not False else "vetoed by a hook"
+        return None
+
+    def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
+        result = ToolResult(
+            text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
+        )
+        if state.observing:
+            state.emit(
+                ToolDispatched(
+                    seq=state.next_seq(),
+                    run_id=state.run_id,
+                    at=self.clock.time(),
+                    turn=state.turn,
+                    result=result,
+                    executed=False,
+                )
+            )
+        return result

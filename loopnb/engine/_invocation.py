@@ -1,0 +1,403 @@
+"""Stage 7 of the dispatcher, whole: calling an admitted tool, and recovery's retries of the call.
+
+Each attempt validates the call's arguments against the tool's schema (at every attempt: a retry
+may correct them), then calls the tool: a sync tool with no timeout inline, right here (no thread
+hop, no await), anything else awaited under the timeout middleware. Whatever the tool does
+(returns, raises, hangs, hands back an awaitable) becomes the text the model reads and the
+producer of a soft error, or ``None`` on success; an exception is caught as a panic. A failed
+call goes to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pydantic import ValidationError
+
+from loopnb.engine._breakers import CircuitBreaker
+from loopnb.engine._cancel import task_cancelling
+from loopnb.engine._clock import Clock
+from loopnb.engine._errors import SoftProducer, ToolError
+from loopnb.engine._events import RecoveryDecided, ToolDispatched
+from loopnb.engine._messages import ToolCall, ToolResult
+from loopnb.engine._recovery import (
+    MAX_RECOVERY_ATTEMPTS,
+    RECOVERABLE,
+    Decision,
+    Failure,
+    RecoveryStrategy,
+    Retry,
+    decision_name,
+    drive,
+)
+from loopnb.engine._safety import LoopWatch
+from loopnb.engine._state import RunState
+from loopnb.engine._tools import Tool, invalid_arguments_text, parse_arguments
+
+BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
+"""Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
+
+
+class Invocation:
+    """Calls admitted tools for a dispatcher: attempts under the timeout, and recovery's retries."""
+
+    def __init__(self, *, timeout: float | None, recovery: RecoveryStrategy | None, clock: Clock) -> None:
+        self.timeout = timeout
+        self.recovery = recovery
+        self.clock = clock
+        self._waits = timeout is not None or recovery is not None  # every call is awaited
+
+    def call(
+        self,
+        tool: Tool,
+        breaker: CircuitBreaker | None,
+        call: ToolCall,
+        state: RunState,
+        watch: LoopWatch | None,
+    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+        """The one result of an admitted call, its outcome counted on ``breaker`` and ``watch``.
+
+        A sync tool with no timeout and no recovery strategy is called right here and its result
+        comes back as is; anything that has to wait comes back as a coroutine to await.
+        """
+        if tool.is_async or self._waits:
+            return self._call_async(tool, breaker, call, state, watch)
+        try:
+            result = self._attempt(tool, call, 0, state)
+        except _Pending as pending:  # a sync tool returned an awaitable: it has to wait after all
+            return self._call_async(tool, breaker, call, state, watch, pending.awaitable)
+        if breaker is not None:
+            _settle(breaker, result, result, state)
+        if watch is not None and (result.is_error or watch.streaks):
+            watch.record(call, result)
+        return result
+
+    async def _call_async(
+        self,
+        tool: Tool,
+        breaker: CircuitBreaker | None,
+        call: ToolCall,
+        state: RunState,
+        watch: LoopWatch | None,
+        pending: Any = None,
+    ) -> ToolResult:
+        """A call that has to wait: an async tool, the timeout middleware, or recovery.
+
+        ``pending`` is the awaitable a sync tool already returned for attempt 0, if it did.
+        """
+        first = await self._attempt_async(tool, call, 0, state, pending)
+        result = first
+        if first.is_error and self.recovery is not None and first.producer in RECOVERABLE:
+            result = await self._recover(tool, call, first, state)
+        if breaker is not None:
+            _settle(breaker, first, result, state)
+        if watch is not None and (result.is_error or watch.streaks):
+            watch.record(call, result)
+        return result
+
+    async def _recover(self, tool: Tool, call: ToolCall, first: ToolResult, state: RunState) -> ToolResult:
+        assert self.recovery is not None
+
+        def on_decision(failure: Failure, attempt: int, decision: Decision, valid: bool) -> None:
+            if state.observing:
+                retry = isinstance(decision, Retry)
+                state.emit(
+                    RecoveryDecided(
+                        seq=state.next_seq(),
+                        run_id=state.run_id,
+                        at=self.clock.time(),
+                        turn=state.turn,
+                        call_id=call.id,
+                        tool=call.name,
+                        attempt=attempt,
+                        max_attempts=MAX_RECOVERY_ATTEMPTS,
+                        decision=decision_name(decision),  # type: ignore[arg-type]
+                        corrected_input=decision.corrected_input if retry else None,  # type: ignore[union-attr]
+                        delay=decision.delay if retry else 0.0,  # type: ignore[union-attr]
+                        note=decision.note,
+                        valid=valid,
+                    )
+                )
+
+        async def execute(retry_call: ToolCall, attempt: int) -> ToolResult:
+            return await self._attempt_async(tool, retry_call, attempt, state)
+
+        return await drive(
+            self.recovery,
+            call=call,
+            first=first,
+            tool=tool.spec,
+            execute=execute,
+            sleep=self.clock.sleep,
+            on_decision=on_decision,
+            before_retry=state.checkpoint,
+        )
+
+    def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
+        """Validate and run one attempt of a sync tool right here (no timeout): the hot path.
+
+        Raises ``_Pending`` when the tool returned an awaitable, which only the async path can await.
+        A ``CancelledError`` here is always the tool's own: no task is cancelled inside a sync call.
+        """
+        observing = state.observing
+        t0 = self.clock.monotonic() if observing else 0.0
+        kwargs = _arguments(tool, call)
+        producer: SoftProducer | None
+        if isinstance(kwargs, str):
+            content, producer, executed = kwargs, "invalid_arguments", False
+        else:
+            executed = True
+            try:
+                value = tool.fn(**kwargs)
+            except ToolError as exc:
+                content, producer = _error_text(tool.name, exc)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
+                content, producer = panic_text(tool.name, exc), "tool_panic"
+            else:
+                if type(value) is str:  # the common case, without a call
+                    content, producer = value, None
+                elif inspect.isawaitable(value):
+                    raise _Pending(value)
+                else:
+                    content, producer = _content(tool.name, value)
+        result = ToolResult(
+            content,
+            is_error=producer is not None,
+            name=tool.name,
+            call_id=call.id,
+            producer=producer,
+            attempts=attempt + 1,
+        )
+        if observing:
+            self._report(call, attempt, result, executed, t0, state)
+        return result
+
+    async def _attempt_async(
+        self, tool: Tool, call: ToolCall, attempt: int, state: RunState, pending: Any = None
+    ) -> ToolResult:
+        """One attempt that may have to wait: an async tool, a sync one under the timeout, or a
+        sync one that returned an awaitable (``pending``: the attempt's call already happened)."""
+        if pending is None and not tool.is_async and self.timeout is None:
+            try:
+                return self._attempt(tool, call, attempt, state)
+            except _Pending as caught:
+                pending = caught.awaitable
+        t0 = self.clock.monotonic() if state.observing else 0.0
+        kwargs = _arguments(tool, call) if pending is None else {}
+        producer: SoftProducer | None
+        if isinstance(kwargs, str):
+            content, producer, executed = kwargs, "invalid_arguments", False
+        else:
+            content, producer = await self._call_awaited(tool, kwargs, pending)
+            executed = True
+        result = ToolResult(
+            content,
+            is_error=producer is not None,
+            name=tool.name,
+            call_id=call.id,
+            producer=producer,
+            attempts=attempt + 1,
+        )
+        if state.observing:
+            self._report(call, attempt, result, executed, t0, state)
+        return result
+
+    def _report(
+        self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
+    ) -> None:
+        state.emit(
+            ToolDispatched(
+                seq=state.next_seq(),
+                run_id=state.run_id,
+                at=self.clock.time(),
+                turn=state.turn,
+                result=result,
+                attempt=attempt,
+                executed=executed,
+                latency_ms=round((self.clock.monotonic() - t0) * 1000.0, 3),  # to the microsecond
+            )
+        )
+
+    async def _call_awaited(
+        self, tool: Tool, kwargs: dict[str, Any], pending: Any = None
+    ) -> tuple[str, SoftProducer | None]:
+        """Call an async tool, or a sync one under the timeout; producer None on success.
+
+        An awaitable the tool returns (a sync function wrapping a coroutine) is awaited, within the
+        same deadline; ``pending`` is one a sync tool already returned.
+        """
+        timeout = self.timeout
+        try:
+            if pending is not None:
+                value = pending
+            elif not tool.is_async:
+                assert timeout is not None
+                deadline = asyncio.get_running_loop().time() + timeout
+                ok, value = await _in_thread(tool.fn, kwargs, timeout)
+                if not ok:  # raised here, a StopIteration would turn into "coroutine raised ..."
+                    if isinstance(value, StopIteration):
+                        return panic_text(tool.name, value), "tool_panic"
+                    raise value
+                if type(value) is not str and inspect.isawaitable(value):
+                    left = deadline - asyncio.get_running_loop().time()
+                    value = await _with_timeout(value, max(left, 0.0))
+            elif timeout is None:
+                value = await tool.fn(**kwargs)
+            else:
+                value = await _with_timeout(tool.fn(**kwargs), timeout)
+            if type(value) is not str and inspect.isawaitable(value):
+                value = await (value if timeout is None else _with_timeout(value, timeout))
+        except ToolError as exc:
+            return _error_text(tool.name, exc)
+        except _TimedOut:
+            return f"Tool '{tool.name}' timed out after {timeout:g}s", "timeout"
+        except KeyboardInterrupt:
+            raise
+        except asyncio.CancelledError as exc:
+            if task_cancelling():  # the run is being cancelled: not the tool's failure
+                raise
+            return panic_text(tool.name, exc), "tool_panic"
+        except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
+            return panic_text(tool.name, exc), "tool_panic"
+        return _content(tool.name, value)
+
+
+def _settle(breaker: CircuitBreaker, first: ToolResult, result: ToolResult, state: RunState) -> None:
+    """Count the call's outcome on its tool's breaker (invalid arguments do not count)."""
+    before = breaker.state
+    if not result.is_error:
+        breaker.record_success()
+    elif (result.producer if result.producer != "recovery_gave_up" else first.producer) in (BREAKER_FAILURES):
+        breaker.record_failure()
+    state.note_breaker(breaker, before, "tool")
+
+
+def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
+    """Validated keyword arguments, or the text that tells the model why they do not fit."""
+    args = call.arguments
+    if type(args) is not dict:
+        args = parse_arguments(tool.name, args)
+        if isinstance(args, str):
+            return args
+    try:
+        return tool.validate(args)
+    except ValidationError as exc:
+        return invalid_arguments_text(tool, exc)
+
+
+def panic_text(name: str, exc: BaseException) -> str:
+    """``Tool "x" panicked: <message>``; the message is the exception's string payload."""
+    args = exc.args
+    payload = str.__str__(args[0]) if args and isinstance(args[0], str) else "(unknown payload)"
+    return f'Tool "{name}" panicked: {payload}'
+
+
+def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
+    """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
+    try:
+        return str(exc), "tool_error"
+    except Exception:
+        return panic_text(name, exc), "tool_panic"
+
+
+class _Pending(Exception):
+    """A sync tool returned an awaitable (e.g. a plain function wrapping a coroutine function)."""
+
+    def __init__(self, awaitable: Any) -> None:
+        super().__init__()
+        self.awaitable = awaitable
+
+
+class _TimedOut(Exception):
+    """Our own deadline fired (distinct from a TimeoutError a tool raises itself)."""
+
+
+async def _captured(awaitable: Any) -> tuple[bool, Any]:
+    """Await in a task of its own without letting ``SystemExit`` or ``KeyboardInterrupt`` escape it.
+
+    asyncio re-raises those two out of the event loop when a task ends with them, past every
+    ``except`` of the run; caught here, they are handed back to the run's own task instead.
+    """
+    try:
+        return True, await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return False, exc
+
+
+async def _with_timeout(awaitable: Any, seconds: float) -> Any:
+    task = asyncio.ensure_future(_captured(awaitable))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    finally:
+        if not task.done():  # the deadline, or the run itself is being cancelled
+            task.cancel()
+    if not done:
+        raise _TimedOut
+    ok, value = task.result()
+    if not ok:
+        raise value
+    return value
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float) -> tuple[bool, Any]:
+    """Run a sync tool on a daemon thread so that a hung tool holds neither the run nor exit.
+
+    Returns ``(True, value)`` or ``(False, the exception the tool raised)``.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            future.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(**kwargs))
+        except BaseException as exc:
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run moved on long ago
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name=f"loopnb-tool-{fn.__name__}", daemon=True).start()
+    done, _ = await asyncio.wait({future}, timeout=seconds)
+    if not done:
+        future.cancel()
+        raise _TimedOut
+    return future.result()
+
+
+def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
+    """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
+    kind = type(value)
+    if kind is str:
+        return value, None
+    if kind is bool:
+        return ("true" if value else "false"), None
+    if isinstance(value, str):  # a subclass: its text, without running its own __str__
+        return str.__str__(value), None
+    if isinstance(value, ToolResult):
+        return value.content, ("tool_error" if value.is_error else None)
+    try:
+        if kind is int:
+            return str(value), None  # may fail: past 4300 digits, int -> str refuses
+        if value is None:
+            return "", None
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace"), None
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str), None
+        except (TypeError, ValueError, RecursionError):
+            return str(value), None
+    except Exception as exc:
+        return panic_text(name, exc), "tool_panic"

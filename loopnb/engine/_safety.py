@@ -1,0 +1,228 @@
+"""Detectors that watch the soft channel: the loop detector and the convergence detector.
+
+Each detector is configuration; ``new_run()`` hands out the per-run state (a *watch*), so one
+engine can run many times without runs leaking into each other.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+from loopnb.engine._messages import ToolCall, ToolResult
+from loopnb.engine._tools import parse_arguments
+
+
+def _positive_int(owner: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner}: {name} must be an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{owner}: {name} must be >= 1, got {value}")
+    return value
+
+
+def call_key(call: ToolCall) -> str:
+    """Tool name plus canonical arguments: two calls with equal keys are the same call.
+
+    Canonical as JSON sees them: key order and spacing do not count, nor does a number's
+    spelling (``1`` and ``1.0`` are one JSON number), and arguments sent as a JSON string are
+    the object they parse to, as the dispatcher reads them. ``true`` is not ``1``, and strings
+    are compared exactly (no Unicode normalisation: a tool may well tell them apart).
+    """
+    args = call.arguments
+    if isinstance(args, str):
+        args = parse_arguments(call.name, args)
+        if isinstance(args, str):  # not a JSON object: the raw text is the key
+            return f"{call.name}({call.arguments})"
+    try:
+        canon = json.dumps(_numbers(args), sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            canon = repr(sorted(args.items(), key=lambda kv: repr(kv[0])))
+        except Exception:  # nested too deep, or not a dict at all: this call is like no other
+            canon = f"<{type(args).__name__} {id(args):#x}>"
+    return f"{call.name}({canon})"
+
+
+def _numbers(value: object) -> object:
+    """``value`` with every whole float (``1.0``, ``-0.0``) spelled as the int it equals."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSignal:
+    """What the loop detector says about a call about to be dispatched."""
+
+    action: Literal["refuse", "stop"]
+    text: str
+    count: int
+
+
+class LoopDetector:
+    """Identical calls returning identical failures, counted per call key.
+
+    With the defaults, failures 1-3 of one call run, identical calls 4-5 are refused before
+    execution (soft), and the 6th ends the run with ``LoopDetected``. A success of that call, or a
+    different failure text, resets its count.
+    """
+
+    def __init__(self, *, warn_after: int = 3, stop_after: int = 5) -> None:
+        self.warn_after = _positive_int("LoopDetector", "warn_after", warn_after)
+        self.stop_after = _positive_int("LoopDetector", "stop_after", stop_after)
+        if stop_after < warn_after:
+            raise ValueError(f"LoopDetector: stop_after ({stop_after}) must be >= warn_after ({warn_after})")
+
+    def new_run(self) -> LoopWatch:
+        return LoopWatch(self)
+
+    def __repr__(self) -> str:
+        return f"LoopDetector(warn_after={self.warn_after}, stop_after={self.stop_after})"
+
+
+class LoopWatch:
+    """One run's streaks: call key -> (the failure text, how many identical calls in a row)."""
+
+    __slots__ = ("detector", "streaks")
+
+    def __init__(self, detector: LoopDetector) -> None:
+        self.detector = detector
+        self.streaks: dict[str, tuple[str, int]] = {}
+
+    def check(self, call: ToolCall) -> LoopSignal | None:
+        """Before dispatch: refuse or stop a call that keeps failing the same way."""
+        if not self.streaks:  # the common case costs nothing: no key is built
+            return None
+        key = call_key(call)
+        streak = self.streaks.get(key)
+        if streak is None:
+            return None
+        text, count = streak
+        if count >= self.detector.stop_after:
+            return LoopSignal("stop", _detection(call, count, text), count + 1)
+        if count >= self.detector.warn_after:
+            self.streaks[key] = (text, count + 1)
+            return LoopSignal("refuse", _detection(call, count, text), count + 1)
+        return None
+
+    def record(self, call: ToolCall, result: ToolResult) -> None:
+        """After dispatch: extend, restart or clear the call's streak."""
+        if not result.is_error:
+            if self.streaks:
+                self.streaks.pop(call_key(call), None)
+            return
+        key = call_key(call)
+        streak = self.streaks.get(key)
+        if streak is not None and streak[0] == result.content:
+            self.streaks[key] = (result.content, streak[1] + 1)
+        else:
+            self.streaks[key] = (result.content, 1)
+
+
+def _detection(call: ToolCall, count: int, text: str) -> str:
+    shown = text if len(text) <= 200 else text[:197] + "..."
+    return (
+        f"loop detected: {call_key(call)} is being repeated ({count} identical calls in a row) "
+        f"after failing the same way: {shown}; change the call or try another approach"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConvergenceSignal:
+    """Near-identical replies: the action to take and the text describing it."""
+
+    action: Literal["stop", "ask_user", "warn"]
+    text: str
+    similarity: float
+    count: int
+
+
+class ConvergenceDetector:
+    """Near-identical rejected answers over a window trigger an action.
+
+    A run with a done-check (``Engine(done=...)``) can reject a final reply and let the model try
+    again; a model that keeps answering nearly the same thing is converging, not progressing.
+    ``window`` replies whose pairwise similarity (difflib's ratio, on the texts with case and runs
+    of whitespace folded: shouting or reflowing an answer does not make it new) is at least
+    ``threshold`` trigger ``action``: ``"stop"`` -> ``LoopDetected``, ``"ask_user"`` -> ``UserInputRequired``,
+    ``"warn"`` -> a soft note to the model, and the run goes on. ``"warn"`` never ends a run: a
+    model that keeps repeating itself to a done-check that keeps rejecting is warned again every
+    ``window`` replies, for ever, so pair it with ``Engine(max_turns=...)``.
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.9,
+        window: int = 3,
+        action: Literal["stop", "ask_user", "warn"] = "stop",
+    ) -> None:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not 0.0 < threshold <= 1.0
+        ):
+            raise ValueError(f"ConvergenceDetector: threshold must be in (0, 1], got {threshold!r}")
+        self.window = _positive_int("ConvergenceDetector", "window", window)
+        if window < 2:
+            raise ValueError(f"ConvergenceDetector: window must be >= 2 replies, got {window}")
+        if action not in ("stop", "ask_user", "warn"):
+            raise ValueError(
+                f"ConvergenceDetector: action must be 'stop', 'ask_user' or 'warn', got {action!r}"
+            )
+        self.threshold = float(threshold)
+        self.action: Literal["stop", "ask_user", "warn"] = action
+
+    def new_run(self) -> ConvergenceWatch:
+        return ConvergenceWatch(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"ConvergenceDetector(threshold={self.threshold}, window={self.window}, action={self.action!r})"
+        )
+
+
+class ConvergenceWatch:
+    """One run's recent rejected replies."""
+
+    __slots__ = ("detector", "recent")
+
+    def __init__(self, detector: ConvergenceDetector) -> None:
+        self.detector = detector
+        self.recent: deque[str] = deque(maxlen=detector.window)
+
+    def observe(self, reply: str) -> ConvergenceSignal | None:
+        """Add a rejected reply; a signal when the whole window has converged."""
+        self.recent.append(" ".join(reply.split()).casefold())
+        if len(self.recent) < self.detector.window:
+            return None
+        replies = list(self.recent)
+        threshold = self.detector.threshold
+        lowest = min(_similarity(a, b, threshold) for i, a in enumerate(replies) for b in replies[i + 1 :])
+        if lowest < self.detector.threshold:
+            return None
+        self.recent.clear()
+        n = len(replies)
+        text = (
+            f"convergence detected: your last {n} answers are nearly identical "
+            f"(similarity {lowest:.2f} >= {self.detector.threshold:.2f}); repeating the same answer "
+            "will not be accepted, try a different approach"
+        )
+        return ConvergenceSignal(self.detector.action, text, lowest, n)
+
+
+def _similarity(a: str, b: str, threshold: float) -> float:
+    """difflib's ratio, skipping the full comparison when a cheap upper bound is already too low."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    bound = matcher.real_quick_ratio()
+    if bound < threshold:
+        return bound
+    return matcher.ratio()

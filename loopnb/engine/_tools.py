@@ -1,0 +1,289 @@
+"""Tools: ``@tool`` turns a typed function into a ``Tool``; ``ToolRegistry`` holds them by name."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from loopnb.engine._messages import ToolSpec
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Tool:
+    """A function the model can call, with the pydantic model that validates its arguments.
+
+    Calling the ``Tool`` object calls the function directly (handy in notebooks and tests).
+    """
+
+    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None):
+        if not callable(fn):
+            raise TypeError(f"tool: expected a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.name: str = name or str(getattr(fn, "__name__", ""))
+        if not self.name.isidentifier() and not _is_wire_name(self.name):
+            raise ValueError(f"tool name {self.name!r} is not usable: expected letters, digits, '_' or '-'")
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.description = description if description is not None else _summary(fn)
+        self.args_model = _args_model(fn, self.name)
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+        self._simple = _simple_signature(self.args_model)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validated keyword arguments; raises pydantic's ``ValidationError`` when they do not fit.
+
+        Arguments that already have exactly the declared scalar types skip pydantic (the result
+        is the same); anything else goes through the full validation.
+        """
+        simple = self._simple
+        if simple is not None:
+            pairs, types, required = simple
+            if len(arguments) == len(pairs):  # every field given: check each declared one
+                for key, kind in pairs:
+                    if type(arguments.get(key)) is not kind:
+                        break
+                else:
+                    return arguments
+            elif len(arguments) < len(pairs):  # some left to their defaults
+                for key, value in arguments.items():
+                    if type(value) is not types.get(key):
+                        break
+                else:
+                    if required.issubset(arguments):
+                        return arguments
+        return self.args_model.model_validate(arguments).__dict__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        kind = "async " if self.is_async else ""
+        return f"<{kind}Tool {self.name!r}>"
+
+
+def _is_wire_name(name: str) -> bool:
+    return bool(name) and all(c.isalnum() or c in "_-" for c in name)
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _simple_signature(
+    model: type[BaseModel],
+) -> tuple[tuple[tuple[str, type], ...], dict[str, type], frozenset[str]] | None:
+    """(name, type) pairs, types by name and required names when every field is a plain scalar."""
+    types: dict[str, type] = {}
+    for name, field in model.model_fields.items():
+        if field.annotation not in _SCALARS or field.metadata:
+            return None
+        types[name] = field.annotation  # type: ignore[assignment]
+    required = frozenset(n for n, f in model.model_fields.items() if f.is_required())
+    return tuple(types.items()), types, required
+
+
+def _summary(fn: Callable[..., Any]) -> str:
+    doc = inspect.getdoc(fn) or ""
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _args_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # an annotation that does not resolve is the author's bug: say where
+        raise TypeError(f"tool {name!r}: could not resolve its type hints ({exc})") from exc
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"tool {name!r}: parameter {param.name!r} is *args/**kwargs; a tool's arguments "
+                "must be named parameters with type hints so the model can be shown a schema"
+            )
+        if param.name not in hints:
+            raise TypeError(
+                f"tool {name!r}: parameter {param.name!r} has no type hint; loopnb needs one to "
+                "build the JSON schema the model is shown and to validate what it sends"
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    model: type[BaseModel] = create_model(
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+@overload
+def tool(fn: _F, /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[_F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a ``Tool``.
+
+    Its type hints become the JSON schema advertised to the model and validate what the model
+    sends; its docstring's first paragraph is the description. Use bare (``@tool``) or with
+    options (``@tool(name="read", description="...")``).
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description)
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description)
+
+    return wrap
+
+
+class ToolRegistry:
+    """Tools by name, in registration order. Two tools with one name is an error."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.lookup = self._tools.get  # ``get`` without a Python call: the dispatcher's hot path
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (a plain typed function is wrapped with ``@tool``)."""
+        t = item if isinstance(item, Tool) else Tool(item)
+        if t.name in self._tools:
+            raise ValueError(
+                f"two tools are named {t.name!r}: {self._tools[t.name].fn!r} and {t.fn!r}; "
+                "tool names must be unique (pass name=... to @tool to rename one)"
+            )
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({self.names})"
+
+
+def suggest_name(name: str, names: Iterable[str]) -> str | None:
+    """The registered name closest to ``name`` (difflib's ratio, cut-off 0.6), if any."""
+    best = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return best[0] if best else None
+
+
+def registry_miss_text(name: str, names: list[str], *, suggestions: bool) -> str:
+    """``Tool not found: x. Available: a, b, c`` (+ ``...`` past 8, + `` Did you mean 'a'?``)."""
+    shown = ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
+    text = f"Tool not found: {name}. Available: {shown}"
+    if suggestions:
+        best = suggest_name(name, names)
+        if best is not None:
+            text += f" Did you mean '{best}'?"
+    return text
+
+
+def parse_arguments(tool_name: str, arguments: object) -> dict[str, Any] | str:
+    """Arguments as a dict, or the soft error text saying why they are not a JSON object.
+
+    ``arguments`` is what the model sent: a dict or a JSON string, or anything at all from a model
+    that built its reply without validation.
+    """
+    if isinstance(arguments, dict):
+        return arguments
+    if not isinstance(arguments, str):  # a model built its reply without validation
+        return (
+            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
+            f"arguments, got {type(arguments).__name__} {_clip(arguments)}"
+        )
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return (
+            f"invalid arguments for tool '{tool_name}': they are not valid JSON ({exc}); "
+            f"got {_clip(arguments)}; expected a JSON object"
+        )
+    if not isinstance(value, dict):
+        return (
+            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
+            f"arguments, got {type(value).__name__} {_clip(arguments)}"
+        )
+    return value
+
+
+def invalid_arguments_text(tool: Tool, error: ValidationError) -> str:
+    """Name each wrong field, what was expected and what came, then the expected shape."""
+    lines = [f"invalid arguments for tool '{tool.name}':"]
+    for item in error.errors(include_url=False):
+        field = ".".join(str(p) for p in item["loc"]) or "(arguments)"
+        if item["type"] == "missing":
+            got = "nothing"
+        else:
+            got = f"{_clip(item.get('input'))} ({type(item.get('input')).__name__})"
+        lines.append(f"- {field}: {item['msg']}; got {got}")
+    lines.append(f"expected arguments: {_shape(tool.spec.parameters)}")
+    return "\n".join(lines)
+
+
+def _shape(schema: dict[str, Any]) -> str:
+    """``{name: kind, ...}``: the arguments a tool expects, as the model is told after a mistake."""
+    props = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    defs = schema.get("$defs", {})
+    parts = []
+    for key, prop in props.items():
+        parts.append(f"{key}: {_kind(prop, defs)}" + ("" if key in required else " (optional)"))
+    return "{" + ", ".join(parts) + "}"
+
+
+def _kind(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
+    """One argument's kind: its JSON type, an enum's choices (``'a' | 'b'``), ``array of ...``, a union; a
+    ``$ref`` (an Enum or a nested model) is followed to its definition."""
+    if not isinstance(prop, dict) or depth > 4:
+        return "any"
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        if isinstance(target, dict):
+            return _kind({**target, **{k: v for k, v in prop.items() if k != "$ref"}}, defs, depth + 1)
+    if isinstance(prop.get("enum"), list):
+        choices = [repr(v) for v in prop["enum"]]
+        return " | ".join(choices[:8]) + (" | ..." if len(choices) > 8 else "")
+    if "const" in prop:
+        return repr(prop["const"])
+    options = prop.get("anyOf")
+    if isinstance(options, list) and options:
+        return " | ".join(_kind(option, defs, depth + 1) for option in options)
+    kind = prop.get("type")
+    if kind == "array" and "items" in prop:
+        return f"array of {_kind(prop['items'], defs, depth + 1)}"
+    if kind == "object" and isinstance(prop.get("title"), str):
+        return f"object ({prop['title']})"
+    return str(kind) if kind else "any"
+
+
+def _clip(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

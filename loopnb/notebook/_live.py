@@ -1,0 +1,343 @@
+"""``LiveView``: one ipywidgets widget with the four panes, fed by events at a bounded rate.
+
+The view is an observer (``engine.subscribe(view)``). Folding an event into the ``ViewModel`` is
+all the engine's thread pays; a painter thread (see ``loopnb.notebook._pacing``) redraws at most
+``max_fps`` times a second while something changed, and the final state is drawn when the run
+ends, before ``run()`` returns. A redraw is one ``batch_update`` of the figure (only the
+properties that changed) and a handful of ``HTML`` values under ``hold_sync``. At the end the
+figure's saved state is refreshed so that a saved notebook or an HTML export shows the final
+charts, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
+nbviewer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from loopnb.engine._events import Event
+from loopnb.notebook._layout import TIMELINE, base_figure
+from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
+from loopnb.notebook._pacing import Page, Painter, check_fps
+from loopnb.notebook._render import Patch, Timeline, apply_patch, figure_patch
+from loopnb.notebook._state import ViewState
+from loopnb.notebook._viewmodel import HANDLED, ViewModel
+
+
+class Controls(Protocol):
+    """What the Pause / Step / Resume / Stop buttons drive (a background run)."""
+
+    def pause(self) -> None: ...
+    def step(self) -> None: ...
+    def resume(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+class LiveView:
+    """The live view of a run: decision flow, recovery gauge, breaker board, turn timeline.
+
+    Use it as an observer (``engine.subscribe(view)``), or let ``NotebookRunner`` do it. It
+    redraws at most ``max_fps`` times a second, first after ``first_frame`` seconds (a run over
+    sooner is drawn once, when it ends). In ``mode="replay"`` the slider is the position in the
+    run (see ``loopnb.replay``); in ``mode="live"`` it picks the turn to inspect and follows the
+    newest turn until you move it.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_fps: float = 10.0,
+        first_frame: float = 0.25,
+        mode: Literal["live", "replay"] = "live",
+        controls: Controls | None = None,
+        title: str = "loopnb",
+    ) -> None:
+        check_fps("LiveView", max_fps)
+        self.mode = mode
+        self.interval = 1.0 / max_fps
+        self.first_frame = first_frame
+        self.model = ViewModel()
+        self.redraws = 0
+        self.finished = False
+        self.note: str | None = None
+        self._lock = threading.Lock()  # guards the model (engine thread vs painter)
+        self._draw_lock = threading.RLock()  # one redraw at a time
+        self._painter: Painter | None = None
+        self._follow = True
+        self._drawing = False
+        self._state = ViewState()
+        self._last: Patch | None = None
+        self._inspected: Any = None
+        self._on_finish: list[Callable[[LiveView], None]] = []
+        self._frames: Callable[[int], ViewState] | None = None
+        self._timeline = Timeline()
+
+        empty = figure_patch(self._state)
+        base = base_figure()
+        apply_patch(base, empty)  # built as the empty view: the first redraw sends only changes
+        self._last = empty
+        self.figure = go.FigureWidget(base)
+        # responsive: plotly re-measures on a window resize, which Page sends once attached
+        self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
+        self.header = widgets.HTML(f"<b>{esc(title)}</b>")  # often a task or a file name
+        self.status = widgets.HTML(status_html(self._state))
+        self.board = widgets.HTML(board_html(self._state))
+        self.inspector = widgets.HTML(inspector_html(None))
+        self.slider = widgets.IntSlider(
+            value=0, min=0, max=0, description="turn", continuous_update=True,
+            layout=widgets.Layout(width="60%"),
+        )  # fmt: skip
+        self.slider.observe(self._on_slider, names="value")
+        for index in TIMELINE.values():
+            self.figure.data[index].on_click(self._on_click)
+        self.buttons: dict[str, widgets.Button] = {}
+        self.play: widgets.Play | None = None
+        self.runs: widgets.Dropdown | None = None  # replay of a recording of several runs: which one
+        bar: list[widgets.Widget] = []
+        if controls is not None:
+            for name, icon, action in (
+                ("Pause", "pause", controls.pause),
+                ("Step", "step-forward", controls.step),
+                ("Resume", "play", controls.resume),
+                ("Stop", "stop", controls.stop),
+            ):
+                button = widgets.Button(description=name, icon=icon, layout=widgets.Layout(width="90px"))
+                button.on_click(_clicked(action))
+                self.buttons[name] = button
+                bar.append(button)
+        if mode == "replay":
+            self.play = widgets.Play(value=0, min=0, max=0, interval=300, description="play")
+            widgets.jslink((self.play, "value"), (self.slider, "value"))
+            bar.append(self.play)
+        bar.append(self.slider)
+        self.controls = widgets.HBox(bar)
+        self._page = Page()
+        self.board.layout = widgets.Layout(width="40%")
+        self.inspector.layout = widgets.Layout(width="58%")
+        self.widget = widgets.VBox(
+            [
+                widgets.VBox([self.header, self.status]),
+                self.figure,
+                self.controls,
+                widgets.HBox([self.board, _spacer(), self.inspector]),
+                self._page,
+            ],
+            layout=widgets.Layout(width="100%"),
+        )
+        self.widget.add_class("loopnb-view")
+
+    # -- observer ---------------------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        """Fold one event in; redraw soon (or now, when the run ended)."""
+        if event.kind not in HANDLED:
+            return
+        with self._lock:
+            self.model.apply(event)
+        painter = self._painter
+        if painter is not None and event.kind != "run_finished":
+            painter.poke()
+            return
+        kind = event.kind
+        if kind == "run_finished":
+            self.finish()
+        elif kind == "run_started":
+            self.finished = False
+            self._painter = Painter(
+                self._paint,
+                self.interval,
+                first=self.first_frame,
+                settle=self._page.settle,
+                release=self._page.release,
+            )
+            self._painter.poke()
+
+    def finish(self) -> None:
+        """Stop the painter, draw the final state and freeze it into the saved widget state."""
+        painter, self._painter = self._painter, None
+        if painter is not None:
+            painter.stop()
+        self.draw()
+        self._freeze()
+        self.finished = True
+        for callback in list(self._on_finish):
+            callback(self)
+
+    def on_finish(self, callback: Callable[[LiveView], None]) -> None:
+        """Call ``callback(view)`` once the final state is drawn."""
+        self._on_finish.append(callback)
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ViewState:
+        """The state last drawn."""
+        return self._state
+
+    def set_note(self, note: str | None) -> None:
+        """A word beside the status (``paused``, ``stopping``), drawn at once."""
+        self.note = note
+        with self._draw_lock:
+            self.status.value = status_html(self._state, note)
+
+    def draw(self, state: ViewState | None = None, selected: int | None = None) -> None:
+        """Redraw from the model (or from ``state``, as replay does)."""
+        with self._draw_lock:
+            if state is None:
+                with self._lock:
+                    state = self.model.snapshot()
+            self._state = state
+            last_turn = state.turns[-1].turn if state.turns else 0
+            if selected is None:
+                selected = last_turn if self._follow or self.mode == "replay" else self.slider.value
+            patch = self._patch(state, selected)
+            self._drawing = True
+            try:
+                with contextlib.ExitStack() as stack:
+                    for w in (self.status, self.board, self.inspector, self.slider):
+                        stack.enter_context(w.hold_sync())
+                    apply_patch(self.figure, patch, self._last)
+                    _set(self.status, status_html(state, self.note))
+                    _set(self.board, board_html(state))
+                    self._inspect(state.turn(selected) if selected else None)
+                    if self.mode == "live":
+                        self.slider.max = last_turn
+                        if self._follow:
+                            self.slider.value = last_turn
+                    if self.play is not None and self.play.max != self.slider.max:
+                        self.play.max = self.slider.max
+            finally:
+                self._drawing = False
+            self._last = patch
+            self.redraws += 1
+
+    def _paint(self) -> None:
+        """The painter's redraw: draw, then ask the page to say when it has caught up."""
+        self.draw()
+        self._page.ping()
+
+    def _patch(self, state: ViewState, selected: int | None) -> Patch:
+        return figure_patch(state, selected, self._timeline)
+
+    def _inspect(self, turn: Any) -> None:
+        if turn is not self._inspected:
+            self._inspected = turn
+            _set(self.inspector, inspector_html(turn))
+
+    def _freeze(self) -> None:
+        """Make the saved widget state the final figure (NOTEBOOK_STACK.md, stale saved state)."""
+        fig = self.figure
+        with self._draw_lock:
+            fig._widget_data = _copy(fig._data)
+            fig._widget_layout = _copy(fig._layout_obj._props)
+
+    # -- selection ------------------------------------------------------------------------------
+
+    def select(self, turn: int) -> None:
+        """Show ``turn`` (live: in the inspector; replay: the whole view at that turn)."""
+        self.slider.value = max(self.slider.min, min(turn, self.slider.max))
+
+    def _on_click(self, trace: Any, points: Any, _state: Any) -> None:
+        if points.xs:
+            self.select(int(points.xs[0]))
+
+    def _on_slider(self, change: dict[str, Any]) -> None:
+        if self._drawing:
+            return
+        value = int(change["new"])
+        if self.mode == "replay" and self._frames is not None:
+            self.draw(self._frames(value), selected=value)
+            return
+        self._follow = value >= self.slider.max
+        with self._draw_lock:
+            state = self._state
+            last = state.turns[-1].turn if state.turns else 0
+            selected = last if self._follow else value
+            self._drawing = True
+            try:
+                patch = self._patch(state, selected)
+                apply_patch(self.figure, patch, self._last)
+                self._last = patch
+                self._inspect(state.turn(selected) if selected else None)
+            finally:
+                self._drawing = False
+
+    def show_frames(self, frames: Callable[[int], ViewState], count: int) -> None:
+        """Replay: frames 0..``count`` from ``frames(k)``; shows the last one."""
+        self._frames = frames
+        self._drawing = True
+        try:
+            self.slider.max = count
+            self.slider.value = count
+            if self.play is not None:
+                self.play.max = count
+                self.play.value = count
+        finally:
+            self._drawing = False
+        self.draw(frames(count), selected=count)
+        self._freeze()
+        self.finished = True
+
+    # -- display --------------------------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/html"] = summary_html(self._state)
+        return bundle
+
+    def close(self) -> None:
+        """Stop the painter and close every widget."""
+        painter, self._painter = self._painter, None
+        if painter is not None:
+            painter.stop()
+        for child in (
+            self.figure,
+            self.status,
+            self.board,
+            self.inspector,
+            self.slider,
+            self.header,
+            self._page,
+        ):
+            child.close()
+        for button in self.buttons.values():
+            button.close()
+        for extra in (self.play, self.runs):
+            if extra is not None:
+                extra.close()
+        self.controls.close()
+        self.widget.close()
+
+    def __repr__(self) -> str:
+        run = self._state.run
+        return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of plotly's nested dicts and lists; numpy arrays (read-only there) are shared."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _set(widget: widgets.HTML, value: str) -> None:
+    if widget.value != value:
+        widget.value = value
+
+
+def _spacer() -> widgets.Widget:
+    return widgets.Box(layout=widgets.Layout(width="2%"))
+
+
+def _clicked(action: Callable[[], None]) -> Callable[[Any], None]:
+    def handler(_button: Any) -> None:
+        action()
+
+    return handler

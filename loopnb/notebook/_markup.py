@@ -1,0 +1,251 @@
+"""The HTML side of the view: status line, breaker board, inspector, and a JS-free summary.
+
+Everything a model or a tool said is untrusted: it goes through ``esc`` (``html.escape``) before it
+becomes HTML, because ipywidgets' ``HTML`` sets ``innerHTML`` (where ``<img onerror>`` runs even
+though ``<script>`` does not). Only this module's own markup is left unescaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+
+from loopnb.notebook._flow import EDGES, NODE_INDEX, NODES
+from loopnb.notebook._layout import CHANNEL_COLOR, CHANNEL_FILL
+from loopnb.notebook._render import CONTROL_PICTURES
+from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
+
+BREAKER_COLOR = {
+    "closed": CHANNEL_COLOR["ok"],
+    "half_open": CHANNEL_COLOR["soft"],
+    "open": CHANNEL_COLOR["hard"],
+}
+NAME_LIMIT = 80
+"""Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
+_BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
+_BOX = (
+    "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35;"
+    "overflow-wrap:anywhere"  # a long unbroken name or argument wraps inside its pane
+)
+_PRE = (
+    "white-space:pre-wrap;word-break:break-word;margin:2px 0 6px 0;padding:4px 6px;"
+    "background:#f6f8fa;border-radius:4px;max-height:14em;overflow:auto;font-size:12px"
+)
+
+
+def esc(text: object, limit: int | None = None) -> str:
+    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
+
+    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish, and a
+    cut says how much it left out.
+    """
+    return html.escape(_cut(str(text), limit).translate(CONTROL_PICTURES), quote=True)
+
+
+def _cut(s: str, limit: int | None) -> str:
+    if limit is None or len(s) <= limit:
+        return s
+    return f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
+
+
+def _badge(text: str, color: str) -> str:
+    return (
+        f'<span style="display:inline-block;padding:0 6px;border-radius:8px;color:white;'
+        f'background:{color};font-weight:600">{esc(text)}</span>'
+    )
+
+
+def _channel_badge(channel: str) -> str:
+    return _badge(channel, CHANNEL_COLOR.get(channel, "#777"))
+
+
+def status_html(state: ViewState, note: str | None = None) -> str:
+    """One line: which run, how far, how it ended (and ``note``, e.g. "paused")."""
+    run: RunView = state.run
+    if run.run_id is None:
+        body = "waiting for a run to start"
+    else:
+        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code> · turn {run.turn}"
+        if run.phase == "running":
+            tail = _badge("running", "#3b73b9")
+        elif run.phase == "ok":
+            tail = f"{_badge('finished', CHANNEL_COLOR['ok'])} output: <i>{esc(run.output or '', 300)}</i>"
+        else:
+            tail = (
+                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} "
+                f"<b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
+            )
+        body = f"{head} · {tail}"
+        if run.task:
+            body += f'<div style="color:#555">task: {esc(run.task, 200)}</div>'
+    if note:
+        body += f' <span style="color:#3b73b9;font-weight:600">[{esc(note)}]</span>'
+    return f'<div class="loopnb-status" style="{_BOX}">{body}</div>'
+
+
+def _cooldown(b: BreakerView) -> str:
+    if b.state != "open":
+        return "—"
+    if b.cooldown_left is None:
+        return "open (cooldown unknown)"
+    if b.cooldown_left <= 0:
+        return "over: next call is a trial"
+    return f"{b.cooldown_left:.1f}s of {b.cooldown:g}s"
+
+
+def board_html(state: ViewState) -> str:
+    """The breaker board: every tool's and model's breaker, its state and cooldown left."""
+    rows = []
+    for b in state.breakers:
+        color = BREAKER_COLOR[b.state]
+        rows.append(
+            f'<tr class="loopnb-breaker" data-state="{esc(b.state)}">'
+            f"<td><code>{esc(b.name, 60)}</code></td><td>{esc(b.scope)}</td>"
+            f'<td class="loopnb-breaker-state" style="color:{color};font-weight:700">'
+            f"{esc(_BREAKER_WORD[b.state])}</td>"
+            f"<td>{b.failures}</td><td>{esc(_cooldown(b))}</td></tr>"
+        )
+    if not rows:
+        table = '<div style="color:#777">no breakers yet</div>'
+    else:
+        table = (
+            '<table style="border-collapse:collapse;width:100%"><thead><tr style="text-align:left">'
+            "<th>breaker</th><th>scope</th><th>state</th><th>failures</th><th>cooldown left</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    return f'<div class="loopnb-board" style="{_BOX}"><b>breaker board</b>{table}</div>'
+
+
+def gauge_text(g: Gauge) -> str:
+    """The gauge in words (for the static summary)."""
+    if g.tool is None:
+        return "no tool call yet"
+    tool = _cut(g.tool, NAME_LIMIT)
+    if g.at_wall:
+        return f"{tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
+    return f"{tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
+
+
+def inspector_html(turn: TurnView | None) -> str:
+    """One turn: the request (the reply's tool calls), and exactly the text the model read."""
+    if turn is None:
+        return f'<div class="loopnb-inspector" style="{_BOX};color:#777">no turn selected yet</div>'
+    parts = [
+        f"<b>turn {turn.turn}</b> {_channel_badge(turn.channel)}",
+        f" <code>{esc(turn.producer)}</code>" if turn.producer else "",
+        f" · model <code>{esc(turn.model, NAME_LIMIT)}</code>" if turn.model else "",
+        f" · {turn.latency_ms:.1f} ms",
+        f" · {turn.recovery_attempts} recovery retr{'y' if turn.recovery_attempts == 1 else 'ies'}"
+        if turn.recovery_attempts
+        else "",
+    ]
+    body = ["".join(parts)]
+    if turn.calls:
+        calls = "".join(
+            f"<li><code>{esc(c.name, 80)}({esc(c.arguments, 400)})</code></li>" for c in turn.calls
+        )
+        body.append(
+            f"<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{calls}</ul>"
+        )
+    if turn.reply_text:
+        body.append(f'<div>the model said:</div><pre style="{_PRE}">{esc(turn.reply_text, 4000)}</pre>')
+    if turn.read:
+        body.append("<div>then the model read:</div>")
+        for item in turn.read:
+            tag = f"{item.name} · error ({item.producer})" if item.is_error else f"{item.name} · ok"
+            if item.source == "engine":
+                tag = f"engine feedback · {item.producer or item.name}"
+            color = CHANNEL_COLOR["soft"] if item.is_error else "#555"
+            body.append(
+                f'<div style="color:{color};font-size:12px">{esc(tag, 120)}</div>'
+                f'<pre class="loopnb-read" style="{_PRE}">{esc(item.text, 4000)}</pre>'
+            )
+            if item.note:
+                body.append(
+                    f'<div style="color:#555;font-size:12px">recovery note (beside the result, never '
+                    f'merged into it):</div><pre style="{_PRE}">{esc(item.note, 2000)}</pre>'
+                )
+    if turn.channel == "hard":
+        body.append(
+            f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: '
+            f"<b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
+            f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
+            f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
+        )
+    elif not turn.calls and not turn.read:
+        body.append('<div style="color:#555">a final reply: nothing more to read</div>')
+    return f'<div class="loopnb-inspector" style="{_BOX}">{"".join(body)}</div>'
+
+
+def _strip(turns: Iterable[TurnView]) -> str:
+    cells = []
+    for t in turns:
+        title = esc(f"turn {t.turn}: {t.channel}" + (f" ({t.producer})" if t.producer else ""))
+        cells.append(
+            f'<span class="loopnb-mark" data-channel="{t.channel}" title="{title}" '
+            f'style="display:inline-block;width:9px;height:14px;margin:0 1px 1px 0;'
+            f'background:{CHANNEL_COLOR[t.channel]}"></span>'
+        )
+    return f'<div style="line-height:0">{"".join(cells)}</div>'
+
+
+def summary_html(state: ViewState) -> str:
+    """A static, script-free picture of the four panes (for saved notebooks, GitHub, nbviewer)."""
+    flow_rows = []
+    lit = set(state.lit)
+    for edge, count in zip(EDGES, state.edge_counts, strict=True):
+        src = NODES[NODE_INDEX[edge.source]].label.replace("<br>", " ")
+        dst = NODES[NODE_INDEX[edge.target]].label.replace("<br>", " ")
+        style = (
+            f' style="background:{CHANNEL_FILL.get(state.lit_channel or "", "")}"' if edge.id in lit else ""
+        )
+        flow_rows.append(
+            f"<tr{style}><td>{esc(src)}</td><td>→</td><td>{esc(dst)}</td><td>{esc(edge.label)}</td>"
+            f"<td style='text-align:right'>{count}</td></tr>"
+        )
+    lit_note = (
+        f"lit: turn {state.lit_turn}, {esc(state.lit_channel)}"
+        + (f" ({esc(state.lit_producer)})" if state.lit_producer else "")
+        if state.lit_channel
+        else "nothing lit yet"
+    )
+    last = state.turns[-1] if state.turns else None
+    return (
+        f'<div class="loopnb-summary" style="{_BOX};border:1px solid #ddd;padding:8px;border-radius:6px">'
+        f"<div><b>loopnb live view</b> (static picture)</div>{status_html(state)}"
+        f"<details open><summary><b>decision flow</b> · {lit_note}</summary>"
+        f'<table style="border-collapse:collapse">{"".join(flow_rows)}</table></details>'
+        f"<div><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</div>"
+        f"{board_html(state)}"
+        f"<div><b>turn timeline</b> ({len(state.turns)} turns)</div>{_strip(state.turns)}"
+        f"{inspector_html(last)}</div>"
+    )
+
+
+def turns_table_html(turns: Iterable[TurnView]) -> str:
+    """Every turn with what the model read, for the static report (details fold away)."""
+    rows = []
+    for t in turns:
+        read = "".join(
+            f'<div style="font-size:12px;color:#555">{esc(r.name, NAME_LIMIT)}'
+            f"{' · error' if r.is_error else ''}</div>"
+            f'<pre class="loopnb-read" style="{_PRE}">{esc(r.text, 4000)}</pre>'
+            for r in t.read
+        )
+        if t.channel == "hard":
+            read += (
+                f'<pre style="{_PRE}">{esc(t.error or "", NAME_LIMIT)}: {esc(t.error_text or "", 2000)}</pre>'
+            )
+        calls = ", ".join(f"{esc(c.name, 60)}({esc(c.arguments, 200)})" for c in t.calls)
+        rows.append(
+            f'<tr class="loopnb-turn" data-channel="{t.channel}"><td>{t.turn}</td>'
+            f"<td>{_channel_badge(t.channel)}</td><td><code>{esc(t.producer or '')}</code></td>"
+            f"<td>{esc(t.model or '', NAME_LIMIT)}</td><td><code>{calls}</code>"
+            f"{'<div><i>' + esc(t.reply_text, 600) + '</i></div>' if t.reply_text else ''}</td>"
+            f"<td><details><summary>{len(t.read)} item(s)</summary>{read}</details></td></tr>"
+        )
+    return (
+        '<table class="loopnb-turns" style="border-collapse:collapse;width:100%;font-size:13px">'
+        '<thead><tr style="text-align:left"><th>turn</th><th>channel</th><th>producer</th><th>model</th>'
+        f"<th>request</th><th>what the model read</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
