@@ -22,6 +22,8 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from itertools import groupby, islice
+from operator import attrgetter, lt
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -82,10 +84,25 @@ def make_header(*, redacted: bool, **extra: Any) -> dict[str, Any]:
     }
 
 
+class TooDeep(ValueError):
+    """JSON nested too deeply for the parser (a ``ValueError``, where ``json`` raises a
+    ``RecursionError`` that no reader of a damaged file expects)."""
+
+
+def loads(raw: bytes | str) -> Any:
+    """``json.loads``; JSON nested too deeply to be parsed is a ``TooDeep`` error."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise TooDeep("JSON nested too deeply to be read") from None
+
+
 def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     """The parsed header line, or a ``RecordingError`` saying what is wrong with it."""
     try:
-        header = json.loads(raw)
+        header = loads(raw)
+    except TooDeep as exc:
+        raise RecordingError(f"not a loopnb recording: its header line is {exc}", path=path, line=1) from None
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -110,7 +127,7 @@ def parse_events(lines: Sequence[bytes] | Sequence[str], version: int = VERSION)
     """Events from their JSON lines, validated: the first line that is not one whole event
     raises its ``ValidationError`` (or ``ValueError``)."""
     if version == 1:
-        return [EVENT_ADAPTER.validate_python(e) for e in from_v1(json.loads(raw) for raw in lines)]
+        return [EVENT_ADAPTER.validate_python(e) for e in from_v1(loads(raw) for raw in lines)]
     return _parse_lines(lines, lambda raw, index: parse_event(raw))
 
 
@@ -150,7 +167,7 @@ def _v1_events(lines: Sequence[bytes], path: Path, first_line: int) -> list[Even
         if not line.strip():
             raise RecordingError("empty line inside the recording", path=path, line=index)
         try:
-            item = json.loads(line)
+            item = loads(line)
         except ValueError as exc:
             raise RecordingError(f"not valid JSON: {exc}", path=path, line=index) from exc
         if not isinstance(item, dict):
@@ -228,6 +245,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
                 RecordingWarning,
                 stacklevel=3,
             )
+    check_order(events, path)
     return header, events
 
 
@@ -240,6 +258,44 @@ def _parse_body(body: list[bytes], path: Path) -> list[Event]:
         return _parse_line(raw, path, index + 2)
 
     return _parse_lines(body, one)
+
+
+def check_order(events: Sequence[Event], path: Path, *, first_line: int | None = 2) -> None:
+    """A ``RecordingError`` at the first event whose ``seq`` is not past the one before it in its
+    run: lines duplicated (a double append, a bad merge) or out of order. ``events[0]`` is line
+    ``first_line`` of the file (``None``: events are counted from 1 instead of lines).
+
+    Each stretch of one run's events is checked at C speed; only a failing file is walked in Python.
+    """
+    seqs = list(map(attrgetter("seq"), events))
+    last: dict[str, int] = {}
+    start = 0
+    for run_id, stretch in groupby(map(attrgetter("run_id"), events)):
+        n = sum(1 for _ in stretch)
+        mine = seqs[start : start + n]
+        if last.get(run_id, -1) >= mine[0] or not all(map(lt, mine, islice(mine, 1, None))):
+            _misordered(events, path, first_line)
+        last[run_id] = mine[-1]
+        start += n
+
+
+def _misordered(events: Sequence[Event], path: Path, first_line: int | None) -> None:
+    seen: dict[str, tuple[int, int]] = {}  # run id -> its last seq, and where
+    for index, event in enumerate(events):
+        before = seen.get(event.run_id)
+        if before is not None and event.seq <= before[0]:
+            if first_line is None:
+                where, line, prior = f"event {index + 1}: ", None, f"event {before[1] + 1}"
+            else:
+                where, line, prior = "", index + first_line, f"line {before[1] + first_line}"
+            raise RecordingError(
+                f"{where}seq {event.seq} of run {event.run_id[:80]!r} comes after its seq {before[0]} "
+                f"({prior}): lines duplicated (a double append, a bad merge) or out of order; within "
+                "a run, seq only grows",
+                path=path,
+                line=line,
+            )
+        seen[event.run_id] = (event.seq, index)
 
 
 def _without_blank_tail(data: bytes, end: int) -> int:

@@ -24,7 +24,7 @@ from loopnb.engine.events import Event
 from loopnb.record.errors import RecordingError
 from loopnb.record.files import replacing
 from loopnb.record.frames import conform, event_frame, event_table, pandas_dtypes, turn_frame, turn_table
-from loopnb.record.jsonl import check_header
+from loopnb.record.jsonl import check_header, check_order
 from loopnb.record.schema import EVENT_COLUMNS, EVENTS, TURN_COLUMNS, TURNS, Table
 
 if TYPE_CHECKING:
@@ -383,7 +383,9 @@ def read_parquet(path: str | Path) -> Recording:
         table = pf.read_row_groups(groups, columns=[_PREFIX + "json"])
         if mask is not None:
             table = table.filter(mask)
-        return _parse_json(table.column(0).cast(pa.large_string()).to_pylist(), path, header["version"])
+        events = _parse_json(table.column(0).cast(pa.large_string()).to_pylist(), path, header["version"])
+        check_order(events, path, first_line=None)
+        return events
 
     return Recording(meta=meta, turns=turns, events=events, event_objects=event_objects)
 
