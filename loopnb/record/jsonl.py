@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from loopnb.engine.events import EVENT_ADAPTER, Event
 from loopnb.record.errors import RecordingError, RecordingWarning
-from loopnb.record.files import locked, replacing
+from loopnb.record.files import claim_stream, locked, replacing
 from loopnb.record.lines import describe as _describe
 from loopnb.record.lines import (
     dump_event,
@@ -336,9 +336,11 @@ class JsonlWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         file = _open_append(self.path)
         try:
+            self._file = file
+            claim_stream(self)
             # Locked, so that of two writers opening one file at once only one writes the header,
             # and none mends a tail the other is writing.
-            with locked(file):
+            with locked(self.path):
                 if os.fstat(file.fileno()).st_size == 0:
                     header = make_header(redacted=self.redact is not None)
                     self._put(file, json.dumps(header).encode() + b"\n")
@@ -400,6 +402,9 @@ class JsonlWriter:
             if redacted != text:
                 chunk = redacted.encode()
         self._put(self._file, chunk + b"\n")
+
+    def fileno(self) -> int:
+        return self._file.fileno()
 
     def close(self) -> None:
         self._file.close()
