@@ -26,10 +26,7 @@ from loopnb.engine.turns import Turn, TurnAssembler
 from loopnb.record.errors import RecordingError, RecordingWarning
 from loopnb.record.jsonl import (
     JsonlWriter,
-    dump_event,
     make_header,
-    parse_event,
-    redact_line,
     write_jsonl,
 )
 from loopnb.record.redact import DEFAULT_REDACTOR, Redact
@@ -222,18 +219,9 @@ class Recorder:
         One redaction pass covers all the lines; an event the redactor left alone is the very
         same object, a changed one is revalidated from its redacted JSON.
         """
-        events = list(self._events)
-        raw = [dump_event(e) for e in events]
-        if not raw:
-            return [], []
-        lines = redact_line("\n".join(raw), self.redact).split("\n")
-        if len(lines) != len(raw):
-            raise RecordingError("the redaction hook changed the number of lines")
-        objects = [
-            event if line == before else parse_event(line)
-            for event, before, line in zip(events, raw, lines, strict=True)
-        ]
-        return objects, lines
+        from loopnb.record.recording import exported
+
+        return exported(list(self._events), self.redact)
 
     def recording(self) -> Recording:
         """The events so far as a ``Recording``, redacted like a file would be."""
