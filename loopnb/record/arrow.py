@@ -150,8 +150,9 @@ def parse_json(lines: list[Any], path: Path, version: int) -> list[Event]:
     ``RecordingError`` naming it (``event N``, counted from 1)."""
     from pydantic import ValidationError
 
-    from loopnb.record.jsonl import _parse_lines, check_order, parse_events
+    from loopnb.record.jsonl import _parse_lines, parse_events
     from loopnb.record.lines import describe, parse_event
+    from loopnb.record.seqs import check_order
 
     def one(raw: str | bytes | None, index: int) -> Event:
         if raw is None:

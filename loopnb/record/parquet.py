@@ -11,8 +11,8 @@ The events are kept beside the table, out of every query's way: their exact, red
 (as in a JSON Lines recording), compressed, between the row groups and the footer (``trailer``).
 The JSON Lines header, with ``run_ids``, ``n_turns``, ``n_events`` and where the events are
 (``event_parts``, ``event_crc32``) added, is the file's key-value metadata under ``loopnb``.
-Files of the first layout (turns and events
-in one table, told apart by a ``record`` column) still load, through ``parquet_mixed``.
+Files of the first layout (turns and events in one table, told apart by a ``record`` column)
+still load, through ``parquet_mixed``.
 """
 
 from __future__ import annotations

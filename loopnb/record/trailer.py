@@ -94,10 +94,13 @@ def check_parts(header: dict[str, Any], path: Path) -> list[tuple[int, int, int]
     """The header's ``event_parts``, checked to be ``[compressed, bytes, lines]`` counts."""
     parts = header.get("event_parts")
     crc = header.get("event_crc32")
-    well_formed = isinstance(parts, list) and all(
-        isinstance(p, list) and len(p) == 3 and all(type(v) is int and v >= 0 for v in p) for p in parts
-    )
-    if not well_formed or type(crc) is not int:
+    if (
+        not isinstance(parts, list)
+        or not all(
+            isinstance(p, list) and len(p) == 3 and all(type(v) is int and v >= 0 for v in p) for p in parts
+        )
+        or type(crc) is not int
+    ):
         raise RecordingError(
             "the header's event_parts must be a list of [compressed bytes, bytes, lines] counts and "
             f"event_crc32 a number, found {parts!r} and {crc!r}"[:300],
