@@ -92,3 +92,11 @@ def test_a_large_recording_keeps_a_small_footer_and_loads_whole(tmp_path, monkey
     assert len(events) == len(template) * n_runs
     assert events[-1] == dataclasses.replace(template[-1], run_id=f"r{n_runs - 1}")
     assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(3 * n_runs,)]
+
+
+def test_an_empty_recording_is_an_empty_table_with_the_turns_columns(tmp_path):
+    path = Recorder().save(tmp_path / "empty.parquet")
+    assert pq.read_schema(path).names == list(TURN_COLUMNS)
+    loaded = load(path)
+    assert (len(loaded.turns), len(loaded.events), loaded.event_objects) == (0, 0, [])
+    assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(0,)]
