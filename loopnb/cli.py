@@ -5,7 +5,8 @@ embedded models (no API key, no network) and prints, per scenario, one row per t
 ok / soft / hard, how the run ended, and a summary. The exit code is 0 when every scenario ended
 as it declares.
 
-``loopnb audit PATH ...`` audits recordings (provided by ``loopnb.record``).
+``loopnb audit PATH ...`` audits recordings and ``loopnb convert SRC DST`` saves one in the other
+format (both provided by ``loopnb.record``).
 
 Bad input is a usage error (exit 2) named on stderr; Ctrl-C ends the command with exit 130 after
 printing the interrupted scenario's table, and a closed pipe (``| head``) ends it quietly.
@@ -310,6 +311,16 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
+def _convert(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        from loopnb.record._cli import convert_command
+    except ImportError as exc:
+        print(f"loopnb convert: converting is unavailable ({exc})", file=sys.stderr)
+        return 2
+    code: int = convert_command(args.src, args.dst, out=out)
+    return code
+
+
 def _schema(args: argparse.Namespace, out: TextIO) -> int:
     """Print the JSON schema of the turns or the events frame (each column: type, description,
     pandas dtype)."""
@@ -377,6 +388,17 @@ def _parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"
     )
     audit.set_defaults(handler=_audit)
+    convert = commands.add_parser(
+        "convert",
+        help="save a recording in the other format (JSON Lines <-> Parquet)",
+        description="Save the recording SRC as DST, in the format DST's suffix names (.jsonl or "
+        ".parquet), redacted, written whole or not at all. An existing DST that is not a recording "
+        "is never replaced. Exit code: 0 when DST was written, 1 when SRC cannot be read or DST "
+        "cannot be written, 2 for bad input (a DST suffix other than .jsonl or .parquet).",
+    )
+    convert.add_argument("src", metavar="SRC", help="a recording (.jsonl or .parquet)")
+    convert.add_argument("dst", metavar="DST", help="where to write it: NAME.jsonl or NAME.parquet")
+    convert.set_defaults(handler=_convert)
     schema = commands.add_parser(
         "schema",
         help="print the JSON schema of the recorded frames",

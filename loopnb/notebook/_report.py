@@ -104,7 +104,23 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
 def to_html(
     source: EventSource, path: str | Path, *, run_id: str | None = None, title: str = "loopnb report"
 ) -> Path:
-    """Write the report of ``source`` (a ``Recording``, ``Recorder``, path or events) to ``path``."""
+    """Write the report of ``source`` (a ``Recording``, ``Recorder``, path or events) to ``path``.
+
+    Written whole or not at all (a temporary file renamed onto ``path``). A recording at ``path``
+    (``load(p).to_html(p)``) is never replaced, and a failure to write (a folder, a full disk) is
+    a ``RecordingError`` naming ``path``.
+    """
+    from loopnb.record._errors import RecordingError
+    from loopnb.record._files import holds_recording, replacing
+
     path = Path(path)
-    path.write_text(report_html(source, run_id=run_id, title=title), encoding="utf-8")
+    if holds_recording(path):
+        raise RecordingError(
+            "is a loopnb recording: a report is never written over one; give the report its own "
+            "name (e.g. report.html)",
+            path=path,
+        )
+    page = report_html(source, run_id=run_id, title=title)
+    with replacing(path) as tmp:
+        tmp.write_text(page, encoding="utf-8")
     return path

@@ -1,7 +1,8 @@
-"""Command-line hooks: ``loopnb audit PATH...`` and writing recordings for ``loopnb demo``.
+"""Command-line hooks: ``loopnb audit PATH...``, ``loopnb convert SRC DST`` and writing
+recordings for ``loopnb demo``.
 
-``loopnb/cli.py`` wires them: ``audit_command(paths)`` prints plain text (no extra
-dependencies) and returns the exit status.
+``loopnb/cli.py`` wires them: ``audit_command(paths)`` and ``convert_command(src, dst)`` print
+plain text (no extra dependencies) and return the exit status.
 """
 
 from __future__ import annotations
@@ -106,6 +107,49 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
     ):
         print(f"\n{title}\n{_table(table)}", file=out)
     return 1 if failed else 0
+
+
+def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Save the recording ``src`` as ``dst``, in the format ``dst``'s suffix names, redacted.
+
+    Returns 0 when ``dst`` was written; 1 when ``src`` cannot be read or ``dst`` cannot be
+    written (an existing ``dst`` that is not a recording is never replaced); 2 when ``dst``'s
+    suffix is neither ``.jsonl`` nor ``.parquet``.
+    """
+    from loopnb.record._files import holds_recording
+    from loopnb.record._recording import load
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    target = Path(dst)
+    if target.suffix.lower() not in (".jsonl", ".parquet"):
+        print(f"loopnb convert: {dst}: give DST a .jsonl or .parquet suffix (it picks the format)", file=err)
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordingWarning)
+        try:
+            if target.is_file() and target.stat().st_size and not holds_recording(target):
+                raise RecordingError(
+                    "exists and is not a loopnb recording: it is never replaced; move it or "
+                    "choose another name",
+                    path=target,
+                )
+            rec = load(src)
+            rec.save(target)
+        except ImportError as exc:  # Parquet without pyarrow
+            print(f"loopnb convert: error: {exc}", file=err)
+            return 1
+        except (RecordingError, OSError) as exc:
+            print(f"loopnb convert: error: {exc}", file=err)
+            return 1
+    for w in caught:
+        print(f"loopnb convert: warning: {w.message}", file=err)
+    print(
+        f"loopnb convert: wrote {target} ({len(rec.run_ids)} run(s), {rec.meta.get('n_turns', 0)} "
+        f"turn(s), {rec.meta.get('n_events', 0)} event(s), redacted)",
+        file=out,
+    )
+    return 0
 
 
 def _files(paths: Sequence[str]) -> list[Path]:

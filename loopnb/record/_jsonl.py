@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from loopnb.engine._events import EVENT_ADAPTER, Event
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._files import locked, replacing
+from loopnb.record._files import claim_stream, locked, replacing
 from loopnb.record._lines import describe as _describe
 from loopnb.record._lines import (
     dump_events,
@@ -38,6 +38,7 @@ from loopnb.record._lines import (
 )
 from loopnb.record._migrate import from_v1
 from loopnb.record._redact import Redact
+from loopnb.record._seqs import check_order
 
 FORMAT = "loopnb.recording"
 VERSION = 2
@@ -65,10 +66,25 @@ def make_header(*, redacted: bool, **extra: Any) -> dict[str, Any]:
     }
 
 
+class TooDeep(ValueError):
+    """JSON nested too deeply for the parser (a ``ValueError``, where ``json`` raises a
+    ``RecursionError`` that no reader of a damaged file expects)."""
+
+
+def loads(raw: bytes | str) -> Any:
+    """``json.loads``; JSON nested too deeply to be parsed is a ``TooDeep`` error."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise TooDeep("JSON nested too deeply to be read") from None
+
+
 def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     """The parsed header line, or a ``RecordingError`` saying what is wrong with it."""
     try:
-        header = json.loads(raw)
+        header = loads(raw)
+    except TooDeep as exc:
+        raise RecordingError(f"not a loopnb recording: its header line is {exc}", path=path, line=1) from None
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -93,7 +109,7 @@ def parse_events(lines: Sequence[bytes] | Sequence[str], version: int = VERSION)
     """Events from their JSON lines, validated: the first line that is not one whole event
     raises its ``ValidationError`` (or ``ValueError``)."""
     if version == 1:
-        return [EVENT_ADAPTER.validate_python(e) for e in from_v1(json.loads(raw) for raw in lines)]
+        return [EVENT_ADAPTER.validate_python(e) for e in from_v1(loads(raw) for raw in lines)]
     return parse_lines(lines, lambda raw, index: parse_event(raw))
 
 
@@ -133,7 +149,7 @@ def _v1_events(lines: Sequence[bytes], path: Path, first_line: int) -> list[Even
         if not line.strip():
             raise RecordingError("empty line inside the recording", path=path, line=index)
         try:
-            item = json.loads(line)
+            item = loads(line)
         except ValueError as exc:
             raise RecordingError(f"not valid JSON: {exc}", path=path, line=index) from exc
         if not isinstance(item, dict):
@@ -211,6 +227,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
                 RecordingWarning,
                 stacklevel=3,
             )
+    check_order(events, path)
     return header, events
 
 
@@ -263,9 +280,11 @@ class JsonlWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         file = _open_append(self.path)
         try:
+            self._file = file
+            claim_stream(self)
             # Locked, so that of two writers opening one file at once only one writes the header,
             # and none mends a tail the other is writing.
-            with locked(file):
+            with locked(self.path):
                 if os.fstat(file.fileno()).st_size == 0:
                     header = make_header(redacted=self.redact is not None)
                     self._put(file, json.dumps(header).encode() + b"\n")
@@ -327,6 +346,9 @@ class JsonlWriter:
             if redacted != text:
                 chunk = redacted.encode()
         self._put(self._file, chunk + b"\n")
+
+    def fileno(self) -> int:
+        return self._file.fileno()
 
     def close(self) -> None:
         self._file.close()

@@ -24,8 +24,11 @@ from loopnb.engine._errors import LoopnbWarning
 from loopnb.engine._events import Event, RunFinished, TurnFinished
 from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._jsonl import JsonlWriter, make_header, write_jsonl
-from loopnb.record._lines import dump_event, parse_event, redact_line
+from loopnb.record._jsonl import (
+    JsonlWriter,
+    make_header,
+    write_jsonl,
+)
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
 from loopnb.record._rows import turn_row
 
@@ -215,18 +218,9 @@ class Recorder:
         One redaction pass covers all the lines; an event the redactor left alone is the very
         same object, a changed one is revalidated from its redacted JSON.
         """
-        events = list(self._events)
-        raw = [dump_event(e) for e in events]
-        if not raw:
-            return [], []
-        lines = redact_line("\n".join(raw), self.redact).split("\n")
-        if len(lines) != len(raw):
-            raise RecordingError("the redaction hook changed the number of lines")
-        objects = [
-            event if line == before else parse_event(line)
-            for event, before, line in zip(events, raw, lines, strict=True)
-        ]
-        return objects, lines
+        from loopnb.record._recording import exported
+
+        return exported(list(self._events), self.redact)
 
     def recording(self) -> Recording:
         """The events so far as a ``Recording``, redacted like a file would be."""

@@ -15,6 +15,9 @@ from loopnb.record._errors import RecordingError, RecordingWarning
 if TYPE_CHECKING:
     import pandas as pd
 
+    from loopnb.record._redact import Redact
+
+
 _SUFFIXES = (".jsonl", ".parquet")
 
 
@@ -100,6 +103,34 @@ class Recording:
         where = self.meta.get("path")
         return None if where is None else Path(where)
 
+    def save(self, path: str | Path) -> Path:
+        """Write this recording to ``path``; the suffix picks the format (``.jsonl`` or
+        ``.parquet``, which needs pyarrow), so a JSON Lines recording converts to Parquet and back.
+
+        Redacted as every export is: each event goes through the default redactor, whatever the
+        header says. Written whole or not at all (a temporary file renamed onto ``path``); a file
+        a live ``Recorder`` streams to is never replaced. The header is a new one (the current
+        format version) keeping ``created_at``. Returns the path.
+        """
+        from loopnb.record._jsonl import make_header, write_jsonl
+        from loopnb.record._redact import DEFAULT_REDACTOR
+
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in _SUFFIXES:
+            raise ValueError(f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix")
+        objects, lines = exported(self.event_objects, DEFAULT_REDACTOR)
+        header = make_header(redacted=True)
+        if isinstance(self.meta.get("created_at"), str):
+            header["created_at"] = self.meta["created_at"]
+        if suffix == ".jsonl":
+            write_jsonl(path, header, lines)
+        else:
+            from loopnb.record._parquet import write_parquet
+
+            write_parquet(path, header, objects, lines)
+        return path
+
     def to_html(self, path: str | Path) -> Path:
         """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
         from loopnb.notebook import to_html
@@ -112,6 +143,23 @@ class Recording:
             f"Recording({len(self.run_ids)} runs, {self.meta.get('n_turns', '?')} turns, "
             f"{self.meta.get('n_events', '?')} events{where})"
         )
+
+
+def exported(events: list[Event], redact: Redact | None) -> tuple[list[Event], list[str]]:
+    """``events`` as they may leave the process: their JSON lines after ``redact`` (one pass over
+    them all), and the events those lines hold (an event the redactor left alone is the very same
+    object, a changed one is revalidated from its redacted line)."""
+    from loopnb.record._lines import dump_event, parse_event, redact_line
+
+    raw = [dump_event(e) for e in events]
+    if not raw:
+        return [], []
+    lines = redact_line("\n".join(raw), redact).split("\n")
+    objects = [
+        event if line == before else parse_event(line)
+        for event, before, line in zip(events, raw, lines, strict=True)
+    ]
+    return objects, lines
 
 
 def _format_of(path: Path) -> Literal["jsonl", "parquet"]:

@@ -73,3 +73,66 @@ def test_secrets_are_redacted_in_the_report():
 
 def test_an_empty_recording():
     assert "holds no runs" in report_html([])
+
+
+# -- where the report is written ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_report_is_never_written_over_a_recording(tmp_path, suffix):
+    from loopnb.record import RecordingError
+
+    path = recorded(S.typo()).save(tmp_path / f"run{suffix}")
+    before = path.read_bytes()
+    with pytest.raises(
+        RecordingError, match=rf"run\{suffix}: is a loopnb recording: a report is never written"
+    ):
+        load(path).to_html(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_recording_under_another_name_is_recognised_by_its_header(tmp_path):
+    from loopnb.record import RecordingError
+
+    path = recorded(S.typo()).save(tmp_path / "run.jsonl")
+    disguised = path.rename(tmp_path / "run.html")
+    with pytest.raises(RecordingError, match="is a loopnb recording"):
+        to_html(load(disguised), disguised)
+
+
+def test_an_earlier_report_is_replaced(tmp_path):
+    recorder = recorded(S.typo())
+    out = tmp_path / "report.html"
+    out.write_text("an older report", encoding="utf-8")
+    assert to_html(recorder, out) == out
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_a_report_onto_a_folder_is_a_recording_error(tmp_path):
+    from loopnb.record import RecordingError
+
+    (tmp_path / "r.html").mkdir()
+    with pytest.raises(RecordingError, match=r"r\.html: cannot write there: it is a folder"):
+        to_html(recorded(S.typo()), tmp_path / "r.html")
+
+
+def test_a_full_disk_leaves_the_old_report_and_no_empty_file(tmp_path, monkeypatch):
+    import pathlib
+
+    from loopnb.record import RecordingError
+
+    recorder = recorded(S.typo())
+    old = tmp_path / "old.html"
+    old.write_text("the old report", encoding="utf-8")
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", full_disk)
+    for name in ("old.html", "new.html"):
+        with pytest.raises(RecordingError, match=rf"{name}: cannot write: No space left on device"):
+            to_html(recorder, tmp_path / name)
+    monkeypatch.undo()
+    assert old.read_text(encoding="utf-8") == "the old report"
+    assert [p.name for p in tmp_path.iterdir()] == ["old.html"]

@@ -193,8 +193,14 @@ def test_saving_onto_the_file_being_streamed_is_refused(tmp_path):
 def _tampered(tmp_path, index, field, value):
     lines = _lines()
     event = json.loads(lines[index])
+    shift = value - event[field] if field == "seq" else 0
     event[field] = value
     lines[index] = json.dumps(event).encode()
+    for later in range(index + 1, len(lines)):  # a run's seqs only grow: the later ones move up too
+        if shift:
+            moved = json.loads(lines[later])
+            moved["seq"] += shift
+            lines[later] = json.dumps(moved).encode()
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n".join([json.dumps(HEADER).encode(), *lines]) + b"\n")
     return path

@@ -178,3 +178,27 @@ def test_context_run_ends_before_asking_the_model_again():
     assert len(kinds(ev, "context_compacted")) == 0  # compaction could not fit: nothing was applied
     finished = kinds(ev, "run_finished")
     assert rows(finished, ["channel", "producer", "text"]) == [["hard", "context_exceeded", OVERFLOW]]
+
+
+OLD_PARQUET = Path(__file__).resolve().parents[1] / "golden" / "parquet-v1-layout"
+"""Parquet recordings in the first layout (turns and events in one table, told apart by a ``record``
+column), written once by that layout's writer and never rewritten: two of version-2 event lines
+from the golden runs, and ``ok_soft_then_ok.v1-events`` holding the version-1 golden's lines."""
+
+
+@pytest.mark.parametrize(
+    ("file", "name", "version"),
+    [
+        ("ok_soft_then_ok", "ok_soft_then_ok", 2),
+        ("hard_tool_recovery_exhausted", "hard_tool_recovery_exhausted", 2),
+        ("ok_soft_then_ok.v1-events", "ok_soft_then_ok", 1),
+    ],
+)
+def test_a_parquet_recording_of_the_first_layout_loads_its_turns_and_events(file, name, version):
+    rec = load(OLD_PARQUET / f"{file}.parquet")
+    assert rec.meta["version"] == version
+    assert rows(rec.turns, TURN_COLUMNS) == TURNS[name]
+    golden = recording(name)
+    assert [e.kind for e in rec.event_objects] == [e.kind for e in golden.event_objects]
+    assert rec.events["seq"].tolist() == list(range(len(golden.event_objects)))
+    assert len(kinds(rec.events, "turn_finished")) == len(TURNS[name])

@@ -71,10 +71,20 @@ def strings(value) -> list[str]:
 
 
 def parquet_text(path) -> str:
+    """Every text in a Parquet recording: the table's, the metadata's and the events' lines, as
+    the file holds them (compressed before the footer)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from loopnb.record._trailer import read_lines
+
     table = pq.read_table(path)
-    return "\n".join(strings(table.to_pylist())) + str(table.schema.metadata)
+    header = json.loads(table.schema.metadata[b"loopnb"])
+    lines = read_lines(Path(path), header["event_parts"], header["event_crc32"], pa)
+    return "\n".join([*strings(table.to_pylist()), str(table.schema.metadata), *(x.decode() for x in lines)])
 
 
 def test_every_corpus_secret_is_redacted_in_the_stream_parquet_and_report(tmp_path, monkeypatch):
