@@ -1,4 +1,4 @@
-"""The golden recordings of ``tests/golden/v1`` load into the frames their runs must produce.
+"""The golden recordings of ``tests/golden/v1`` and ``v2`` load into the frames their runs must produce.
 
 The files were written once by the real engine (``tests/golden/make_goldens.py``) and are never
 rewritten: a later format version's loader must still read them into these frames. So the checks
@@ -15,7 +15,8 @@ import pytest
 
 from loopnb import load
 
-V1 = Path(__file__).resolve().parents[1] / "golden" / "v1"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+VERSIONS = ("v1", "v2")  # every format version's goldens must load into the same frames
 TURN_COLUMNS = ["turn", "channel", "producer", "tools", "error_text", "dropped", "recovery_attempts"]
 
 MIAN = "file src/mian.rs not found"
@@ -71,8 +72,13 @@ TURNS = {
 }
 
 
-def recording(name: str):
-    return load(V1 / f"{name}.jsonl")
+def recording(name: str, version: str = "v1"):
+    return load(GOLDEN / version / f"{name}.jsonl")
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def rows(df: pd.DataFrame, columns: list[str]) -> list[list[object]]:
@@ -88,8 +94,9 @@ def kinds(events: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", list(TURNS))
-def test_each_golden_loads_into_its_turns(name):
-    rec = recording(name)
+def test_each_golden_loads_into_its_turns(name, version):
+    rec = recording(name, version)
+    assert rec.meta["version"] == int(version[1:])
     assert rows(rec.turns, TURN_COLUMNS) == TURNS[name]
     assert rec.turns["run_id"].astype(str).unique().tolist() == [f"golden-{name}"]
     assert rec.meta["run_ids"] == [f"golden-{name}"]
@@ -100,9 +107,9 @@ def test_each_golden_loads_into_its_turns(name):
     assert len(kinds(events, "turn_finished")) == len(TURNS[name])
 
 
-def test_latencies_and_start_times_come_from_the_fake_clock():
+def test_latencies_and_start_times_come_from_the_fake_clock(version):
     """The model takes 0.25 s a request; parse's retry waits 2 s, and the 5 retries of turn 4 10 s."""
-    turns = recording("hard_tool_recovery_exhausted").turns
+    turns = recording("hard_tool_recovery_exhausted", version).turns
     assert turns["latency_ms"].tolist() == [250.0, 2250.0, 250.0, 10250.0]
     start = pd.Timestamp("2026-01-01T00:00:00Z")
     offsets = [0.0, 0.25, 2.5, 2.75]
@@ -110,8 +117,8 @@ def test_latencies_and_start_times_come_from_the_fake_clock():
     assert turns["model"].astype(str).unique().tolist() == ["scripted"]
 
 
-def test_ok_run_reports_one_soft_error_and_the_answer():
-    rec = recording("ok_soft_then_ok")
+def test_ok_run_reports_one_soft_error_and_the_answer(version):
+    rec = recording("ok_soft_then_ok", version)
     assert rec.turns["reply_text"].iloc[-1] == "It prints nothing."
     ev = rec.events
     soft = kinds(ev, "soft_error_returned")
@@ -125,8 +132,8 @@ def test_ok_run_reports_one_soft_error_and_the_answer():
     assert rows(finished, ["channel", "producer", "text"]) == [["ok", None, "It prints nothing."]]
 
 
-def test_loop_run_refuses_once_then_stops():
-    ev = recording("hard_loop_detected").events
+def test_loop_run_refuses_once_then_stops(version):
+    ev = recording("hard_loop_detected", version).events
     fired = kinds(ev, "detector_fired")
     assert rows(fired, ["turn", "detector", "action", "count", "text"]) == [
         [3, "loop", "refuse", 3, loop_text(2)],
@@ -143,8 +150,8 @@ def test_loop_run_refuses_once_then_stops():
     assert rows(hard, ["turn", "channel", "producer"]) == [[4, "hard", "loop_detected"]]
 
 
-def test_recovery_run_retries_past_the_ceiling_and_its_breaker_trips_half_opens_and_closes():
-    rec = recording("hard_tool_recovery_exhausted")
+def test_recovery_run_retries_past_the_ceiling_and_its_breaker_trips_half_opens_and_closes(version):
+    rec = recording("hard_tool_recovery_exhausted", version)
     assert rec.turns["notes"].tolist()[0] == "fetch is down; not retrying"
     assert rec.turns["breakers_open"].tolist() == [1, 1, 0, 0]
     ev = rec.events
@@ -169,8 +176,8 @@ def test_recovery_run_retries_past_the_ceiling_and_its_breaker_trips_half_opens_
     assert rows(hard, ["turn", "producer", "text"]) == [[4, "tool_recovery_exhausted", EXHAUSTED]]
 
 
-def test_context_run_ends_before_asking_the_model_again():
-    rec = recording("hard_context_exceeded")
+def test_context_run_ends_before_asking_the_model_again(version):
+    rec = recording("hard_context_exceeded", version)
     last = rec.turns.iloc[-1]
     assert last["model"] is pd.NA and last["n_calls"] == 0  # the model was never asked on turn 3
     ev = rec.events
