@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+import nbformat
+import nbclient
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "02_every_failure_has_a_channel.ipynb"

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+import nbformat
+import nbclient
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -160,8 +160,7 @@ def test_06_audits_a_folder_of_your_own(session, tmp_path):
 
 @pytest.fixture
 def fake_openai():
-    fakeserver = pytest.importorskip("tests.models.fakeserver")
-    pytest.importorskip("openai")
+    from tests.models import fakeserver
     return fakeserver
 
 

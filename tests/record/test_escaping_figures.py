@@ -12,8 +12,6 @@ from loopnb.record import Audit, Recorder, audit, load
 
 from .conftest import run_engine
 
-pytest.importorskip("plotly")
-
 HOSTILE = "<img src=x onerror=alert(1)> <a href='https://evil.example'>click</a> <b>bold</b> &lt;i&gt;"
 TAG = re.compile(r"<[a-zA-Z/!]")
 

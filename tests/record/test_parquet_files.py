@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from loopnb.record import RecordingError, load
-
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
 
 OLD = Path(__file__).resolve().parents[1] / "golden" / "parquet-v1-layout" / "ok_soft_then_ok.parquet"
 

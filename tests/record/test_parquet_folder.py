@@ -8,18 +8,16 @@ import dataclasses
 import json
 from pathlib import Path
 
+import duckdb
 import pandas as pd
+import polars as pl
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from loopnb.record import Recorder, load
 from loopnb.record._schema import TURN_COLUMNS
 from tests.record.conftest import context_run, hard_run, recorded, typo_run
-
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-ds = pytest.importorskip("pyarrow.dataset")
-duckdb = pytest.importorskip("duckdb")
-pl = pytest.importorskip("polars")
 
 
 @pytest.fixture

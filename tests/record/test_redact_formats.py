@@ -268,7 +268,6 @@ def assert_no_secret(data: str | bytes, where: str) -> None:
 
 
 def test_no_secret_survives_in_any_file_or_export(tmp_path):
-    pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
     from loopnb.notebook import report_html

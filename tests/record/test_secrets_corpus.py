@@ -88,7 +88,6 @@ def parquet_text(path) -> str:
 
 
 def test_every_corpus_secret_is_redacted_in_the_stream_parquet_and_report(tmp_path, monkeypatch):
-    pytest.importorskip("pyarrow")
     from loopnb.notebook import report_html
 
     events = corpus_run().events
