@@ -21,6 +21,7 @@ import pandas as pd
 
 from loopnb.engine.events import Event, RunFinished
 from loopnb.engine.turns import Turn, turns_of
+from loopnb.record.lines import escaped_text
 from loopnb.record.rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
 from loopnb.record.schema import EVENTS, TURNS, Table
 
@@ -77,8 +78,15 @@ def _column(values: list[Any], dtype: Any) -> Any:
 
         # What pd.array makes of str and None, without its own pass over every value first;
         # anything else is left to pd.array (it turns other scalars into text).
-        return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
+        try:
+            return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
+        except UnicodeEncodeError:  # a lone surrogate: shown as its escape (see ``lines``)
+            return pd.arrays.ArrowStringArray(pa.array(_escaped(values), type=pa.large_string()))
     return pd.array(values, dtype=dtype)
+
+
+def _escaped(values: list[Any]) -> list[Any]:
+    return [escaped_text(v) if type(v) is str else v for v in values]
 
 
 _TEXT = {str, type(None)}
