@@ -26,6 +26,7 @@ What UTF-8 cannot hold, or the reader cannot read back, is written by these rule
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -34,7 +35,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from loopnb.engine.errors import shown
-from loopnb.engine.events import EVENT_ADAPTER, Event, ModelReplied
+from loopnb.engine.events import EVENT_ADAPTER, Event, ModelReplied, RecoveryDecided, TurnFinished
 from loopnb.engine.messages import ToolCall
 from loopnb.record.errors import RecordingError
 from loopnb.record.redact import Redact
@@ -71,54 +72,82 @@ def dump_event_bytes(event: Event) -> bytes:
     Text UTF-8 cannot hold, an int too long to read back, a value that is not JSON: each is
     written by the rules in the module's docstring.
     """
-    if event.kind == "model_replied" and not all(map(_plain_arguments, event.reply.tool_calls)):
+    if event.kind in _KEYED and not _fast(event):
         return _dump_escaped(event)
     try:
         body = _dump(event, exclude_defaults=True)  # the kind is a default too: it goes first, always
-    except PydanticSerializationError:  # a lone surrogate, or a value that is not JSON
+    except (PydanticSerializationError, UnicodeEncodeError):  # a lone surrogate, a value not JSON
         return _dump_escaped(event)
     if len(body) > MAX_INT_DIGITS and _LONG_NUMBER.search(body):  # cheap: only a long line looks
         return _dump_escaped(event)
     return b'{"kind":"' + event.kind.encode() + b'",' + body[1:]
 
 
+_KEYED = frozenset({"model_replied", "recovery_decided", "turn_finished"})
+"""The events with a dict whose keys pydantic would write lossily (a lone surrogate in a key
+becomes U+FFFD without a word): these keys are looked at first."""
+
+
+def _fast(event: Event) -> bool:
+    """Whether pydantic's writer writes the keys of ``event`` exactly (and its call arguments
+    are what their field declares)."""
+    if isinstance(event, ModelReplied):
+        return all(_plain_arguments(c) and _plain_keys(c.arguments) for c in event.reply.tool_calls)
+    if isinstance(event, RecoveryDecided):
+        return event.corrected_input is None or _plain_keys(event.corrected_input)
+    if isinstance(event, TurnFinished):
+        return not event.breakers or _plain_keys(event.breakers)
+    return True
+
+
+def _plain_keys(value: object) -> bool:
+    """A str (no keys), or a dict whose keys are str without a lone surrogate."""
+    if not isinstance(value, dict):
+        return True
+    return all(type(k) is str and (k.isascii() or not _SURROGATE.search(k)) for k in value)
+
+
+def _plain_arguments(call: ToolCall) -> bool:
+    """Whether the call's arguments are what their field declares: a str, or a dict with str keys."""
+    arguments: object = call.arguments
+    if type(arguments) is str:
+        return True
+    return isinstance(arguments, dict) and all(type(key) is str for key in arguments)
+
+
 def _dump_escaped(event: Event) -> bytes:
     """The line of an event holding what the fast writer cannot write as is (the slow path)."""
-    data = EVENT_ADAPTER.dump_python(
-        event, mode="json", exclude_defaults=True, fallback=_not_json, warnings=False
-    )
+    data = EVENT_ADAPTER.dump_python(event, exclude_defaults=True, warnings=False)
     if isinstance(event, ModelReplied):
         for call, written in zip(event.reply.tool_calls, data["reply"].get("tool_calls", ()), strict=True):
             if not _plain_arguments(call):
                 written["arguments"] = shown(call.arguments, _NO_LIMIT)
-    text = json.dumps({"kind": event.kind, **_portable(data)}, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(
+        {"kind": event.kind, **_portable(data)}, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
     return _SURROGATE.sub(_escape, text).encode()
 
 
 _NO_LIMIT = 2**62
 
 
-def _plain_arguments(call: ToolCall) -> bool:
-    """Whether the call's arguments are what its field declares: a str, or a dict with str keys."""
-    arguments: object = call.arguments
-    kind = type(arguments)
-    if kind is str:
-        return True
-    return isinstance(arguments, dict) and all(type(key) is str for key in arguments)
-
-
 def _portable(value: Any) -> Any:
-    """``value`` (JSON data) with every int too long to read back written as ``"<int 0x...>"``."""
-    if type(value) is int:
+    """``value`` (a dumped event) as JSON data, by the rules of the module's docstring: an int too
+    long to read back as ``"<int 0x...>"``, a float that is not finite as ``null`` (as pydantic
+    writes it), a value that is not JSON as ``"<not JSON: repr>"``."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
         return value if -_INT_LIMIT < value < _INT_LIMIT else f"<int {value:#x}>"
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return str.__str__(value)
     if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items()}
-    if isinstance(value, list):
+        return {k if type(k) is str else shown(k): _portable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
         return [_portable(v) for v in value]
-    return value
-
-
-def _not_json(value: Any) -> str:
     return f"<not JSON: {shown(value)}>"
 
 

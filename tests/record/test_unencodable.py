@@ -179,3 +179,14 @@ def test_a_line_that_is_not_json_is_still_refused_with_pydantics_words():
         parse_event('{"kind":"model_replied","reply":{"text":"\\udcff"}, NaN}')
     with pytest.raises(ValueError, match="Invalid JSON"):
         parse_event('{"kind":"turn_started","seq":0,"run_id":"r","at":NaN,"turn":1,"x":"\\udcff"}')
+
+
+@pytest.mark.parametrize(
+    "arguments", [{"\udcff": 1}, {"x": {"\ud800": "nested"}}, {"x": [{"caf\udce9": None}]}]
+)
+def test_a_lone_surrogate_in_an_argument_name_reads_back_the_same(arguments):
+    call = ToolCall("take", arguments, id="c")
+    event = ModelReplied(
+        seq=0, run_id="r", at=0.0, turn=1, reply=ModelReply(tool_calls=(call,)), latency_ms=0.0
+    )
+    assert parse_event(dump_event_bytes(event)) == event
