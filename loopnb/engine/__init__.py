@@ -33,6 +33,7 @@ from loopnb.engine.models.openai import OpenAIChatModel
 from loopnb.engine.models.scripted import FunctionModel, ScriptedModel
 from loopnb.engine.recovery import (
     MAX_RECOVERY_ATTEMPTS,
+    MAX_RETRY_DELAY,
     AnalyseAndCorrect,
     AskUser,
     Fail,
@@ -50,6 +51,7 @@ from loopnb.engine.turns import Turn, turns_of
 __all__ = [
     "EVENT_ADAPTER",
     "MAX_RECOVERY_ATTEMPTS",
+    "MAX_RETRY_DELAY",
     "AnalyseAndCorrect",
     "AnthropicModel",
     "AskUser",

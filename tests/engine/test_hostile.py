@@ -9,6 +9,7 @@ import math
 import pytest
 
 from loopnb import (
+    MAX_RETRY_DELAY,
     Cancelled,
     Engine,
     FakeClock,
@@ -22,7 +23,6 @@ from loopnb import (
     tool,
 )
 from loopnb.engine.messages import ModelReply, Usage, reply_problem
-from loopnb.engine.recovery import MAX_RETRY_DELAY
 from loopnb.engine.safety import call_key
 
 from .conftest import Events
