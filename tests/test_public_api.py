@@ -37,6 +37,7 @@ PUBLIC_MODULES = {*PACKAGES, "loopnb.__main__", "loopnb.cli"}
 ENGINE = [
     "EVENT_ADAPTER",
     "MAX_RECOVERY_ATTEMPTS",
+    "MAX_RETRY_DELAY",
     "AnalyseAndCorrect",
     "AnthropicModel",
     "AskUser",

@@ -28,6 +28,7 @@ from loopnb.engine._events import EVENT_ADAPTER
 from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Usage
 from loopnb.engine._recovery import (
     MAX_RECOVERY_ATTEMPTS,
+    MAX_RETRY_DELAY,
     AnalyseAndCorrect,
     AskUser,
     Fail,
@@ -54,6 +55,7 @@ from loopnb.engine.models import (
 __all__ = [
     "EVENT_ADAPTER",
     "MAX_RECOVERY_ATTEMPTS",
+    "MAX_RETRY_DELAY",
     "AnalyseAndCorrect",
     "AnthropicModel",
     "AskUser",

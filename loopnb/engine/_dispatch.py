@@ -29,7 +29,7 @@ from typing import Any
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock
-from loopnb.engine._errors import SoftProducer, exception_text
+from loopnb.engine._errors import SoftProducer, exception_text, shown, text_of
 from loopnb.engine._events import ToolDispatched
 from loopnb.engine._invocation import Invocation
 from loopnb.engine._messages import ToolCall, ToolResult
@@ -135,11 +135,12 @@ class Dispatcher:
         for hook in self.hooks:
             try:
                 reason = hook(call, ctx)
-            except Exception as exc:  # a broken hook fails closed, and says so
-                name = getattr(hook, "__name__", hook)
-                return f"hook {name!r} raised {type(exc).__name__}: {exception_text(exc)}"
+            except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
+                raise
+            except BaseException as exc:  # a broken hook fails closed, and says so (SystemExit too)
+                return f"hook {_hook_name(hook)} raised {type(exc).__name__}: {exception_text(exc)}"
             if reason is not None and reason is not True:
-                return str(reason) if reason is not False else "vetoed by a hook"
+                return text_of(reason) if reason is not False else "vetoed by a hook"
         return None
 
     def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
@@ -158,3 +159,12 @@ class Dispatcher:
                 )
             )
         return result
+
+
+def _hook_name(hook: Hook) -> str:
+    """The hook's ``__name__`` (quoted), or its repr when it has none."""
+    try:
+        name = getattr(hook, "__name__", None)
+    except Exception:
+        name = None
+    return repr(name) if isinstance(name, str) else shown(hook)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from loopnb.engine._result import RunResult
 
+
 Channel = Literal["ok", "soft", "hard"]
 
 SoftProducer = Literal[
@@ -103,10 +104,35 @@ def exception_text(exc: BaseException) -> str:
 
     For failure paths, which must not fail in turn: a ``__str__`` that raises is reported, not raised.
     """
+    return text_of(exc)
+
+
+def text_of(value: object) -> str:
+    """``str(value)``, or ``<unprintable X>`` when its ``__str__`` raises (whatever it raises but
+    ``KeyboardInterrupt``, which is Ctrl-C landing there). A ``str`` subclass gives its text
+    without running its own ``__str__``.
+
+    For what a hook, a done-check, a tool or a model hands the engine: printing it must not fail.
+    """
+    if isinstance(value, str):
+        return str.__str__(value)
     try:
-        return str(exc)
-    except Exception:
-        return f"<unprintable {type(exc).__name__}>"
+        return str(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or ``<unprintable X>`` when even that fails."""
+    try:
+        text = repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class LoopnbWarning(UserWarning):

@@ -295,17 +295,23 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
 
 def panic_text(name: str, exc: BaseException) -> str:
     """``Tool "x" panicked: <message>``; the message is the exception's string payload."""
-    args = exc.args
-    payload = str.__str__(args[0]) if args and isinstance(args[0], str) else "(unknown payload)"
+    try:
+        args = exc.args
+        payload = str.__str__(args[0]) if args and isinstance(args[0], str) else "(unknown payload)"
+    except Exception:  # an ``args`` of its own that raises
+        payload = "(unknown payload)"
     return f'Tool "{name}" panicked: {payload}'
 
 
 def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
     """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
     try:
-        return str(exc), "tool_error"
-    except Exception:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
         return panic_text(name, exc), "tool_panic"
+    return str.__str__(text), "tool_error"
 
 
 class _Pending(Exception):
@@ -387,7 +393,12 @@ def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
     if isinstance(value, str):  # a subclass: its text, without running its own __str__
         return str.__str__(value), None
     if isinstance(value, ToolResult):
-        return value.content, ("tool_error" if value.is_error else None)
+        content: object = value.content  # typed, but a tool's dataclass checks nothing at run time
+        failed = value.is_error is True
+        if not isinstance(content, str):  # shown like any other value
+            text, producer = _content(name, content)
+            return text, producer or ("tool_error" if failed else None)
+        return str.__str__(content), ("tool_error" if failed else None)
     try:
         if kind is int:
             return str(value), None  # may fail: past 4300 digits, int -> str refuses
@@ -399,5 +410,7 @@ def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
             return json.dumps(value, ensure_ascii=False, default=str), None
         except (TypeError, ValueError, RecursionError):
             return str(value), None
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a __str__ or __repr__ that raises: the value cannot be shown
         return panic_text(name, exc), "tool_panic"

@@ -22,6 +22,7 @@ from loopnb.engine._errors import (
     UserInputRequired,
     channel_of,
     exception_text,
+    text_of,
 )
 from loopnb.engine._events import (
     CompletionRejected,
@@ -361,10 +362,12 @@ def _verdict(done: DoneCheck | None, text: str) -> str | None:
         return None
     try:
         verdict = done(text)
-    except Exception as exc:
+    except KeyboardInterrupt:  # Ctrl-C landing in the check: the run ends as Cancelled
+        raise
+    except BaseException as exc:  # a broken check rejects, and says why (SystemExit too)
         return f"the completion check raised {type(exc).__name__}: {exception_text(exc)}"
     if verdict is None or verdict is True:
         return None
     if verdict is False:
         return "the answer did not pass the completion check"
-    return str(verdict)
+    return text_of(verdict)

@@ -97,9 +97,19 @@ class Message:
     """Which row of the channel table made this feedback; ``None`` for the prompt and the task."""
 
 
+_MAX_TOKENS = 2**63
+"""Token counts are recorded as 64-bit integers: a count from 0 up to (not including) this."""
+
+
 def reply_problem(reply: object) -> str | None:
     """What is wrong with a model's reply, in words, or ``None`` when it is a well-formed
-    ``ModelReply`` (nothing validates a dataclass as it is built, so the engine checks here)."""
+    ``ModelReply`` (nothing validates a dataclass as it is built, so the engine checks here).
+
+    Well-formed: ``text`` a str or None; ``tool_calls`` a tuple of ``ToolCall`` each with a str
+    ``name`` and ``id``; ``model`` a str or None; ``usage`` None or a ``Usage`` of two ints from 0
+    to 2**63 - 1; ``role`` ``"assistant"``. A call's arguments may be anything: the dispatcher
+    answers those that are not a JSON object softly, as invalid arguments.
+    """
     if not isinstance(reply, ModelReply):
         return f"{type(reply).__name__}, not a ModelReply"
     calls: object = reply.tool_calls
@@ -113,12 +123,37 @@ def reply_problem(reply: object) -> str | None:
     if not isinstance(calls, tuple):
         return f"a ModelReply whose tool_calls is {type(calls).__name__}, not a tuple of ToolCall"
     for i, call in enumerate(calls):
-        if not isinstance(call, ToolCall):
-            return f"a ModelReply whose tool_calls[{i}] is {type(call).__name__}, not a ToolCall"
-        name: object = call.name
-        call_id: object = call.id
-        if not isinstance(name, str) or not isinstance(call_id, str):
-            return f"a ModelReply whose tool_calls[{i}] has a name or id that is not a str"
+        problem = _call_problem(call)
+        if problem is not None:
+            return f"a ModelReply whose tool_calls[{i}] {problem}"
+    model: object = reply.model
+    if model is not None and not isinstance(model, str):
+        return f"a ModelReply whose model is {type(model).__name__}, not a str or None"
+    role: object = reply.role
+    if type(role) is not str or role != "assistant":
+        return "a ModelReply whose role is not 'assistant'"
+    return _usage_problem(reply.usage)
+
+
+def _call_problem(call: object) -> str | None:
+    if not isinstance(call, ToolCall):
+        return f"is {type(call).__name__}, not a ToolCall"
+    name: object = call.name
+    call_id: object = call.id
+    if not isinstance(name, str) or not isinstance(call_id, str):
+        return "has a name or id that is not a str"
+    return None
+
+
+def _usage_problem(usage: object) -> str | None:
+    if usage is None:
+        return None
+    if not isinstance(usage, Usage):
+        return f"a ModelReply whose usage is {type(usage).__name__}, not a Usage or None"
+    for side in ("input_tokens", "output_tokens"):
+        count: object = getattr(usage, side)
+        if type(count) is not int or not 0 <= count < _MAX_TOKENS:
+            return f"a ModelReply whose usage.{side} is not an int from 0 to 2**63 - 1"
     return None
 
 

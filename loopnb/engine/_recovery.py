@@ -5,7 +5,11 @@ enforced twice: the strategy receives ``max_attempts=5``, and the driver (``driv
 retry whatever the strategy says, with ``ToolRecoveryExhausted(attempts=6)``: total calls.
 
 When a strategy answers Skip, AskUser or Fail, the model receives attempt 0's result verbatim;
-the strategy's analysis rides beside it as ``ToolResult.note`` and never rewrites it.
+the strategy's analysis rides beside it as ``ToolResult.note`` and never rewrites it. A strategy
+that raises (anything but ``KeyboardInterrupt``, which is Ctrl-C and ends the run as ``Cancelled``)
+or answers something that is not a valid decision counts as Fail; so does a ``Retry`` whose delay
+is not a finite number of seconds at most ``MAX_RETRY_DELAY``: nothing is slept, and the model
+reads the original result.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ from dataclasses import dataclass, replace
 from numbers import Real
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from loopnb.engine._errors import SoftProducer, ToolRecoveryExhausted, exception_text
+from loopnb.engine._errors import SoftProducer, ToolRecoveryExhausted, exception_text, shown
 from loopnb.engine._messages import ToolCall, ToolResult, ToolSpec
 
 MAX_RECOVERY_ATTEMPTS = 5
 """Retries granted after the original call; a 6th retry ends the run hard."""
+
+MAX_RETRY_DELAY = 60.0
+"""The longest back-off, in seconds, a ``Retry`` may ask for; a longer one is an invalid decision
+(treated as Fail, nothing slept), as a delay that is not a finite number is."""
 
 RECOVERABLE: frozenset[SoftProducer] = frozenset({"tool_error", "tool_panic", "timeout", "invalid_arguments"})
 """Failures of running a tool, which a strategy may retry. Refusals and pre-answers are not."""
@@ -32,7 +40,8 @@ RECOVERABLE: frozenset[SoftProducer] = frozenset({"tool_error", "tool_panic", "t
 class Retry:
     """Call the tool again, with ``corrected_input`` as its arguments when given, after ``delay`` s.
 
-    A negative ``delay`` means no wait; one that is not a finite number makes the decision invalid.
+    A negative ``delay`` means no wait; one that is not a finite number, or is longer than
+    ``MAX_RETRY_DELAY`` (60 s), makes the decision invalid.
     """
 
     corrected_input: dict[str, Any] | None = None
@@ -129,21 +138,15 @@ async def drive(
             return replace(result, note=decision.note, attempts=attempt + 1)
 
 
-def _shown(value: object) -> str:
-    """``repr(value)`` cut to 80 characters, or ``<unprintable X>`` when even that fails."""
-    try:
-        return f"{value!r:.80}"
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"
-
-
 def _ask(strategy: RecoveryStrategy, failure: Failure, attempt: int) -> tuple[Decision, bool]:
     try:
         decision = strategy.decide(failure, attempt, MAX_RECOVERY_ATTEMPTS)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit, GeneratorExit, a CancelledError of its own: a plain call
         return Fail(note=f"recovery strategy raised {type(exc).__name__}: {exception_text(exc)}"), False
     if type(decision) not in _DECISION_NAMES:
-        return Fail(note=f"recovery strategy answered {_shown(decision)}, which is not a decision"), False
+        return Fail(note=f"recovery strategy answered {shown(decision)}, which is not a decision"), False
     try:
         return _checked(decision), True
     except ValueError as exc:
@@ -158,18 +161,30 @@ def _checked(decision: Decision) -> Decision:
     """
     note: object = decision.note  # typed, but a strategy's dataclass checks nothing at run time
     if note is not None and not isinstance(note, str):
-        raise ValueError(f"note must be a str or None, got {type(note).__name__} {note!r:.60}")
+        raise ValueError(f"note must be a str or None, got {type(note).__name__} {shown(note, 60)}")
     if not isinstance(decision, Retry):
         return decision
     delay: object = decision.delay
     args: object = decision.corrected_input
-    if isinstance(delay, bool) or not isinstance(delay, Real) or not math.isfinite(delay):
-        raise ValueError(f"delay must be a finite number of seconds, got {delay!r:.60}")
+    if isinstance(delay, bool) or not isinstance(delay, Real) or not _finite(delay):
+        raise ValueError(f"delay must be a finite number of seconds, got {shown(delay, 60)}")
+    if float(delay) > MAX_RETRY_DELAY:
+        raise ValueError(
+            f"delay must be at most MAX_RETRY_DELAY={MAX_RETRY_DELAY:g} seconds, got {float(delay):.6g}"
+        )
     if args is not None and (not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args)):
         raise ValueError(
-            f"corrected_input must be a dict of argument names to values, or None; got {args!r:.60}"
+            f"corrected_input must be a dict of argument names to values, or None; got {shown(args, 60)}"
         )
     return Retry(None if args is None else dict(args), float(delay), decision.note)
+
+
+def _finite(value: Real) -> bool:
+    """``math.isfinite``, False for a number too large for a float (``10**400``)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def decision_name(decision: Decision) -> str:

@@ -39,10 +39,14 @@ def call_key(call: ToolCall) -> str:
             return f"{call.name}({call.arguments})"
     try:
         canon = json.dumps(_numbers(args), sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError, RecursionError):
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a key JSON cannot sort, a value whose repr raises, a huge int, ...
         try:
             canon = repr(sorted(args.items(), key=lambda kv: repr(kv[0])))
-        except Exception:  # nested too deep, or not a dict at all: this call is like no other
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # nested too deep, unprintable, not a dict: this call is like no other
             canon = f"<{type(args).__name__} {id(args):#x}>"
     return f"{call.name}({canon})"
 

@@ -8,6 +8,7 @@ button click while a cell blocks). It steps ``Engine.iter``: one loop implementa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,8 +56,10 @@ class NotebookRunner:
     ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the
     engine yourself); ``view=False`` records without drawing. ``runner.turns`` /
     ``runner.events`` are the recorder's frames, over every run this runner made. One run at a
-    time: starting another while one goes (a background run, or an ``arun`` awaited beside
-    another) raises ``RuntimeError``, as both would share the engine's model and the view.
+    time: starting another while one goes (a background run, an ``arun`` awaited beside another,
+    a ``run`` from another thread) raises ``RuntimeError``, as both would share the engine's model
+    and the view; the check and the claim are one step under a lock, so of two threads starting
+    at once exactly one runs.
     """
 
     def __init__(
@@ -80,20 +83,28 @@ class NotebookRunner:
         self.max_fps = max_fps
         self.view: LiveView | None = None
         self.background: BackgroundRun | None = None
-        self._blocking = False  # a run() / arun() is going
+        self._busy = False  # a run() / arun() is going, or a start() is setting one up
+        self._claim_lock = threading.Lock()
 
-    def _check_free(self, what: str, task: object) -> None:
-        """Refuse a task that is not a str, or a second run while one goes (before any view is made)."""
+    def _claim(self, what: str, task: object) -> None:
+        """Refuse a task that is not a str, or a second run while one goes (before any view is
+        made); else claim the runner, in the same step: ``_release`` gives it back."""
         if not isinstance(task, str):
             raise TypeError(f"NotebookRunner.{what}: task must be a str, got {type(task).__name__}")
-        background = self.background
-        if background is not None and not background.done:
-            raise RuntimeError(
-                f"NotebookRunner.{what}: a background run is still going ({background!r}); "
-                "stop it (runner.background.stop()) or wait for it (runner.background.wait()) first"
-            )
-        if self._blocking:
-            raise RuntimeError(f"NotebookRunner.{what}: another run of this runner is still going")
+        with self._claim_lock:
+            background = self.background
+            if background is not None and not background.done:
+                raise RuntimeError(
+                    f"NotebookRunner.{what}: a background run is still going ({background!r}); "
+                    "stop it (runner.background.stop()) or wait for it (runner.background.wait()) first"
+                )
+            if self._busy:
+                raise RuntimeError(f"NotebookRunner.{what}: another run of this runner is still going")
+            self._busy = True
+
+    def _release(self) -> None:
+        with self._claim_lock:
+            self._busy = False
 
     # -- blocking runs --------------------------------------------------------------------------
 
@@ -113,11 +124,13 @@ class NotebookRunner:
         A hard error is shown in the view, then re-raised (``raise_hard=True``, as plain Python
         would) or returned. A kernel interrupt ends the run as ``Cancelled``, visibly.
         """
-        self._check_free("run", task)
-        view, detach = self._attach()
-        shown = _Shown(view) if view is not None else None
-        self._blocking = True
+        self._claim("run", task)
+        view: LiveView | None = None
+        shown: _Shown | None = None
+        detach: list[Any] = []
         try:
+            view, detach = self._attach()
+            shown = _Shown(view) if view is not None else None
             return self.engine.run(task, cancel=cancel or CancelToken())
         except LoopError as err:
             if raise_hard:
@@ -130,11 +143,13 @@ class NotebookRunner:
         self, task: str, *, raise_hard: bool = True, cancel: CancelToken | None = None
     ) -> RunResult | LoopError:
         """``run`` for ``await`` in a cell."""
-        self._check_free("arun", task)
-        view, detach = self._attach()
-        shown = _Shown(view) if view is not None else None
-        self._blocking = True
+        self._claim("arun", task)
+        view: LiveView | None = None
+        shown: _Shown | None = None
+        detach: list[Any] = []
         try:
+            view, detach = self._attach()
+            shown = _Shown(view) if view is not None else None
             return await self.engine.arun(task, cancel=cancel or CancelToken())
         except LoopError as err:
             if raise_hard:
@@ -144,14 +159,16 @@ class NotebookRunner:
             self._done(view, shown, detach)
 
     def _done(self, view: LiveView | None, shown: _Shown | None, detach: list[Callable[[], None]]) -> None:
-        self._blocking = False
-        for unsubscribe in detach:
-            unsubscribe()
-        if view is not None:
-            if not view.finished:  # the run never reported its end (it was never started)
-                view.finish()
-            if shown is not None:
-                shown.refresh(view)
+        try:
+            for unsubscribe in detach:
+                unsubscribe()
+            if view is not None:
+                if not view.finished:  # the run never reported its end (it was never started)
+                    view.finish()
+                if shown is not None:
+                    shown.refresh(view)
+        finally:
+            self._release()
 
     # -- background runs ----------------------------------------------------------------------
 
@@ -161,17 +178,20 @@ class NotebookRunner:
         Returns at once (the cell ends, the buttons work). ``paused=True`` waits for Step or
         Resume before the first turn. ``handle.wait()`` blocks until the run is over.
         """
-        self._check_free("start", task)
-        run = BackgroundRun(cancel=cancel or CancelToken(), paused=paused)
-        view, detach = self._attach(controls=run if self.show else None)
+        self._claim("start", task)
         try:
-            steps = self.engine.iter(task, cancel=run.cancel)  # the run takes its observers now
+            run = BackgroundRun(cancel=cancel or CancelToken(), paused=paused)
+            view, detach = self._attach(controls=run if self.show else None)
+            try:
+                steps = self.engine.iter(task, cancel=run.cancel)  # the run takes its observers now
+            finally:
+                for unsubscribe in detach:
+                    unsubscribe()
+            shown = _Shown(view) if view is not None else None
+            self.background = run
+            run.launch(steps, view, shown)
         finally:
-            for unsubscribe in detach:
-                unsubscribe()
-        shown = _Shown(view) if view is not None else None
-        self.background = run
-        run.launch(steps, view, shown)
+            self._release()  # from here on the background run itself holds the runner
         return run
 
     # -- the recording ------------------------------------------------------------------------

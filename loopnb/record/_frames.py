@@ -22,6 +22,7 @@ import pandas as pd
 
 from loopnb.engine._events import Event, RunFinished
 from loopnb.engine._turns import Turn, turns_of
+from loopnb.record._lines import escaped_text
 from loopnb.record._rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
 from loopnb.record._schema import EVENTS, TURNS, Table
 
@@ -67,8 +68,15 @@ def typed_column(values: list[Any], dtype: Any) -> Any:
 
         # What pd.array makes of str and None, without its own pass over every value first;
         # anything else is left to pd.array (it turns other scalars into text).
-        return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
+        try:
+            return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
+        except UnicodeEncodeError:  # a lone surrogate: shown as its escape (see ``lines``)
+            return pd.arrays.ArrowStringArray(pa.array(_escaped(values), type=pa.large_string()))
     return pd.array(values, dtype=dtype)
+
+
+def _escaped(values: list[Any]) -> list[Any]:
+    return [escaped_text(v) if type(v) is str else v for v in values]
 
 
 _TEXT = {str, type(None)}

@@ -62,10 +62,10 @@ def classify(exc: BaseException) -> Severity:
     failure whose ``retry_after`` is infinite (a spent script).
     Transient: 429, 5xx, connection failures, timeouts, unreadable replies, a model's own exception.
     """
-    if isinstance(exc, ModelAuthError) or getattr(exc, "retry_after", None) == math.inf:
+    if isinstance(exc, ModelAuthError) or _retry_after(exc) == math.inf:
         return "fatal"
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and 400 <= status < 500 and status not in _RETRYABLE_4XX:
+    status = _status(exc)
+    if status is not None and 400 <= status < 500 and status not in _RETRYABLE_4XX:
         return "fatal"
     return "transient"
 
@@ -283,8 +283,9 @@ class FallbackChain:
         name, breaker = link.name, link.breaker
         text = _failure_text(name, exc)
         ask.errors[name] = text
-        if isinstance(exc, ModelAuthError) and exc.env_var:
-            ask.env_var = exc.env_var
+        env_var = _attribute(exc, "env_var") if isinstance(exc, ModelAuthError) else None
+        if isinstance(env_var, str) and env_var:
+            ask.env_var = str.__str__(env_var)
         before = breaker.state
         if classify(exc) == "fatal":
             breaker.trip()
@@ -305,7 +306,7 @@ class FallbackChain:
                     turn=state.turn,
                     model=name,
                     error=text,
-                    status=getattr(exc, "status", None),
+                    status=_status(exc),
                     latency_ms=round((self.clock.monotonic() - t0) * 1000.0, 3),
                 )
             )
@@ -314,9 +315,9 @@ class FallbackChain:
     def _delay(self, link: _Link, exc: BaseException) -> float:
         """Seconds before the model may be asked again: the server's ``Retry-After`` (as sent: a
         longer one than ``max_wait`` spends the model), else the jittered exponential back-off."""
-        hint = getattr(exc, "retry_after", None) if isinstance(exc, ModelUnavailable) else None
-        if isinstance(hint, int | float) and not isinstance(hint, bool) and hint >= 0 and math.isfinite(hint):
-            return float(hint)
+        hint = _retry_after(exc) if isinstance(exc, ModelUnavailable) else None
+        if hint is not None and math.isfinite(hint):
+            return hint
         doublings = min(max(link.breaker.failures, 1) - 1, 64)
         delay = min(self.max_wait, self.backoff * 2.0**doublings)
         return delay * (1.0 - 0.5 * self.rng.random())
@@ -346,3 +347,31 @@ def _seconds(what: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ValueError(f"FallbackChain: {what} must be a finite number of seconds >= 0, got {value!r}")
     return float(value)
+
+
+def _attribute(exc: BaseException, name: str) -> object:
+    """``exc.<name>``, or ``None`` when it has none or reading it raises (a model's own exception
+    may carry anything)."""
+    try:
+        return getattr(exc, name, None)
+    except Exception:
+        return None
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP-like status a failure carries: an int from 100 to 599, else ``None``."""
+    status = _attribute(exc, "status")
+    if type(status) is int and 100 <= status < 600:
+        return status
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The seconds a failure asks to wait (``inf``: never ask again), else ``None``."""
+    hint = _attribute(exc, "retry_after")
+    if (type(hint) is int or type(hint) is float) and hint >= 0:
+        try:
+            return float(hint)
+        except OverflowError:  # an int past a float's range: as good as never
+            return math.inf
+    return None
