@@ -72,7 +72,18 @@ def typed_column(values: list[Any], dtype: Any) -> Any:
             return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
         except UnicodeEncodeError:  # a lone surrogate: shown as its escape (see ``lines``)
             return pd.arrays.ArrowStringArray(pa.array(_escaped(values), type=pa.large_string()))
+    if isinstance(dtype, pd.StringDtype) and not _utf8(values):
+        values = _escaped(values)  # pandas' python-backed text (pandas 2) shows it the same way
     return pd.array(values, dtype=dtype)
+
+
+def _utf8(values: list[Any]) -> bool:
+    """Whether every text among ``values`` can be written as UTF-8 (no lone surrogate)."""
+    try:
+        "".join([v for v in values if type(v) is str]).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _escaped(values: list[Any]) -> list[Any]:

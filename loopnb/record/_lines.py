@@ -13,7 +13,7 @@ What UTF-8 cannot hold, or the reader cannot read back, is written by these rule
   that escape, six characters (``escaped_text``). The one exception: a high surrogate directly
   followed by a low one (which ``surrogateescape`` never makes) may be written as the one character
   the pair encodes in UTF-16, as pydantic's writer does;
-- an int of more than ``MAX_INT_DIGITS`` (4300) decimal digits, which neither Python nor the
+- an int of more than ``MAX_INT_DIGITS`` (4,000) decimal digits, which Python (from 4,300) and older
   reader converts from its digits, is written as the string ``"<int 0x...>"``: its exact value in
   hexadecimal, read back as that string;
 - a value that is not JSON at all (in a tool call's arguments, say) is written as the string
@@ -42,7 +42,7 @@ from loopnb.record._redact import Redact
 
 _dump = EVENT_ADAPTER.dump_json
 
-MAX_INT_DIGITS = 4300
+MAX_INT_DIGITS = 4000
 """The longest int, in decimal digits, written as a JSON number: Python's limit for converting
 digits to an int, which the reader (pydantic's JSON parser) keeps too."""
 
