@@ -25,6 +25,7 @@ _LAZY = {
     "TURN_SCHEMA": "loopnb.record",
     "EVENT_SCHEMA": "loopnb.record",
     "audit": "loopnb.record",
+    "flow_counts": "loopnb.record",
     "load": "loopnb.record",
     "load_many": "loopnb.record",
     "LiveView": "loopnb.notebook",

@@ -6,8 +6,10 @@ The chart is the one in ``spec/soft-and-hard-errors.md``::
                      -no--> hard ---------------------------------------------^
                                             next -recovered-> ok
 
-A turn lights one path, chosen by its channel and producer alone (``path_of``), so a recording
-lights exactly what the live run lit.
+A turn lights one path, chosen by its channel, its producer and whether the turn before it in
+its run was soft (``path_of``); ``FlowCount`` adds the paths of a run's turns up into the edge
+counts. That is the one counting rule: the live view, the replay, the HTML report and
+``loopnb.flow_counts`` all count with it, so a recording counts exactly what the live run showed.
 """
 
 from __future__ import annotations
@@ -70,27 +72,83 @@ EDGE_INDEX: dict[str, int] = {edge.id: i for i, edge in enumerate(EDGES)}
 WATCH_STOPS: frozenset[str] = frozenset({"loop_detected", "user_input_required", "tool_recovery_exhausted"})
 """Hard producers born in a safety system (the model is not adapting): they end via ``hard2``."""
 
-_OK = ("next-ok",)
+SELF_WATCHED: frozenset[str] = frozenset({"tool_recovery_exhausted"})
+"""Safety stops whose failures are in the stopping turn itself (the call recovery retried up to
+the ceiling): that turn goes the soft way up to the watchers before the watchers end the run."""
+
+_RECOVERED = ("next-ok",)
 _SOFT = ("failed-adapt", "adapt-soft", "soft-model", "model-next", "next-watch")
 _HARD = ("failed-adapt", "adapt-hard", "hard-finalize")
 _WATCH_HARD = ("watch-hard2", "hard2-finalize")
 
 
-def path_of(channel: str, producer: str | None) -> tuple[str, ...]:
+def path_of(channel: str, producer: str | None, *, after_soft: bool = False) -> tuple[str, ...]:
     """The edges a turn lights, in order.
 
-    ``ok`` turns take "model recovered on its own"; ``soft`` turns the soft branch up to the safety
-    systems; a hard stop from a safety system (loop detector, convergence, the recovery ceiling)
-    goes watch -> hard2 -> finalize; every other hard error (cancelled, context, fallback) is
-    "no: nothing to adapt to" -> hard -> finalize.
+    An ``ok`` turn right after a soft one (``after_soft``) is "model recovered on its own"; any
+    other ok turn lights nothing (nothing failed). A ``soft`` turn takes the soft branch up to the
+    safety systems. A hard stop from a safety system (loop detector, convergence) goes
+    watch -> hard2 -> finalize, and the recovery ceiling's turn first takes the soft branch (its
+    failed attempts were soft tool errors that recovery retried). Every other hard error
+    (cancelled, context, fallback) is "no: nothing to adapt to" -> hard -> finalize.
     """
     if channel == "ok":
-        return _OK
+        return _RECOVERED if after_soft else ()
     if channel == "soft":
         return _SOFT
     if channel == "hard":
+        if producer in SELF_WATCHED:
+            return _SOFT + _WATCH_HARD
         return _WATCH_HARD if producer in WATCH_STOPS else _HARD
     raise ValueError(f"path_of: unknown channel {channel!r}; expected ok, soft or hard")
+
+
+class FlowCount:
+    """The chart's edge counts, one run's turns at a time: the counting rule of the whole view.
+
+    ``turn(channel, producer)`` adds the path of a run's next finished turn and returns it;
+    ``run_finished(outcome, producer)`` lights the hard path of a run that ended hard before any
+    turn of it finished (and nothing otherwise); ``new_run()`` starts the next run, whose counts
+    add to the same totals. ``counts`` follows ``EDGES``. What the counts mean, per run:
+
+    - every soft turn lights failed -> adapt -> soft -> model -> next -> watch once (each goes
+      on to a next turn, where the safety systems watch the pattern);
+    - "model recovered on its own" counts the soft streaks (consecutive soft turns) that an ok
+      turn follows directly; an ok turn after an ok turn lights nothing;
+    - a run that ended hard adds one to watch -> hard2 -> finalize when a safety system stopped it
+      (``WATCH_STOPS``), else to adapt -> hard -> finalize (and failed -> adapt); the turn that hit
+      the recovery ceiling also takes the soft branch, as a soft turn does.
+    """
+
+    __slots__ = ("_hard", "_soft", "counts")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(EDGES)
+        self._soft = False
+        self._hard = False
+
+    def new_run(self) -> None:
+        self._soft = self._hard = False
+
+    def turn(self, channel: str, producer: str | None) -> tuple[str, ...]:
+        path = path_of(channel, producer, after_soft=self._soft)
+        self._add(path)
+        self._soft = channel == "soft"
+        self._hard = self._hard or channel == "hard"
+        return path
+
+    def run_finished(self, outcome: str, producer: str | None) -> tuple[str, ...] | None:
+        if outcome != "hard" or self._hard:
+            return None
+        self._hard = True
+        path = path_of("hard", producer)
+        self._add(path)
+        return path
+
+    def _add(self, path: tuple[str, ...]) -> None:
+        counts = self.counts
+        for edge_id in path:
+            counts[EDGE_INDEX[edge_id]] += 1
 
 
 def nodes_on(path: tuple[str, ...]) -> tuple[NodeId, ...]:

@@ -27,7 +27,7 @@ from loopnb.engine._events import (
 )
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn, TurnAssembler
-from loopnb.notebook._flow import EDGE_INDEX, EDGES, path_of
+from loopnb.notebook._flow import FlowCount
 from loopnb.notebook._state import (
     BreakerView,
     Gauge,
@@ -84,7 +84,7 @@ class ViewModel:
         self._lit_turn: int | None = None
         self._lit_channel: str | None = None
         self._lit_producer: str | None = None
-        self._counts = [0] * len(EDGES)
+        self._flow = FlowCount()
         self._gauge = _Gauge()
         self._breakers: dict[str, _Breaker] = {}
         self._finished: list[tuple[Turn, str | None]] = []
@@ -206,15 +206,13 @@ class ViewModel:
                     b.opened_at = None
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
-        path = path_of(channel, producer)
-        for edge_id in path:
-            self._counts[EDGE_INDEX[edge_id]] += 1
+        path = self._flow.turn(channel, producer)
         self._lit, self._lit_turn, self._lit_channel, self._lit_producer = path, turn, channel, producer
 
     def _run_finished(self, e: RunFinished) -> None:
-        if e.outcome == "hard" and not self._finished:
-            # the run ended before any turn finished: light the hard path all the same
-            self._light(0, "hard", e.producer)
+        path = self._flow.run_finished(e.outcome, e.producer)
+        if path is not None:  # the run ended hard before any turn finished: light it all the same
+            self._lit, self._lit_turn, self._lit_channel, self._lit_producer = path, 0, "hard", e.producer
         self._turn = e.turns
         self._run = replace(
             self._run,
@@ -237,7 +235,7 @@ class ViewModel:
             lit_turn=self._lit_turn,
             lit_channel=self._lit_channel,
             lit_producer=self._lit_producer,
-            edge_counts=tuple(self._counts),
+            edge_counts=tuple(self._flow.counts),
             gauge=self._gauge.frozen(),
             breakers=tuple(self._breaker_view(name, b) for name, b in self._breakers.items()),
             turns=tuple(self._turns) if with_turns else (),

@@ -3,11 +3,12 @@
 ``Recorder`` observes an engine and builds the ``turns`` and ``events`` frames (columns defined
 once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. ``load`` and
 ``load_many`` read recordings back; ``audit`` answers the questions a user would otherwise
-write by hand.
+write by hand; ``flow_counts`` counts the decision flow's arrows, as the live view does.
 """
 
 from loopnb.record._audit import Audit, audit
 from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record._flows import flow_counts
 from loopnb.record._recorder import Listener, Recorder
 from loopnb.record._recording import Recording, load, load_many
 from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
@@ -32,6 +33,7 @@ __all__ = [
     "Table",
     "audit",
     "event_row",
+    "flow_counts",
     "load",
     "load_many",
     "turn_row",

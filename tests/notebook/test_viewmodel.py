@@ -36,9 +36,10 @@ def test_the_chart_is_the_specs():
     }
 
 
-def test_ok_turns_take_the_recovered_edge():
-    assert path_of("ok", None) == ("next-ok",)
-    assert nodes_on(path_of("ok", None)) == ("next", "ok")
+def test_only_an_ok_turn_after_a_soft_one_takes_the_recovered_edge():
+    assert path_of("ok", None, after_soft=True) == ("next-ok",)
+    assert nodes_on(path_of("ok", None, after_soft=True)) == ("next", "ok")
+    assert path_of("ok", None) == ()
 
 
 @pytest.mark.parametrize("producer", SOFT_PRODUCERS)
@@ -55,7 +56,7 @@ def test_every_soft_producer_takes_the_soft_branch_to_the_watchers(producer):
         ("fallback_exhausted", HARD_PATH),
         ("loop_detected", WATCH_PATH),
         ("user_input_required", WATCH_PATH),
-        ("tool_recovery_exhausted", WATCH_PATH),
+        ("tool_recovery_exhausted", SOFT_PATH + WATCH_PATH),
     ],
 )
 def test_hard_producers_end_at_finalize_by_their_own_door(producer, path):
@@ -80,10 +81,10 @@ def test_typo_run_lights_each_turn_and_counts_edges():
         model.apply(event)
         if event.kind == "turn_finished":
             lit.append(model.snapshot().lit)
-    assert lit == [SOFT_PATH, ("next-ok",), ("next-ok",)]
+    assert lit == [SOFT_PATH, ("next-ok",), ()]
     state = model.snapshot()
     assert state.edge_count("adapt-soft") == 1
-    assert state.edge_count("next-ok") == 2
+    assert state.edge_count("next-ok") == 1
     assert state.edge_count("adapt-hard") == 0
     assert state.run.phase == "ok" and state.run.output == result.output
     assert [t.channel for t in state.turns] == ["soft", "ok", "ok"]

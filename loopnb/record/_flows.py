@@ -1,0 +1,130 @@
+"""``flow_counts``: the decision flow's edge counts as a frame, one row per edge of the chart.
+
+The counts are the live view's own: the turns of each run go through the view's counting rule
+(``FlowCount`` of ``loopnb.notebook._flow``) in turn order, so the frame of a recording equals the
+labels its replay, its HTML report and its live run showed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_NEEDED = ("run_id", "turn", "channel", "producer")
+
+
+def flow_counts(data: Any) -> pd.DataFrame:
+    """How many times each arrow of the spec's flowchart was taken, over every run of ``data``.
+
+    One row per edge of the chart, in the chart's order, with columns ``edge`` (its id),
+    ``source`` and ``target`` (node ids: ``failed``, ``adapt``, ``soft``, ``model``, ``next``,
+    ``watch``, ``ok``, ``hard2``, ``hard``, ``finalize``), ``label`` (the spec's text on the
+    arrow, empty when it has none) and ``count``. Per run, summed over runs:
+
+    - each soft turn counts once on failed -> adapt -> soft -> model -> next -> watch: the model
+      reads the failure, and its next turn is where the safety systems watch the pattern;
+    - next -> ok ("model recovered on its own") counts the soft streaks (consecutive soft turns)
+      followed directly by an ok turn; an ok turn after an ok turn counts nothing;
+    - a run that ended hard counts once on watch -> hard2 -> finalize when a safety system
+      stopped it (``loop_detected``, ``user_input_required``, ``tool_recovery_exhausted``), and
+      once on failed -> adapt -> hard -> finalize when there was nothing to adapt to
+      (``cancelled``, a Stop pressed included, ``context_exceeded``, ``fallback_exhausted``);
+    - the turn that hit the recovery ceiling also counts on the soft branch, as a soft turn:
+      its failed attempts were soft tool errors that recovery retried, and recovery is one of
+      the watchers;
+    - so failed -> adapt = adapt -> soft + adapt -> hard, and a run of ok turns counts nothing.
+
+    Args:
+        data: a ``Recording``, a ``Recorder``, or a turns frame of one or many runs (runs are
+            told apart by ``run_id``, and by ``source`` too when ``load_many`` added it). With a
+            turns frame alone, a run that ended hard before any turn finished is not seen.
+
+    Raises:
+        TypeError: ``data`` is none of those.
+        ValueError: the turns frame lacks a column the count needs, or names an unknown channel.
+    """
+    import pandas as pd
+
+    from loopnb.notebook._flow import EDGES, FlowCount
+
+    turns, events = _frames(data)
+    keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]
+    ended = _hard_endings(events, keys)
+    order = turns.sort_values([*keys, "turn"], kind="stable")
+    flow = FlowCount()
+    run: object = _NO_RUN
+    for key, channel, producer in zip(
+        _run_keys(order, keys), order["channel"].tolist(), order["producer"].tolist(), strict=True
+    ):
+        if key != run:
+            if run in ended:
+                flow.run_finished("hard", ended.pop(run))
+            flow.new_run()
+            run = key
+        flow.turn(_channel(channel), _producer(producer))
+    if run in ended:
+        flow.run_finished("hard", ended.pop(run))
+    for producer in ended.values():  # runs that ended hard before any of their turns finished
+        flow.new_run()
+        flow.run_finished("hard", producer)
+    return pd.DataFrame(
+        {
+            "edge": [e.id for e in EDGES],
+            "source": [e.source for e in EDGES],
+            "target": [e.target for e in EDGES],
+            "label": [e.label for e in EDGES],
+            "count": pd.Series(flow.counts, dtype="int64"),
+        }
+    )
+
+
+_NO_RUN = object()
+"""The run before the first (a key no run has)."""
+
+
+def _frames(data: Any) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        turns, events = data, None
+    elif hasattr(data, "turns") and hasattr(data, "events"):
+        turns, events = data.turns, data.events
+    else:
+        raise TypeError(
+            f"flow_counts() takes a Recording, a Recorder or a turns DataFrame; got {type(data).__name__}"
+        )
+    missing = [c for c in _NEEDED if c not in turns.columns]
+    if missing:
+        hint = " (this looks like an events frame: pass the turns frame)" if "kind" in turns.columns else ""
+        raise ValueError(
+            f"flow_counts(): the turns frame is missing columns {', '.join(missing)}; expected a turns "
+            f"frame (Recorder.turns, load(path).turns or load_many(paths)){hint}"
+        )
+    return turns, events
+
+
+def _run_keys(frame: pd.DataFrame, keys: list[str]) -> list[Any]:
+    """Each row's run: its ``run_id``, or its ``(source, run_id)``."""
+    if len(keys) == 1:
+        return frame[keys[0]].tolist()
+    return list(zip(*(frame[k].tolist() for k in keys), strict=True))
+
+
+def _hard_endings(events: pd.DataFrame | None, keys: list[str]) -> dict[Any, str | None]:
+    """The producer of each run's hard ending, by run, from the events' ``run_finished`` rows."""
+    if events is None or len(events) == 0 or any(k not in events.columns for k in keys):
+        return {}
+    done = events[(events["kind"] == "run_finished") & (events["channel"] == "hard")]
+    return dict(zip(_run_keys(done, keys), map(_producer, done["producer"].tolist()), strict=True))
+
+
+def _producer(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _channel(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"flow_counts(): a turn's channel is {value!r}; expected ok, soft or hard")
