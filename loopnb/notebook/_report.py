@@ -43,7 +43,8 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:
 .word{display:inline-flex;align-items:center;gap:4px;padding:0 7px;border-radius:9px;
 font-weight:600;white-space:nowrap;border:1px solid}
 .panes{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;margin:8px 0}
-.loopnb-board{flex:1 1 420px;min-width:0} .loopnb-board table{border-collapse:collapse}
+.loopnb-board{flex:1 1 420px;min-width:0}
+.loopnb-board h3{font-size:13px;margin:12px 0 4px} .loopnb-board table{border-collapse:collapse}
 .loopnb-board td,.loopnb-board th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
 .loopnb-board td:first-child{overflow-wrap:anywhere}
 svg.loopnb-icon{display:inline-block;vertical-align:-1px}

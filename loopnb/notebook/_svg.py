@@ -23,8 +23,8 @@ SHAPE = {"ok": "circle", "soft": "triangle", "hard": "square"}
 """Each channel's mark, so that the timeline reads without colour too."""
 IDLE = "#9aa0a6"
 INK = "#222"
-TIMELINE_ROW = 100
-"""Timeline marks per row: a row of a long run is read like a line of text."""
+TIMELINE_ROW = 50
+"""Timeline marks per row: a long run's timeline is read like lines of text."""
 
 SVG_STYLE = (
     ".loopnb-svg{display:block;max-width:100%;height:auto;font-family:system-ui,-apple-system,"
@@ -73,13 +73,13 @@ def legend(x: float, y: float) -> str:
 
 # -- the decision flow ---------------------------------------------------------------------------
 
-_W, _H = 1180, 600
+_W, _H = 1180, 520
 _BOX_W, _BOX_H = 262, 40
 
 
 def _at(node_id: str) -> tuple[float, float]:
     node = NODES[NODE_INDEX[node_id]]
-    return 140 + (node.x + 2.7) * 186, 44 + (7.0 - node.y) * 72
+    return 140 + (node.x + 2.7) * 186, 44 + (7.0 - node.y) * 62
 
 
 def _ends(edge: Edge) -> tuple[float, float, float, float]:
@@ -219,14 +219,14 @@ def _mark_title(t: TurnView) -> str:
 
 
 def timeline_svg(turns: Sequence[TurnView], anchor: str) -> str:
-    """Every turn as its channel's mark, a link to its row (``#{anchor}-t{turn}``), rows of 100."""
-    step, gutter, row_h = 11, 92, 34
+    """Every turn as its channel's mark, a link to its row (``#{anchor}-t{turn}``), rows of 50."""
+    step, gutter, row_h = 15, 92, 34
     rows = max(1, -(-len(turns) // TIMELINE_ROW))
     width = gutter + TIMELINE_ROW * step + 12
     parts = [
         f'<text class="cap" x="12" y="20">turn timeline</text>'
         f'<text x="130" y="20">{len(turns):,} turn{"" if len(turns) == 1 else "s"}; '
-        f"a mark links to its row</text>{legend(width - 190, 20)}"
+        f"a mark links to its row</text>{legend(width - 180, 20)}"
     ]
     if not turns:
         parts.append('<text class="small" x="12" y="46">no turn finished</text>')
@@ -242,7 +242,7 @@ def timeline_svg(turns: Sequence[TurnView], anchor: str) -> str:
             x = gutter + i * step + step / 2
             parts.append(
                 f'<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}">'
-                f"<title>{_mark_title(t)}</title>{mark(t.channel, x, y)}</a>"
+                f"<title>{_mark_title(t)}</title>{mark(t.channel, x, y, 11)}</a>"
             )
             if i % 10 == 9:
                 parts.append(

@@ -10,7 +10,7 @@ from loopnb import scenarios
 from loopnb.notebook import ViewModel, report_html, to_html
 from loopnb.notebook._flow import EDGES
 from loopnb.notebook._markup import esc
-from loopnb.notebook._report import TEXT_LIMIT
+from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
 from loopnb.notebook._svg import PALETTE
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
@@ -87,6 +87,15 @@ def test_every_turn_shows_what_the_model_read_inline():
             assert t.error_text and esc(t.error_text, 2000) in row
     assert hard == 2  # the recovery wall and the loop detector
     assert html.count("src/mian.rs not found") >= 1
+
+
+def test_a_long_run_shows_its_first_thousand_turns_in_full():
+    html = report_html(run_events(S.long_run(FULL_ROWS + 5))[0])
+    assert html.count('class="loopnb-turn"') == html.count('class="loopnb-mark"') == FULL_ROWS + 5
+    assert html.count('<pre class="loopnb-read') == FULL_ROWS  # every read of the first 1,000
+    assert html.count('colspan="2"') == 5 and f"past the first {FULL_ROWS:,}" in html
+    assert f'id="loopnb-r0-t{FULL_ROWS + 5}"' in html  # the last mark still has its row
+    assert len(html.encode()) < 1_000_000
 
 
 def test_narrow_columns_do_not_break_inside_words():
