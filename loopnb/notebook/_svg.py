@@ -176,7 +176,7 @@ _STATUS_WORD = {
     "failed": "failed",
     "retrying": "recovery retries it",
     "gave_up": "recovery gave up",
-    "exhausted": "hit the wall: ToolRecoveryExhausted",
+    "exhausted": "hit the wall (ToolRecoveryExhausted)",
 }
 
 
@@ -198,15 +198,15 @@ def gauge_svg(g: Gauge) -> str:
             f"{'wall' if wall else 'call' if i == 0 else f'retry {i}'}</text>"
         )
     if g.tool is None:
-        words = "no tool call yet"
+        lines = ["no tool call yet"]
+    elif g.at_wall:
+        lines = [f"{g.tool} · turn {g.turn}", f"asked for retry {g.attempt}: {_STATUS_WORD[g.status]}"]
     else:
-        where = "the wall" if g.at_wall else f"attempt {g.attempt} of {g.max_attempts} retries"
-        words = f"{g.tool}: {where}, turn {g.turn} · {_STATUS_WORD[g.status]}"
-        if g.status == "gave_up" and g.decision:
-            words += f" ({g.decision})"
-    parts.append(f'<text x="12" y="94">{esc(words, 110)}</text>')
-    total = x0 + cells * (width + 4) + 8
-    return _svg(total, 104, "loopnb-gauge", "recovery gauge", "".join(parts))
+        status = _STATUS_WORD[g.status] + (f" ({g.decision})" if g.status == "gave_up" else "")
+        lines = [f"{g.tool} · turn {g.turn}", f"attempt {g.attempt} of {g.max_attempts} retries · {status}"]
+    parts += [f'<text x="12" y="{94 + 16 * i}">{esc(line, 56)}</text>' for i, line in enumerate(lines)]
+    total = x0 + cells * (width + 4) + 40
+    return _svg(total, 122, "loopnb-gauge", "recovery gauge", "".join(parts))
 
 
 # -- the turn timeline ---------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def test_the_flow_shows_the_view_states_counts():
 
 def test_the_gauge_and_board_are_drawn_as_text_too():
     html = report_html(recorded(S.exhausted()))
-    assert "hit the wall: ToolRecoveryExhausted" in html
+    assert "asked for retry 6: hit the wall (ToolRecoveryExhausted)" in html
     assert html.count("<rect x=") >= 7  # the call, five retries and the wall
     html = report_html(recorded(S.demo()))
     assert re.search(r'class="loopnb-breaker-state"[^>]*>.*?</svg> open</td>', html)
