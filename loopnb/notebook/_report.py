@@ -1,39 +1,73 @@
-"""A static, self-contained, offline HTML report of a recording: the four panes of every run.
+"""A static, self-contained, offline HTML report of a recording: every run, a document to read.
 
-One file: plotly.js is inlined (no CDN), the rest is escaped HTML tables. A Content-Security-Policy
-forbids the page from fetching anything, so it opens the same on a plane as on a server.
+One file and no script: the panes are inline SVG drawn by ``_svg`` from the same ``ViewState``
+the live view draws, and every turn's row shows, as text, what the model asked for and exactly
+what it read. A Content-Security-Policy forbids the page from fetching anything, so it opens the
+same on a plane as on a server; a 100-turn run makes a report of about 100 kB.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-import plotly.io as pio
-
 from loopnb.engine._events import Event
-from loopnb.notebook._markup import (
-    NAME_LIMIT,
-    board_html,
-    esc,
-    gauge_text,
-    status_html,
-    turns_table_html,
-)
-from loopnb.notebook._render import figure
+from loopnb.notebook._markup import NAME_LIMIT, esc
 from loopnb.notebook._replay import EventSource, events_of
+from loopnb.notebook._state import BreakerView, ReadView, TurnView, ViewState
+from loopnb.notebook._svg import (
+    PALE,
+    PALETTE,
+    SVG_STYLE,
+    channel_icon,
+    flow_svg,
+    gauge_svg,
+    timeline_svg,
+)
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
-_CSP = (
-    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
-    "img-src data: blob:; font-src data:"
-)
-_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1200px}
-h1{font-size:20px} h2{font-size:16px;margin-top:28px;border-top:1px solid #ddd;padding-top:12px}
-table.loopnb-turns td,table.loopnb-turns th{border-bottom:1px solid #eee;padding:3px 6px;vertical-align:top;
-overflow-wrap:anywhere}
-.loopnb-board table td,.loopnb-board table th{padding:2px 8px}
+FULL_ROWS = 1000
+"""Turns shown in full (request, reply, every text read); a longer run's later turns get one line."""
+TEXT_LIMIT = 4000
+"""Characters shown of one text the model read; a cut says how much it left out."""
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_STYLE = (
+    """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;padding:0 16px;
+color:#222;max-width:1240px;font-size:14px;line-height:1.4}
+h1{font-size:22px;margin:0 0 6px} h2{font-size:17px;margin:36px 0 8px;border-top:2px solid #ddd;
+padding-top:14px;overflow-wrap:anywhere} h3{font-size:15px;margin:22px 0 6px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+.runs{margin:0;padding-left:20px} .status{margin:4px 0 12px} .task{color:#555}
+.word{display:inline-flex;align-items:center;gap:4px;padding:0 7px;border-radius:9px;
+font-weight:600;white-space:nowrap;border:1px solid}
+.panes{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;margin:8px 0}
+.loopnb-board{flex:1 1 420px;min-width:0}
+.loopnb-board h3{font-size:13px;margin:12px 0 4px} .loopnb-board table{border-collapse:collapse}
+.loopnb-board td,.loopnb-board th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
+.loopnb-board td:first-child{overflow-wrap:anywhere}
+svg.loopnb-icon{display:inline-block;vertical-align:-1px}
+table.loopnb-turns{border-collapse:collapse;width:100%;font-size:13px}
+table.loopnb-turns th{text-align:left;white-space:nowrap;border-bottom:2px solid #ccc;padding:4px 8px;
+position:sticky;top:0;background:#fff}
+table.loopnb-turns td{border-bottom:1px solid #e4e4e4;padding:5px 8px;vertical-align:top;
+overflow-wrap:break-word}
+table.loopnb-turns td.wide{overflow-wrap:anywhere;min-width:14em}
+table.loopnb-turns td.n{white-space:nowrap;text-align:right}
+table.loopnb-turns tr:target td{background:#fff7d6}
+tr.loopnb-turn{scroll-margin-top:40px}
+.item{font-size:12px;color:#555;margin-top:4px} .item.error{color:#8a3a00;font-weight:600}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 6px;padding:4px 6px;background:#f6f8fa;
+border-radius:4px;max-height:18em;overflow:auto;font-size:12px}
+pre.error{background:#fdf1e6;border-left:3px solid #D55E00}
+.reply{font-style:italic;color:#333;margin-top:3px} .muted{color:#777}
+@media print{pre{max-height:none} table.loopnb-turns th{position:static}}
 """
+    + SVG_STYLE
+)
+_BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
+_BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
 
 
 def exported_events(source: EventSource) -> list[Event]:
@@ -62,6 +96,142 @@ def exported_events(source: EventSource) -> list[Event]:
     return out
 
 
+def _word(channel: str, text: str | None = None) -> str:
+    """A channel's word with its mark, in its colours: never colour alone."""
+    color, pale = PALETTE.get(channel, "#777"), PALE.get(channel, "#eee")
+    return (
+        f'<span class="word" style="border-color:{color};background:{pale}">'
+        f"{channel_icon(channel)}{esc(text or channel)}</span>"
+    )
+
+
+def _status(state: ViewState) -> str:
+    run = state.run
+    turns = f"{len(state.turns):,} turn{'' if len(state.turns) == 1 else 's'}"
+    if run.phase == "ok":
+        tail = f"{_word('ok', 'finished')} output: <i>{esc(run.output or '', 400)}</i>"
+    elif run.phase == "hard":
+        tail = (
+            f"{_word('hard', 'ended hard')} <b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: "
+            f"{esc(run.message or '', 400)}"
+        )
+    else:
+        tail = '<span class="muted">did not finish in this recording</span>'
+    task = f'<div class="task">task: {esc(run.task, 400)}</div>' if run.task else ""
+    return f'<div class="loopnb-status status">{turns} · {tail}{task}</div>'
+
+
+def _cooldown(b: BreakerView) -> str:
+    if b.state != "open":
+        return "—"
+    if b.cooldown_left is None:
+        return "unknown"
+    if b.cooldown_left <= 0:
+        return "over: the next call is a trial"
+    return f"{b.cooldown_left:.1f} s of {b.cooldown:g} s"
+
+
+def _board(state: ViewState) -> str:
+    rows = "".join(
+        f'<tr class="loopnb-breaker" data-state="{esc(b.state)}"><td><code>{esc(b.name, 60)}</code></td>'
+        f'<td>{esc(b.scope)}</td><td class="loopnb-breaker-state" style="color:'
+        f'{PALETTE[_BREAKER_CHANNEL[b.state]]};font-weight:700;white-space:nowrap">'
+        f"{channel_icon(_BREAKER_CHANNEL[b.state])} {esc(_BREAKER_WORD[b.state])}</td>"
+        f"<td>{b.failures}</td><td>{esc(_cooldown(b))}</td></tr>"
+        for b in state.breakers
+    )
+    table = (
+        "<table><thead><tr><th>breaker</th><th>scope</th><th>state</th><th>failures</th>"
+        f"<th>cooldown left</th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else '<div class="muted">no breakers in this run</div>'
+    )
+    return f'<div class="loopnb-board"><h3>breaker board</h3>{table}</div>'
+
+
+def _read(item: ReadView) -> str:
+    if item.source == "engine":
+        tag = f"engine feedback · {item.producer or item.name}"
+    elif item.is_error:
+        tag = f"{item.name} · error ({item.producer or 'tool'})"
+    else:
+        tag = f"{item.name} · ok"
+    err = " error" if item.is_error else ""
+    out = (
+        f'<div class="item{err}">{esc(tag, 160)}</div>'
+        f'<pre class="loopnb-read{err}">{esc(item.text, TEXT_LIMIT)}</pre>'
+    )
+    if item.note:
+        out += (
+            '<div class="item">recovery note (beside the result, never merged into it)</div>'
+            f"<pre>{esc(item.note, 2000)}</pre>"
+        )
+    return out
+
+
+def _row(t: TurnView, anchor: str, full: bool) -> str:
+    producer = f"<code>{esc(t.producer, NAME_LIMIT)}</code>" if t.producer else ""
+    head = (
+        f'<tr class="loopnb-turn" id="{anchor}-t{t.turn}" data-channel="{esc(t.channel)}">'
+        f'<td class="n"><a href="#{anchor}-t{t.turn}">{t.turn}</a></td><td>{_word(t.channel)}</td>'
+        f"<td>{producer}</td><td>{esc(t.model or '', NAME_LIMIT)}</td>"
+    )
+    if not full:
+        tools = esc(", ".join(t.tools), 200)
+        err = f" · {esc(t.error, NAME_LIMIT)}" if t.error else ""
+        return f'{head}<td class="wide" colspan="2"><code>{tools}</code>{err}</td></tr>'
+    calls = "<br>".join(f"<code>{esc(c.name, 80)}({esc(c.arguments, 400)})</code>" for c in t.calls)
+    reply = f'<div class="reply">{esc(t.reply_text, 1500)}</div>' if t.reply_text else ""
+    read = "".join(_read(r) for r in t.read)
+    if t.channel == "hard":
+        error = esc(t.error or t.producer or "LoopError", NAME_LIMIT)
+        read += (
+            f'<div class="item error">the run ended here: {error}'
+            " (the model never read this)</div>"
+            f'<pre class="loopnb-error error">{esc(t.error_text or "", 2000)}</pre>'
+        )
+    elif not read:
+        read = '<span class="muted">nothing: a final reply</span>'
+    return f'{head}<td class="wide">{calls}{reply}</td><td class="wide">{read}</td></tr>'
+
+
+def _turns(turns: Sequence[TurnView], anchor: str) -> str:
+    rows = "".join(_row(t, anchor, i < FULL_ROWS) for i, t in enumerate(turns))
+    note = (
+        f'<p class="muted">turns past the first {FULL_ROWS:,} show one line each; '
+        "<code>load(path).turns</code> has them all</p>"
+        if len(turns) > FULL_ROWS
+        else ""
+    )
+    return (
+        '<table class="loopnb-turns"><thead><tr><th>turn</th><th>channel</th><th>producer</th>'
+        "<th>model</th><th>the model asked for</th><th>then the model read</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>{note}"
+    )
+
+
+def _section(index: int, run_id: str, state: ViewState) -> str:
+    anchor = f"loopnb-r{index}"  # ids never come from the (untrusted) run id
+    return (
+        f'<section class="loopnb-run" id="{anchor}" data-run="{esc(run_id)}">'
+        f"<h2>run <code>{esc(run_id, NAME_LIMIT)}</code></h2>{_status(state)}"
+        f'{flow_svg(state)}<div class="panes">{gauge_svg(state.gauge)}{_board(state)}</div>'
+        f"{timeline_svg(state.turns, anchor)}<h3>turns</h3>{_turns(state.turns, anchor)}</section>"
+    )
+
+
+def _contents(states: list[tuple[str, ViewState]]) -> str:
+    if len(states) < 2:
+        return ""
+    items = "".join(
+        f'<li><a href="#loopnb-r{i}"><code>{esc(rid, NAME_LIMIT)}</code></a> · '
+        f"{_word(s.run.phase if s.run.phase in PALETTE else 'soft', s.run.phase)} "
+        f"{len(s.turns):,} turn{'' if len(s.turns) == 1 else 's'}</li>"
+        for i, (rid, s) in enumerate(states)
+    )
+    return f'<ol class="runs">{items}</ol>'
+
+
 def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
     """The report as one HTML string (every run, or only ``run_id``), secrets redacted."""
     runs = runs_of(exported_events(source))
@@ -69,35 +239,15 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
         if run_id not in runs:
             raise ValueError(f"no run {run_id!r} in the recording; its runs are {list(runs)}")
         runs = {run_id: runs[run_id]}
-    sections = []
-    first = True
-    for index, (rid, events) in enumerate(runs.items()):
-        state = ViewModel.fold(events)
-        fig = figure(state)
-        fig.update_layout(width=1100)
-        plot = pio.to_html(
-            fig,
-            include_plotlyjs=first,
-            full_html=False,
-            config={"displaylogo": False, "displayModeBar": False},
-            # plotly writes the id into a script's string literal as is: never the untrusted run id
-            div_id=f"loopnb-run-{index}",
-        )
-        first = False
-        sections.append(
-            f'<section class="loopnb-run" data-run="{esc(rid)}">'
-            f"<h2>run <code>{esc(rid, NAME_LIMIT)}</code></h2>"
-            f"{status_html(state)}{plot}"
-            f"<p><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</p>{board_html(state)}"
-            f"<h3>turns</h3>{turns_table_html(state.turns)}</section>"
-        )
+    states = [(rid, ViewModel.fold(events)) for rid, events in runs.items()]
+    sections = [_section(i, rid, state) for i, (rid, state) in enumerate(states)]
     if not sections:
         sections.append("<p>this recording holds no runs</p>")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{esc(title)}</h1>{''.join(sections)}</body></html>\n"
+        f"<h1>{esc(title)}</h1>{_contents(states)}{''.join(sections)}</body></html>\n"
     )
 
 

@@ -1,4 +1,4 @@
-"""The live view and the report in a real browser: Debian chromium driven by playwright, offline.
+"""The live view in a real browser: chromium driven by playwright, offline (the report: its own file).
 
 Three things are checked where only a browser can check them: the panes render (plotly SVG, the
 timeline's marks, the breaker states as text), hostile HTML in a tool's output stays inert text
@@ -153,39 +153,6 @@ def shoot(page, locator, path: pathlib.Path) -> None:
     box = locator.bounding_box()
     assert box is not None
     page.screenshot(path=str(path), clip=box, full_page=True, timeout=60_000)
-
-
-def test_exported_report_renders_offline_and_stays_inert(page, tmp_path):
-    from playwright.sync_api import expect
-
-    from loopnb.notebook import to_html
-    from loopnb.record import Recorder
-    from tests.notebook import scenarios as S
-    from tests.notebook.conftest import run_events
-
-    recorder = Recorder()
-    for scenario in (S.payload(), S.demo(), S.exhausted()):
-        scenario[0].subscribe(recorder)
-        run_events(scenario)
-    path = to_html(recorder, tmp_path / "report.html")
-
-    refused = offline(page)
-    page.goto(path.as_uri())
-    runs = page.locator("section.loopnb-run")
-    expect(runs).to_have_count(3)
-    expect(page.locator(".js-plotly-plot svg.main-svg").first).to_be_visible(timeout=30_000)
-    for i, turns in enumerate((4, 8, 1)):
-        expect(runs.nth(i).locator(".x2y2 .scatterlayer .point")).to_have_count(turns)
-        expect(runs.nth(i).locator("tr.loopnb-turn")).to_have_count(turns)
-    states = runs.nth(1).locator(".loopnb-breaker-state").all_inner_texts()
-    assert states == ["closed", "closed", "open", "open", "closed"]
-    expect(runs.nth(2).locator(".indicatorlayer")).to_contain_text("6 / 5")  # at the wall
-    # the hostile text is on the page, as text
-    expect(runs.nth(0).locator(".loopnb-status")).to_contain_text("<img src=x onerror=")
-    expect(runs.nth(0).locator(".js-plotly-plot")).to_be_visible()
-    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-    assert_inert(page, "loopnb report")
-    assert refused == [] and page.errors == []
 
 
 NOTEBOOK_CELLS = [

@@ -6,7 +6,13 @@ import re
 
 import pytest
 
-from loopnb.notebook import report_html, to_html
+from loopnb import scenarios
+from loopnb.notebook import ViewModel, report_html, to_html
+from loopnb.notebook._flow import EDGES
+from loopnb.notebook._markup import esc
+from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
+from loopnb.notebook._svg import PALETTE
+from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
@@ -21,16 +27,125 @@ def recorded(*scenarios):
     return recorder
 
 
+NETWORK = re.compile(r"""(?:src|href|action|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def assert_offline(html: str) -> None:
+    """Nothing on the page would be fetched: no remote link or source, no script, no import."""
+    assert not NETWORK.search(html), NETWORK.search(html)
+    assert "<script" not in html.lower()  # the report needs no script at all
+    style = re.search(r"<style>(.*?)</style>", html, flags=re.S)
+    assert style is not None and "@import" not in style.group(1) and "url(" not in style.group(1)
+
+
 def test_report_is_one_offline_file(tmp_path):
     recorder = recorded(S.payload(), S.looping())
     path = to_html(recorder, tmp_path / "report.html")
     html = path.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
     assert html.count('<section class="loopnb-run"') == 2
-    assert "Content-Security-Policy" in html
-    assert len(html) > 3_000_000  # plotly.js is inlined
-    assert not re.search(r"<script[^>]+src=", html)  # nothing is fetched
-    assert html.count("Plotly.newPlot") == 2
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert html.count('<svg class="loopnb-svg loopnb-flow"') == 2  # the panes are drawn inline
+    assert len(html.encode()) < 100_000
+    assert_offline(html)
+
+
+def test_a_100_turn_report_is_under_a_megabyte():
+    html = report_html(recorded(S.long_run(100)))
+    size = len(html.encode())
+    assert 20_000 < size < 1_000_000, size
+    assert html.count('class="loopnb-turn"') == 100
+    assert html.count('class="loopnb-mark"') == 100
+    assert_offline(html)
+
+
+@pytest.mark.parametrize("name", scenarios.names())
+def test_every_built_in_scenario_makes_a_small_offline_report(name):
+    outcome = scenarios.get(name).run()
+    html = report_html(outcome.events)
+    assert len(html.encode()) < 300_000, (name, len(html.encode()))
+    assert html.count('class="loopnb-turn"') == len(outcome.turns)
+    assert_offline(html)
+
+
+def test_every_turn_shows_what_the_model_read_inline():
+    """Error texts, results and hard endings are visible text in their row, not folded away."""
+    events = [e for s in (S.demo(), S.payload(), S.exhausted(), S.looping()) for e in run_events(s)[0]]
+    html = report_html(events)
+    assert "<details" not in html and "<summary" not in html
+    rows = re.findall(r'<tr class="loopnb-turn" id="(loopnb-r\d+-t\d+)"(.*?)</tr>', html, flags=re.S)
+    states = [ViewModel.fold(run) for run in runs_of(events).values()]
+    turns = [t for state in states for t in state.turns]
+    assert len(rows) == len(turns) > 10
+    hard = 0
+    for (row_id, row), t in zip(rows, turns, strict=True):
+        assert row_id.endswith(f"-t{t.turn}")
+        for item in t.read:
+            assert esc(item.text, TEXT_LIMIT) in row, (t.turn, item.text)
+        if t.channel == "hard":
+            hard += 1
+            assert t.error_text and esc(t.error_text, 2000) in row
+    assert hard == 2  # the recovery wall and the loop detector
+    assert html.count("src/mian.rs not found") >= 1
+
+
+def test_a_long_run_shows_its_first_thousand_turns_in_full():
+    html = report_html(run_events(S.long_run(FULL_ROWS + 5))[0])
+    assert html.count('class="loopnb-turn"') == html.count('class="loopnb-mark"') == FULL_ROWS + 5
+    assert html.count('<pre class="loopnb-read') == FULL_ROWS  # every read of the first 1,000
+    assert html.count('colspan="2"') == 5 and f"past the first {FULL_ROWS:,}" in html
+    assert f'id="loopnb-r0-t{FULL_ROWS + 5}"' in html  # the last mark still has its row
+    assert len(html.encode()) < 1_000_000
+
+
+def test_narrow_columns_do_not_break_inside_words():
+    """``overflow-wrap:anywhere`` let a squeezed column break "soft" into "sof" and "t"."""
+    html = report_html(recorded(S.typo()))
+    style = html[: html.index("</style>")].split("@media print")[0]
+    rules = dict(re.findall(r"(table\.loopnb-turns t[dh][^{]*)\{([^}]*)\}", style))
+    assert "white-space:nowrap" in rules["table.loopnb-turns th"]
+    assert "overflow-wrap:break-word" in rules["table.loopnb-turns td"]
+    assert "anywhere" not in rules["table.loopnb-turns td"]
+    assert "overflow-wrap:anywhere" in rules["table.loopnb-turns td.wide"]
+
+
+def test_timeline_marks_link_to_their_rows():
+    html = report_html(recorded(S.typo(), S.exhausted()))
+    links = re.findall(r'<a href="#([^"]+)" class="loopnb-mark" data-channel="(\w+)">', html)
+    ids = set(re.findall(r'<tr class="loopnb-turn" id="([^"]+)" data-channel="(\w+)"', html))
+    assert len(links) == 4 and set(links) == ids  # channels agree too
+    assert {"loopnb-r0-t1", "loopnb-r0-t3", "loopnb-r1-t1"} <= {i for i, _ in links}
+
+
+def test_channels_pair_colour_with_shape_and_word():
+    html = report_html(recorded(S.typo(), S.exhausted()))
+    for channel, colour in PALETTE.items():
+        assert f".k-{channel}{{fill:{colour}}}" in html
+    assert PALETTE == {"ok": "#009E73", "soft": "#E69F00", "hard": "#D55E00"}
+    assert re.search(r'data-channel="soft"><title>[^<]*</title><path class="k-soft"', html)
+    assert re.search(r'data-channel="ok"><title>[^<]*</title><circle class="k-ok"', html)
+    assert re.search(r'data-channel="hard"><title>[^<]*</title><rect class="k-hard"', html)
+    for word in ("soft", "ok", "hard"):  # the badge in a row says its channel in words
+        assert re.search(rf'<td><span class="word"[^>]*><svg[^>]*>.*?</svg>{word}</span></td>', html)
+
+
+def test_the_flow_shows_the_view_states_counts():
+    events = run_events(S.demo())[0]
+    state = ViewModel.fold(events)
+    html = report_html(events)
+    drawn = dict(re.findall(r'data-edge="([\w-]+)" data-count="(\d+)"', html))
+    assert drawn == {e.id: str(n) for e, n in zip(EDGES, state.edge_counts, strict=True)}
+    assert sum(state.edge_counts) > 0
+    lit = re.findall(r'data-edge="([\w-]+)" data-count="\d+"><line[^>]*stroke-width="4"', html)
+    assert tuple(lit) == tuple(e.id for e in EDGES if e.id in state.lit)
+
+
+def test_the_gauge_and_board_are_drawn_as_text_too():
+    html = report_html(recorded(S.exhausted()))
+    assert "asked for retry 6: hit the wall (ToolRecoveryExhausted)" in html
+    assert html.count("<rect x=") >= 7  # the call, five retries and the wall
+    html = report_html(recorded(S.demo()))
+    assert re.search(r'class="loopnb-breaker-state"[^>]*>.*?</svg> open</td>', html)
 
 
 def test_report_escapes_untrusted_text(tmp_path):
