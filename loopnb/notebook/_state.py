@@ -179,8 +179,15 @@ class TurnView:
     dropped: bool
     error: str | None
     event: Turn = field(repr=False)
-    gauge: Gauge = field(default_factory=Gauge)
-    """The recovery gauge as the turn ended."""
+    recovery: tuple[CallRecovery, ...] = field(default=(), repr=False)
+    """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
+    strategy: str | None = field(default=None, repr=False)
+    loop: LoopCount | None = field(default=None, repr=False)
+
+    @property
+    def gauge(self) -> Gauge:
+        """The recovery gauge as the turn ended (made when asked for: only a drawn one is)."""
+        return gauge_of(self.turn, self.recovery, self.strategy, self.loop)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -260,10 +267,16 @@ def _arguments(call: ToolCall) -> str:
         return repr(call.arguments)
 
 
-def turn_view(t: Turn, error: str | None = None, gauge: Gauge | None = None) -> TurnView:
+def turn_view(
+    t: Turn,
+    error: str | None = None,
+    recovery: tuple[CallRecovery, ...] = (),
+    strategy: str | None = None,
+    loop: LoopCount | None = None,
+) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events)."""
     calls = t.calls
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
-        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, gauge or Gauge(turn=t.turn)
+        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop
     )

@@ -38,7 +38,10 @@ from loopnb.notebook._state import (
 )
 from loopnb.record._breakers import BreakerCount, BreakerFold
 from loopnb.record._history import tool_breakers
-from loopnb.record._retries import RecoveryFold
+from loopnb.record._retries import LoopCount, RecoveryFold
+
+_Calls = tuple[int, int, LoopCount | None]
+"""A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
 
 
 class ViewModel:
@@ -63,9 +66,8 @@ class ViewModel:
         self._recovery = RecoveryFold()  # the gauge's rule, and recovery_attempts'
         self._board = BreakerFold()  # the board's rule, and breaker_history's
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
-        self._gauge = Gauge()  # the last finished turn's
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
-        self._finished: list[tuple[Turn, str | None, Gauge]] = []
+        self._finished: list[tuple[Turn, str | None, _Calls]] = []
         self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
@@ -155,19 +157,21 @@ class ViewModel:
         self._recovery.hard(e.producer)
         self._board.settle(drop=e.producer == "tool_recovery_exhausted")
 
-    def _gauge_now(self, turn: int) -> Gauge:
-        """The gauge of ``turn`` (the current one) from its calls so far."""
-        fold = self._recovery
-        return gauge_of(turn, fold.calls[self._calls_from :], fold.strategy, fold.loops.get(turn))
+    def _gauge_of(self, turn: int, calls: _Calls) -> Gauge:
+        """The gauge of ``turn`` from its calls (``start``, ``end`` in the fold's) and loop count."""
+        fold, (start, end, loop) = self._recovery, calls
+        return gauge_of(turn, fold.calls[start:end], fold.strategy, loop)
 
     def _turn_finished(self, e: Turn, at: float) -> None:
         self._light(e.turn, e.channel, e.producer)
-        self._gauge = gauge = self._gauge_now(e.turn)
+        fold = self._recovery
+        gauge = (self._calls_from, len(fold.calls), fold.loops.get(e.turn))  # a Gauge when drawn
         self._finished.append((e, self._hard_error if e.channel == "hard" else None, gauge))
-        for row in self._board.turn_finished(e.turn, e.breakers, at):  # the engine's word wins
-            history = self._history.get(row.name)
-            if (history[-1][1] if history else "closed") != row.state:
-                self._history.setdefault(row.name, []).append((e.turn, row.state))
+        for name in self._board.end_turn(e.breakers):  # the engine's word wins
+            history = self._history.get(name)
+            state = self._board.breakers[name].state
+            if (history[-1][1] if history else "closed") != state:
+                self._history.setdefault(name, []).append((e.turn, state))
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
         path = path_of(channel, producer)
@@ -194,7 +198,12 @@ class ViewModel:
     def snapshot(self, *, with_turns: bool = True) -> ViewState:
         """The current state; ``with_turns=False`` leaves the timeline empty (cheaper)."""
         if with_turns and len(self._turns) < len(self._finished):
-            self._turns.extend(turn_view(f, error, g) for f, error, g in self._finished[len(self._turns) :])
+            fold = self._recovery
+            every, strategy = fold.calls, fold.strategy
+            self._turns.extend(
+                turn_view(f, error, tuple(every[start:end]), strategy, loop)
+                for f, error, (start, end, loop) in self._finished[len(self._turns) :]
+            )
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -214,10 +223,16 @@ class ViewModel:
 
     def _live_gauge(self) -> Gauge:
         """The turn going on, once it has dispatched a call; else the last finished turn's."""
-        finished = self._finished[-1][0].turn if self._finished else 0
-        if self._turn > finished and len(self._recovery.calls) > self._calls_from:
-            return self._gauge_now(self._turn)
-        return self._gauge
+        fold, last = self._recovery, self._finished[-1] if self._finished else None
+        if (last is None or self._turn > last[0].turn) and len(fold.calls) > self._calls_from:
+            calls = (self._calls_from, len(fold.calls), fold.loops.get(self._turn))
+            return self._gauge_of(self._turn, calls)
+        if last is None:
+            return Gauge()
+        turns = self._turns
+        if len(turns) == len(self._finished):  # drawn already
+            return turns[-1].gauge
+        return self._gauge_of(last[0].turn, last[2])
 
     def _breaker_view(self, b: BreakerCount) -> BreakerView:
         history = tuple(self._history.get(b.name, ()))

@@ -127,32 +127,45 @@ class BreakerFold:
         b.failures += 1
 
     def model_replied(self, model: str | None) -> None:
-        self.settle()
+        if self._pending is not None:
+            self.settle()
         b = self.breakers.get(model) if model is not None else None
-        if b is not None:
+        if b is not None and b.failures:
             b.failures = 0
 
     def turn_finished(
         self, turn: int, not_closed: Mapping[str, BreakerState] | None, at: float
     ) -> list[BreakerTurn]:
-        """Settle the turn: one ``BreakerTurn`` per breaker. ``not_closed`` is the engine's word
-        on the states at turn end (``TurnFinished.breakers``), which wins; None when unknown."""
-        self.settle()
+        """Settle the turn: one ``BreakerTurn`` per breaker (see ``end_turn``)."""
+        self.end_turn(not_closed, keep_passed=True)
         rows = []
-        for name in not_closed or ():
-            if name not in self.breakers:
-                self.breakers[name] = BreakerCount(name, "model" if name in self._models else "tool")
         for name, b in self.breakers.items():
-            state = b.state if not_closed is None else not_closed.get(name, "closed")
-            if b.state != state:
-                b.state = state
-                if state != "open":
-                    b.opened_at = None
             rows.append(
                 BreakerTurn(turn, name, b.scope, b.state, b.failures, b.cooldown_left(at), tuple(b.passed))
             )
             b.passed.clear()
         return rows
+
+    def end_turn(self, not_closed: Mapping[str, BreakerState] | None, keep_passed: bool = False) -> list[str]:
+        """Settle the turn's last call and take the engine's word on the states at turn end
+        (``TurnFinished.breakers``: the breakers not closed; None when unknown), which wins.
+        Returns the breakers whose state that word changed; ``passed`` is cleared unless kept."""
+        if self._pending is not None:
+            self.settle()
+        changed = []
+        for name in not_closed or ():
+            if name not in self.breakers:
+                self.breakers[name] = BreakerCount(name, "model" if name in self._models else "tool")
+        for name, b in self.breakers.items():
+            if b.passed and not keep_passed:
+                b.passed.clear()
+            state = b.state if not_closed is None else not_closed.get(name, "closed")
+            if b.state != state:
+                b.state = state
+                if state != "open":
+                    b.opened_at = None
+                changed.append(name)
+        return changed
 
 
 def breakers_from_events(

@@ -5,7 +5,7 @@ Both fold a run's events with the rule the live view folds them with (``Recovery
 They take what the audit helpers take: a ``Recording``, a ``Recorder``, a list of events, an
 ``events`` frame, or a ``(turns, events)`` pair; ``breaker_history`` also a ``turns`` frame alone.
 From frames the run's settings are not at hand: ``strategy`` is missing, and so are the loop
-detector's thresholds.
+detector's thresholds; a tool's breaker is seen only if it ever moved.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._events import Event
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.record._breakers import BreakerFold, BreakerTurn
-from loopnb.record._retries import CALL_OUTCOMES, CallRecovery, RecoveryFold
+from loopnb.record._retries import CALL_OUTCOMES, DECISIONS, RETRY_OUTCOMES, CallRecovery, RecoveryFold
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,9 +52,7 @@ def recovery_attempts(data: Any) -> pd.DataFrame:
             "retries": pd.array([c.retries for _, _, c in rows], dtype="Int64"),
             "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(rows), dtype="Int64"),
             "strategy": pd.array([s for _, s, _ in rows], dtype="string"),
-            "last_decision": pd.Categorical(
-                [c.decision for _, _, c in rows], categories=["retry", "skip", "ask_user", "fail"]
-            ),
+            "last_decision": pd.Categorical([c.decision for _, _, c in rows], categories=DECISIONS),
             "producer": pd.array([c.first if c.first else None for _, _, c in rows], dtype="string"),
             "loop_count": pd.array([c.loop.count if c.loop else None for _, _, c in rows], dtype="Int64"),
             "outcome": pd.Categorical([c.outcome for _, _, c in rows], categories=CALL_OUTCOMES),
@@ -89,6 +87,32 @@ def breaker_history(data: Any) -> pd.DataFrame:
             "passed": pd.array([", ".join(r.passed) for _, r in rows], dtype="string"),
         }
     )
+
+
+def retries_from_events(events: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``Audit.retries`` from an events frame: the calls recovery ran on, by ``RecoveryFold``."""
+    import pandas as pd
+
+    rows = [
+        (run, call)
+        for run, fold in _recovery_runs(events)
+        for call in fold.calls
+        if call.decision is not None
+    ]
+    out = pd.DataFrame(
+        {
+            **{k: pd.array([r[k] for r, _ in rows], dtype="string") for k in keys},
+            "turn": pd.array([c.turn for _, c in rows], dtype="Int64"),
+            "call_id": pd.array([c.call_id for _, c in rows], dtype="string"),
+            "tool": pd.array([c.tool for _, c in rows], dtype="string"),
+            "retries": pd.array([c.retries for _, c in rows], dtype="Int64"),
+            "calls": pd.array([c.retries + 1 for _, c in rows], dtype="Int64"),
+            "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(rows), dtype="Int64"),
+            "last_decision": pd.Categorical([c.decision for _, c in rows], categories=DECISIONS),
+            "outcome": pd.Categorical([c.outcome for _, c in rows], categories=RETRY_OUTCOMES),
+        }
+    )
+    return out.sort_values([*keys, "turn"], kind="stable").reset_index(drop=True)
 
 
 # -- the folds, over event objects or frame rows ----------------------------------------------
@@ -184,9 +208,13 @@ def _breaker_runs(data: Any) -> Iterator[tuple[dict[str, str], list[BreakerTurn]
         return
     for keys, rows in _frame_runs(frame):
         fold, turns = BreakerFold(), []
+        # a frame does not hold the run's settings: its tools' breakers are those that moved
+        tools = [r["target"] for r in rows if r["kind"] == "breaker_transitioned" and r["scope"] == "tool"]
         for r in rows:
             kind = r["kind"]
-            if kind == "tool_dispatched":
+            if kind == "run_started":
+                fold.start(str(r["model"] or "").split(", ") if r["model"] else (), dict.fromkeys(tools), ())
+            elif kind == "tool_dispatched":
                 fold.dispatched(r["tool"], r["attempt"], r["is_error"], r["producer"])
             elif kind == "breaker_transitioned":
                 at = r["at"].timestamp()

@@ -3,8 +3,8 @@
 ``RecoveryFold`` is pandas-free: it folds a run's dispatches, recovery decisions and loop
 detections into one ``CallRecovery`` per tool call. ``loopnb.recovery_attempts`` makes its rows a
 frame and the live view's gauge shows ``turn_call`` of a turn's calls: one rule for both.
-``retries_from_events`` gives ``Audit.retries`` one row per call that went to recovery;
-``retries_from_turns``, for a turns frame alone, one row per turn with retries.
+``Audit.retries`` is the fold's calls that went to recovery (``history.retries_from_events``);
+``retries_from_turns``, for a turns frame alone, gives one row per turn with retries.
 """
 
 from __future__ import annotations
@@ -176,62 +176,8 @@ def turn_call(calls: Sequence[CallRecovery]) -> CallRecovery | None:
     return best
 
 
-_DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])
-_RETRY_OUTCOMES = tuple(["recovered", "still_failing", "gave_up", "exhausted"])
-
-
-def retries_from_events(events: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per call of ``events`` that went to recovery (see ``Audit.retries``)."""
-    import pandas as pd
-
-    call = [*keys, "turn", "call_id", "instance"]
-    e = events
-    e = e[e["kind"].isin(["tool_dispatched", "recovery_decided"]) & e["call_id"].notna()]
-    e = e.sort_values([*keys, "seq"], kind="stable")
-    # A call is its attempt 0 and what follows: a model may reuse an id in a later turn, or
-    # even twice in one reply, and those are separate calls.
-    starts = ((e["kind"] == "tool_dispatched") & (e["attempt"] == 0)).fillna(False).astype(int)
-    e = e.assign(instance=starts.groupby([e[k] for k in call[:-1]], sort=False).cumsum())
-    dec = e[e["kind"] == "recovery_decided"]
-    disp = e[e["kind"] == "tool_dispatched"]
-    last_disp = disp.groupby(call, sort=False).tail(1)
-    last_dec = dec.groupby(call, sort=False).tail(1)
-    merged = last_dec[[*call, "tool", "decision", "attempt", "max_attempts"]].merge(
-        last_disp[[*call, "attempt", "is_error"]].rename(columns={"attempt": "tried"}),
-        on=call,
-        how="left",
-    )
-    retries = merged["tried"].fillna(0).astype("Int64")
-    exhausted = (merged["decision"] == "retry") & (merged["attempt"] >= merged["max_attempts"])
-    outcome = [
-        "exhausted"
-        if ex
-        else "gave_up"
-        if d != "retry"
-        else "recovered"
-        if not bool(err)
-        else "still_failing"
-        for ex, d, err in zip(
-            exhausted,
-            merged["decision"].astype(str),
-            merged["is_error"].fillna(True),
-            strict=True,
-        )
-    ]
-    out = pd.DataFrame(
-        {
-            **{k: merged[k].astype("string") for k in keys},
-            "turn": merged["turn"].astype("Int64"),
-            "call_id": merged["call_id"].astype("string"),
-            "tool": merged["tool"].astype("string"),
-            "retries": retries,
-            "calls": retries + 1,
-            "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(merged), dtype="Int64"),
-            "last_decision": merged["decision"],
-            "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
-        }
-    )
-    return out.sort_values([*keys, "turn"], kind="stable").reset_index(drop=True)
+DECISIONS = tuple(["retry", "skip", "ask_user", "fail"])
+RETRY_OUTCOMES = tuple(["recovered", "still_failing", "gave_up", "exhausted"])
 
 
 def retries_from_turns(turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -258,7 +204,7 @@ def retries_from_turns(turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             "retries": t["recovery_attempts"],
             "calls": t["recovery_attempts"] + 1,
             "ceiling": pd.array([MAX_RECOVERY_ATTEMPTS] * len(t), dtype="Int64"),
-            "last_decision": pd.Categorical([None] * len(t), categories=_DECISIONS),
-            "outcome": pd.Categorical(outcome, categories=_RETRY_OUTCOMES),
+            "last_decision": pd.Categorical([None] * len(t), categories=DECISIONS),
+            "outcome": pd.Categorical(outcome, categories=RETRY_OUTCOMES),
         }
     ).reset_index(drop=True)
