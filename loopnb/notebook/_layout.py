@@ -123,11 +123,11 @@ def base_figure() -> go.Figure:
     )
     data.append(
         go.Indicator(
-            mode="gauge+number",
+            mode="gauge",
             value=0,
             domain={"x": [0.72, 0.97], "y": [0.50, 0.90]},
             number={"suffix": f" / {Gauge().max_attempts}", "font": {"size": 26}},
-            title={"text": "recovery: no tool call yet", "font": {"size": 13}},
+            title={"text": "<b>recovery</b><br>no tool call yet", "font": {"size": 14, "color": "#8a8f98"}},
             gauge={
                 "axis": {
                     "range": [0, MAX_RECOVERY_ATTEMPTS + 1],

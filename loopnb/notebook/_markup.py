@@ -93,8 +93,33 @@ def _cooldown(b: BreakerView) -> str:
     return f"{b.cooldown_left:.1f}s of {b.cooldown:g}s"
 
 
+HISTORY_SHOWN = 8
+"""The board's history strip shows a breaker's last this many moves (and how many came before)."""
+
+
+def _history(b: BreakerView) -> str:
+    """The strip of a breaker's states over the run: closed, then each move with its turn."""
+    moves = b.history[-HISTORY_SHOWN:]
+    earlier = len(b.history) - len(moves)
+    cells = [] if earlier else [_chip("closed", None)]
+    cells += [_chip(state, turn) for turn, state in moves]
+    head = f'<span style="color:#555">{earlier} earlier · </span>' if earlier else ""
+    return f'<span class="loopnb-breaker-history">{head}{" → ".join(cells)}</span>'
+
+
+def _chip(state: str, turn: int | None) -> str:
+    word = _BREAKER_WORD.get(state, state)
+    title = f"turn {turn}: {word}" if turn is not None else "closed at the start"
+    when = f'<span style="color:#555;font-weight:400">t{turn}</span> ' if turn is not None else ""
+    return (
+        f'<span class="loopnb-breaker-step" data-step="{esc(state)}" title="{esc(title)}" '
+        f'style="color:{BREAKER_COLOR.get(state, "#777")};font-weight:600">{when}{esc(word)}</span>'
+    )
+
+
 def board_html(state: ViewState) -> str:
-    """The breaker board: every tool's and model's breaker, its state and cooldown left."""
+    """The breaker board: every tool's and model's breaker, its state, the failures it has
+    counted, the cooldown left and its history over the run."""
     rows = []
     for b in state.breakers:
         color = BREAKER_COLOR[b.state]
@@ -103,7 +128,8 @@ def board_html(state: ViewState) -> str:
             f"<td><code>{esc(b.name, 60)}</code></td><td>{esc(b.scope)}</td>"
             f'<td class="loopnb-breaker-state" style="color:{color};font-weight:700">'
             f"{esc(_BREAKER_WORD[b.state])}</td>"
-            f"<td>{b.failures}</td><td>{esc(_cooldown(b))}</td></tr>"
+            f'<td class="loopnb-breaker-failures">{b.failures}</td><td>{esc(_cooldown(b))}</td>'
+            f"<td>{_history(b)}</td></tr>"
         )
     if not rows:
         table = '<div style="color:#777">no breakers yet</div>'
@@ -111,19 +137,14 @@ def board_html(state: ViewState) -> str:
         table = (
             '<table style="border-collapse:collapse;width:100%"><thead><tr style="text-align:left">'
             "<th>breaker</th><th>scope</th><th>state</th><th>failures</th><th>cooldown left</th>"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<th>history</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
     return f'<div class="loopnb-board" style="{_BOX}"><b>breaker board</b>{table}</div>'
 
 
 def gauge_text(g: Gauge) -> str:
-    """The gauge in words (for the static summary)."""
-    if g.tool is None:
-        return "no tool call yet"
-    tool = _cut(g.tool, NAME_LIMIT)
-    if g.at_wall:
-        return f"{tool}: recovery asked for a 6th retry and hit the wall (ceiling {g.max_attempts})"
-    return f"{tool}: attempt {g.attempt} of {g.max_attempts} retries ({g.status.replace('_', ' ')})"
+    """The gauge in words, unescaped (for the static summary): ``Gauge.lines``, the figure's own."""
+    return " · ".join(g.lines())
 
 
 def inspector_html(turn: TurnView | None) -> str:

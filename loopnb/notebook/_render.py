@@ -80,28 +80,43 @@ def _timeline_hover(t: TurnView) -> str:
     return plain(f"{t.channel} ({what})" + (f"\n{tools}" if tools else ""), 160)
 
 
+GREYED = "#8a8f98"
+"""The gauge's text and bar when there is nothing to count (no call, no recovery strategy)."""
+
+
 def _gauge_patch(g: Gauge) -> dict[str, Any]:
-    if g.tool is None:
-        title, color = "recovery: no tool call yet", IDLE_BORDER
+    """The gauge of one turn: ``Gauge.lines`` as its title, the retries as its value (shown only
+    when a recovery strategy is configured), greyed when there is nothing to count."""
+    head, *rest = g.lines()
+    title = f"<b>{plain(head)}</b><br>" + "<br>".join(plain(line) for line in rest)
+    if g.greyed:
+        color = IDLE_BORDER
+    elif g.status == "exhausted":
+        color = CHANNEL_COLOR["hard"]
+    elif g.status == "ok":
+        color = CHANNEL_COLOR["ok"]
     else:
-        status = {
-            "idle": "",
-            "ok": "succeeded",
-            "failed": "failed",
-            "retrying": "recovery retries",
-            "gave_up": f"recovery gave up ({g.decision})",
-            "exhausted": "hit the wall: ToolRecoveryExhausted",
-        }[g.status]
-        where = "the wall" if g.at_wall else f"attempt {g.attempt}"
-        title = f"recovery: {plain(g.tool, 40)} · {where} · turn {g.turn}<br><sub>{plain(status)}</sub>"
-        color = (
-            CHANNEL_COLOR["hard"]
-            if g.status == "exhausted"
-            else CHANNEL_COLOR["ok"]
-            if g.status == "ok"
-            else CHANNEL_COLOR["soft"]
-        )
-    return {"value": g.attempt, "title.text": title, "gauge.bar.color": color}
+        color = CHANNEL_COLOR["soft"]
+    return {
+        "value": g.attempt if g.strategy is not None else 0,
+        "mode": "gauge" if g.greyed else "gauge+number",
+        "title.text": title,
+        "title.font.color": GREYED if g.greyed else "#222",
+        "gauge.bar.color": color,
+    }
+
+
+def gauge_of_view(state: ViewState, selected: int | None) -> Gauge:
+    """The gauge to draw: the selected turn's; while a run goes on with the newest turn selected,
+    the turn in progress once it has dispatched a call (its title names it)."""
+    live = state.gauge
+    turn = state.turn(selected) if selected else None
+    if turn is None:
+        return live
+    newest = state.turns[-1].turn if state.turns else 0
+    if state.run.phase == "running" and selected == newest and live.turn > newest:
+        return live
+    return turn.gauge
 
 
 class Timeline:
@@ -171,7 +186,7 @@ def figure_patch(state: ViewState, selected: int | None = None, timeline: Timeli
         }
     shown = selected is not None and state.turn(selected) is not None
     patch[f"data.{T_SELECTED}"] = {"x": [selected] if shown else [], "y": [0] if shown else []}
-    patch[f"data.{T_GAUGE}"] = _gauge_patch(state.gauge)
+    patch[f"data.{T_GAUGE}"] = _gauge_patch(gauge_of_view(state, selected))
     last = max((t.turn for t in state.turns), default=0)
     patch["layout"] = {"xaxis2.range": [0.5, max(last, 10) + 0.5]}
     return patch

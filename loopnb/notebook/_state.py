@@ -8,6 +8,7 @@ from a recording equals the live one. ``turn_view`` makes a turn's view from its
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,11 +17,13 @@ from loopnb.engine._messages import ToolCall
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
 from loopnb.notebook._flow import EDGE_INDEX, EDGES, path_of
+from loopnb.record._retries import CallRecovery, LoopCount, turn_call
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
 Phase = Literal["waiting", "running", "ok", "hard"]
 GaugeStatus = Literal["idle", "ok", "failed", "retrying", "gave_up", "exhausted"]
+"""``idle`` before any call; else the call's ``CallRecovery.status``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +44,13 @@ class RunView:
 
 @dataclass(frozen=True, slots=True)
 class Gauge:
-    """The recovery gauge: the current (or last) tool call's attempt against the ceiling.
+    """The recovery gauge of one turn: its call's retries against the ceiling, and the loop detector.
 
-    ``attempt`` is 0 for the original call, 1..5 for retries, and 6 when recovery asked for a
-    sixth retry and hit the wall (``ToolRecoveryExhausted``).
+    Made by ``gauge_of`` from the ``CallRecovery`` that ``loopnb.recovery_attempts`` shows for
+    the turn (``turn_call`` picks it). ``attempt`` is the call's retries (0 for the original
+    call), or 6 when recovery asked for a sixth retry and hit the wall (``ToolRecoveryExhausted``).
+    ``strategy`` is the run's recovery strategy (None: none configured); ``recovered_by`` says
+    whether it ran on this call; ``loop`` is the loop detector's count in this turn, if it acted.
     """
 
     tool: str | None = None
@@ -55,15 +61,77 @@ class Gauge:
     decision: str | None = None
     producer: str | None = None
     max_attempts: int = MAX_RECOVERY_ATTEMPTS
+    strategy: str | None = None
+    recovered_by: bool = False
+    loop: LoopCount | None = None
+    calls: int = 0
 
     @property
     def at_wall(self) -> bool:
         return self.attempt > self.max_attempts
 
+    @property
+    def greyed(self) -> bool:
+        """Nothing to count: no tool call, or no recovery strategy configured."""
+        return self.tool is None or self.strategy is None
+
+    def lines(self) -> tuple[str, ...]:
+        """The gauge in words, unescaped: its title (naming the turn), then what it shows."""
+        head = f"turn {self.turn} · recovery" if self.turn else "recovery"
+        if self.tool is None:
+            words = "no call dispatched this turn" if self.turn else "no tool call yet"
+            return (head, words, *self._loop_line())
+        tool = self.tool if len(self.tool) <= 40 else self.tool[:39] + "…"
+        more = f" (1 of {self.calls} calls)" if self.calls > 1 else ""
+        failed = f"failed ({self.producer})" if self.producer else "failed"
+        if self.strategy is None:
+            did = "succeeded" if self.status == "ok" else failed
+            words = f"{tool}{more}: {did} · no recovery strategy configured"
+        elif self.at_wall:
+            words = f"{tool}{more}: asked for retry {self.attempt}: the wall (ToolRecoveryExhausted)"
+        elif not self.recovered_by:
+            why = "no retry needed" if self.status == "ok" else "not a failure recovery retries"
+            words = f"{tool}{more}: {'succeeded' if self.status == 'ok' else failed} · {why}"
+        else:
+            status = {
+                "ok": "recovered",
+                "failed": "failed again",
+                "retrying": "retrying",
+                "gave_up": f"recovery gave up ({self.decision})",
+            }.get(self.status, self.status)
+            words = f"{tool}{more}: {self.attempt} of {self.max_attempts} retries · {status}"
+        return (head, words, *self._loop_line())
+
+    def _loop_line(self) -> tuple[str, ...]:
+        return (self.loop.text(),) if self.loop is not None else ()
+
+
+def gauge_of(turn: int, calls: Sequence[CallRecovery], strategy: str | None, loop: LoopCount | None) -> Gauge:
+    """The gauge of ``turn`` from its calls (as ``RecoveryFold`` has them): ``turn_call``'s."""
+    call = turn_call(calls)
+    if call is None:
+        return Gauge(turn=turn, strategy=strategy, loop=loop)
+    exhausted = call.status == "exhausted"
+    return Gauge(
+        call.tool,
+        call.call_id,
+        turn,
+        MAX_RECOVERY_ATTEMPTS + 1 if exhausted else call.retries,
+        call.status,
+        call.decision,
+        call.producer if call.is_error else None,
+        MAX_RECOVERY_ATTEMPTS,
+        strategy,
+        call.decision is not None,
+        loop if loop is not None else call.loop,
+        len(calls),
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class BreakerView:
-    """One breaker on the board. ``cooldown_left`` is seconds left while open (None if unknown)."""
+    """One breaker on the board. ``cooldown_left`` is seconds left while open (None if unknown);
+    ``history`` the states it moved to, each with its turn (it starts closed)."""
 
     name: str
     scope: Literal["tool", "model"]
@@ -71,6 +139,7 @@ class BreakerView:
     failures: int = 0
     cooldown: float = 0.0
     cooldown_left: float | None = None
+    history: tuple[tuple[int, BreakerState], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +179,15 @@ class TurnView:
     dropped: bool
     error: str | None
     event: Turn = field(repr=False)
+    recovery: tuple[CallRecovery, ...] = field(default=(), repr=False)
+    """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
+    strategy: str | None = field(default=None, repr=False)
+    loop: LoopCount | None = field(default=None, repr=False)
+
+    @property
+    def gauge(self) -> Gauge:
+        """The recovery gauge as the turn ended (made when asked for: only a drawn one is)."""
+        return gauge_of(self.turn, self.recovery, self.strategy, self.loop)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -189,8 +267,16 @@ def _arguments(call: ToolCall) -> str:
         return repr(call.arguments)
 
 
-def turn_view(t: Turn, error: str | None = None) -> TurnView:
+def turn_view(
+    t: Turn,
+    error: str | None = None,
+    recovery: tuple[CallRecovery, ...] = (),
+    strategy: str | None = None,
+    loop: LoopCount | None = None,
+) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events)."""
     calls = t.calls
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
-    return TurnView(t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t)
+    return TurnView(
+        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop
+    )

@@ -11,8 +11,8 @@ types are defined in ``loopnb.notebook._state`` and importable from here too.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import Literal, assert_never
+from dataclasses import replace
+from typing import assert_never
 
 from loopnb.engine._events import (
     BreakerState,
@@ -25,45 +25,23 @@ from loopnb.engine._events import (
     ToolDispatched,
     TurnStarted,
 )
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.notebook._flow import FlowCount
 from loopnb.notebook._state import (
     BreakerView,
     Gauge,
-    GaugeStatus,
     RunView,
     TurnView,
     ViewState,
+    gauge_of,
     turn_view,
 )
+from loopnb.record._breakers import BreakerCount, BreakerFold
+from loopnb.record._history import tool_breakers
+from loopnb.record._retries import LoopCount, RecoveryFold
 
-
-@dataclass(slots=True)
-class _Gauge:
-    """The gauge's call as events come (a ``Gauge`` once snapshotted)."""
-
-    tool: str | None = None
-    call_id: str | None = None
-    turn: int = 0
-    attempt: int = 0
-    status: GaugeStatus = "idle"
-    decision: str | None = None
-    producer: str | None = None
-
-    def frozen(self) -> Gauge:
-        return Gauge(
-            self.tool, self.call_id, self.turn, self.attempt, self.status, self.decision, self.producer
-        )
-
-
-@dataclass(slots=True)
-class _Breaker:
-    scope: Literal["tool", "model"]
-    state: BreakerState = "closed"
-    failures: int = 0
-    cooldown: float = 0.0
-    opened_at: float | None = None
+_Calls = tuple[int, int, LoopCount | None]
+"""A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
 
 
 class ViewModel:
@@ -85,9 +63,11 @@ class ViewModel:
         self._lit_channel: str | None = None
         self._lit_producer: str | None = None
         self._flow = FlowCount()
-        self._gauge = _Gauge()
-        self._breakers: dict[str, _Breaker] = {}
-        self._finished: list[tuple[Turn, str | None]] = []
+        self._recovery = RecoveryFold()  # the gauge's rule, and recovery_attempts'
+        self._board = BreakerFold()  # the board's rule, and breaker_history's
+        self._calls_from = 0  # the current turn's first call in self._recovery.calls
+        self._history: dict[str, list[tuple[int, BreakerState]]] = {}
+        self._finished: list[tuple[Turn, str | None, _Calls]] = []
         self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
@@ -104,7 +84,7 @@ class ViewModel:
             self._start(event)  # a new run: a new assembler, which must see its start too
         turn = self._assembler.add(event)
         if turn is not None:
-            self._turn_finished(turn)
+            self._turn_finished(turn, event.at)
         else:
             match event.kind:
                 case "tool_dispatched":
@@ -118,18 +98,23 @@ class ViewModel:
                 case "hard_error_raised":
                     self._hard(event)
                 case "run_finished":
+                    self._board.settle()
                     self._run_finished(event)
+                case "model_replied":
+                    self._board.model_replied(event.reply.model)
+                case "model_failed":
+                    self._board.model_failed(event.model)
+                case "detector_fired":
+                    self._board.settle()
+                    self._recovery.detected(event.turn, event.detector, event.action, event.count)
                 case (
                     "run_started"  # folded in above
-                    | "model_replied"
                     | "soft_error_returned"
                     | "turn_finished"  # read through the Turn it completes
-                    | "model_failed"
-                    | "detector_fired"
                     | "completion_rejected"
                     | "context_compacted"
                 ):
-                    pass
+                    self._board.settle()
                 case _:
                     assert_never(event)
         self._now = event.at
@@ -147,63 +132,46 @@ class ViewModel:
     def _start(self, e: RunStarted) -> None:
         self._reset(e)
         self._run = RunView(run_id=e.run_id, task=e.task, models=e.models, tools=e.tools, phase="running")
-        for name in _names(e.settings.get("tool_breakers")):
-            self._breakers[name] = _Breaker("tool")
-        for name in e.models:
-            self._breakers.setdefault(name, _Breaker("model"))
+        self._recovery.start(e.settings)
+        self._board.start(e.models, tool_breakers(e.settings), e.breakers)
 
     def _turn_started(self, e: TurnStarted) -> None:
         self._turn = e.turn
+        self._calls_from = len(self._recovery.calls)
+        self._board.settle()
 
     def _dispatched(self, e: ToolDispatched) -> None:
-        g = self._gauge
-        result = e.result
-        if g.turn == e.turn and g.call_id != result.call_id and e.attempt < g.attempt:
-            return  # a call with more retries this turn keeps the gauge
-        self._gauge = _Gauge(
-            result.name,
-            result.call_id,
-            e.turn,
-            e.attempt,
-            "failed" if result.is_error else "ok",
-            None,
-            result.producer,
-        )
+        r = e.result
+        self._recovery.dispatched(e.turn, r.call_id, r.name, e.attempt, r.is_error, r.producer)
+        self._board.dispatched(r.name, e.attempt, r.is_error, r.producer)
 
     def _decided(self, e: RecoveryDecided) -> None:
-        g = self._gauge
-        if g.turn == e.turn and g.call_id == e.call_id:
-            g.status = "retrying" if e.decision == "retry" else "gave_up"
-            g.decision = e.decision
+        self._recovery.decided(e.turn, e.call_id, e.attempt, e.max_attempts, e.decision)
 
     def _breaker(self, e: BreakerTransitioned) -> None:
-        b = self._breakers.get(e.target)
-        if b is None:
-            b = self._breakers[e.target] = _Breaker(e.scope)
-        b.state, b.failures, b.cooldown = e.state, e.failures, e.cooldown
-        if e.state == "open":
-            b.opened_at = e.at
-        elif e.state == "closed":
-            b.opened_at = None
+        self._board.transitioned(e.target, e.scope, e.state, e.failures, e.cooldown, e.at)
+        self._history.setdefault(e.target, []).append((e.turn, e.state))
 
     def _hard(self, e: HardErrorRaised) -> None:
         self._hard_error = e.error
-        if e.producer == "tool_recovery_exhausted":
-            g = self._gauge
-            g.attempt, g.status, g.decision = MAX_RECOVERY_ATTEMPTS + 1, "exhausted", "retry"
+        self._recovery.hard(e.producer)
+        self._board.settle(drop=e.producer == "tool_recovery_exhausted")
 
-    def _turn_finished(self, e: Turn) -> None:
+    def _gauge_of(self, turn: int, calls: _Calls) -> Gauge:
+        """The gauge of ``turn`` from its calls (``start``, ``end`` in the fold's) and loop count."""
+        fold, (start, end, loop) = self._recovery, calls
+        return gauge_of(turn, fold.calls[start:end], fold.strategy, loop)
+
+    def _turn_finished(self, e: Turn, at: float) -> None:
         self._light(e.turn, e.channel, e.producer)
-        self._finished.append((e, self._hard_error if e.channel == "hard" else None))
-        for name, state in e.breakers.items():  # the engine's word at turn end wins
-            b = self._breakers.get(name)
-            if b is None:
-                scope: Literal["tool", "model"] = "model" if name in self._run.models else "tool"
-                b = self._breakers[name] = _Breaker(scope)
-            if b.state != state:
-                b.state = state
-                if state != "open":
-                    b.opened_at = None
+        fold = self._recovery
+        gauge = (self._calls_from, len(fold.calls), fold.loops.get(e.turn))  # a Gauge when drawn
+        self._finished.append((e, self._hard_error if e.channel == "hard" else None, gauge))
+        for name in self._board.end_turn(e.breakers):  # the engine's word wins
+            history = self._history.get(name)
+            state = self._board.breakers[name].state
+            if (history[-1][1] if history else "closed") != state:
+                self._history.setdefault(name, []).append((e.turn, state))
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
         path = self._flow.turn(channel, producer)
@@ -228,7 +196,12 @@ class ViewModel:
     def snapshot(self, *, with_turns: bool = True) -> ViewState:
         """The current state; ``with_turns=False`` leaves the timeline empty (cheaper)."""
         if with_turns and len(self._turns) < len(self._finished):
-            self._turns.extend(turn_view(f, error) for f, error in self._finished[len(self._turns) :])
+            fold = self._recovery
+            every, strategy = fold.calls, fold.strategy
+            self._turns.extend(
+                turn_view(f, error, tuple(every[start:end]), strategy, loop)
+                for f, error, (start, end, loop) in self._finished[len(self._turns) :]
+            )
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -236,8 +209,8 @@ class ViewModel:
             lit_channel=self._lit_channel,
             lit_producer=self._lit_producer,
             edge_counts=tuple(self._flow.counts),
-            gauge=self._gauge.frozen(),
-            breakers=tuple(self._breaker_view(name, b) for name, b in self._breakers.items()),
+            gauge=self._live_gauge(),
+            breakers=tuple(self._breaker_view(b) for b in self._board.breakers.values()),
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,
         )
@@ -246,11 +219,24 @@ class ViewModel:
     def turns_finished(self) -> int:
         return len(self._finished)
 
-    def _breaker_view(self, name: str, b: _Breaker) -> BreakerView:
-        left: float | None = None
-        if b.state == "open" and b.opened_at is not None:
-            left = max(0.0, b.opened_at + b.cooldown - self._now)
-        return BreakerView(name, b.scope, b.state, b.failures, b.cooldown, left)
+    def _live_gauge(self) -> Gauge:
+        """The turn going on, once it has dispatched a call; else the last finished turn's."""
+        fold, last = self._recovery, self._finished[-1] if self._finished else None
+        if (last is None or self._turn > last[0].turn) and len(fold.calls) > self._calls_from:
+            calls = (self._calls_from, len(fold.calls), fold.loops.get(self._turn))
+            return self._gauge_of(self._turn, calls)
+        if last is None:
+            return Gauge()
+        turns = self._turns
+        if len(turns) == len(self._finished):  # drawn already
+            return turns[-1].gauge
+        return self._gauge_of(last[0].turn, last[2])
+
+    def _breaker_view(self, b: BreakerCount) -> BreakerView:
+        history = tuple(self._history.get(b.name, ()))
+        return BreakerView(
+            b.name, b.scope, b.state, b.failures, b.cooldown, b.cooldown_left(self._now), history
+        )
 
 
 HANDLED: frozenset[str] = frozenset(
@@ -264,18 +250,14 @@ HANDLED: frozenset[str] = frozenset(
         "run_finished",
         "turn_finished",
         "model_replied",
+        "model_failed",
+        "detector_fired",
         "soft_error_returned",
     }
 )
-"""The event kinds that change the view; the rest (model replies, soft-error notices, ...) are
-read through the ``Turn`` a ``TurnFinished`` completes."""
-
-
-def _names(value: object) -> list[str]:
-    """The names in a recorded list of names; anything else (a damaged file's) names none."""
-    if not isinstance(value, list | tuple):
-        return []
-    return [name for name in value if isinstance(name, str)]
+"""The event kinds that change the view (model failures and replies move the board's counts, the
+loop detector shows on the gauge); the rest are read through the ``Turn`` a ``TurnFinished``
+completes."""
 
 
 def runs_of(events: Iterable[Event]) -> dict[str, list[Event]]:

@@ -3,12 +3,15 @@
 ``Recorder`` observes an engine and builds the ``turns`` and ``events`` frames (columns defined
 once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. ``load`` and
 ``load_many`` read recordings back; ``audit`` answers the questions a user would otherwise
-write by hand; ``flow_counts`` counts the decision flow's arrows, as the live view does.
+write by hand; ``flow_counts`` counts the decision flow's arrows, as the live view does;
+``recovery_attempts`` and ``breaker_history`` are the live view's recovery gauge and breaker board
+as frames.
 """
 
 from loopnb.record._audit import Audit, audit
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._flows import flow_counts
+from loopnb.record._history import breaker_history, recovery_attempts
 from loopnb.record._recorder import Listener, Recorder
 from loopnb.record._recording import Recording, load, load_many
 from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
@@ -32,10 +35,12 @@ __all__ = [
     "Redactor",
     "Table",
     "audit",
+    "breaker_history",
     "event_row",
     "flow_counts",
     "load",
     "load_many",
+    "recovery_attempts",
     "turn_row",
     "turn_rows",
 ]

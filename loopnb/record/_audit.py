@@ -28,7 +28,8 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.record._breakers import breaker_table, breakers_from_events, breakers_from_turns
 from loopnb.record._checks import checked, no_repeated_turns, of_turns
 from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
-from loopnb.record._retries import retries_from_events, retries_from_turns
+from loopnb.record._history import retries_from_events
+from loopnb.record._retries import retries_from_turns
 from loopnb.record._schema import EVENTS, TURNS
 
 if TYPE_CHECKING:

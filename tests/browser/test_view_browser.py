@@ -210,12 +210,13 @@ def test_live_view_in_voila(page, tmp_path):
             expect(view.locator(".loopnb-status")).to_contain_text("finished", timeout=30_000)
             expect(view.locator(".js-plotly-plot svg.main-svg").first).to_be_visible()
 
-        # the demo: 8 marks (+1 ring on the selected turn), breakers as text, the gauge at 2
+        # the demo: 8 marks (+1 ring on the selected turn), breakers as text, the gauge of turn 8
         expect(demo.locator(".x2y2 .scatterlayer .point")).to_have_count(9)
         states = demo.locator(".loopnb-breaker-state").all_inner_texts()
         assert states == ["closed", "closed", "open", "open", "closed"]
         expect(demo.locator(".loopnb-board")).to_contain_text("20.0s of 20s")
-        expect(demo.locator(".indicatorlayer")).to_contain_text("2 / 5")
+        expect(demo.locator(".indicatorlayer")).to_contain_text("turn 8 · recovery")  # a final reply:
+        expect(demo.locator(".indicatorlayer")).to_contain_text("no call dispatched this turn")
         scroll_to(demo)
         widths = (
             "Array.from(document.querySelectorAll('.loopnb-view .main-svg'))"

@@ -268,24 +268,17 @@ def assert_figure_inert(view: LiveView) -> str:
     return "\n".join(strings)
 
 
-def every_turn(view: LiveView) -> list[dict[str, str]]:
-    seen = []
-    for turn in range(view.slider.max + 1):
-        view.select(turn)
-        seen.append(panes(view))
-    return seen
-
-
 def test_live_view_panes_are_inert_and_readable():
     shown = labels = ""
     for scenario in live_runs():
         view = LiveView()
         scenario[0].subscribe(view)
         run_events(scenario)
-        for values in every_turn(view):
-            for name, value in values.items():
+        for turn in range(view.slider.max + 1):
+            view.select(turn)  # the gauge shows the selected turn's call
+            for name, value in panes(view).items():
                 shown += assert_inert(value, name).shown
-        labels += assert_figure_inert(view)
+            labels += assert_figure_inert(view)
         view.close()
     assert plain("invented" + HOSTILE, 40) in labels  # the gauge's title, escaped for plotly
     assert VISIBLE in shown  # the reply, the results, the error texts: every character, escaped
@@ -297,12 +290,14 @@ def test_live_view_panes_are_inert_and_readable():
 
 def test_replay_of_a_sent_recording_is_inert_and_readable(tmp_path):
     view = replay(sent_recording(tmp_path))
-    shown = ""
-    for values in every_turn(view):
-        for name, value in values.items():
+    shown = labels = ""
+    for turn in range(view.slider.max + 1):
+        view.select(turn)  # the gauge shows the selected turn's call
+        for name, value in panes(view).items():
             shown += assert_inert(value, name).shown
-    labels = assert_figure_inert(view)
-    assert plain("tool " + HOSTILE, 40) in labels
+        labels += assert_figure_inert(view)
+    assert plain("tool " + HOSTILE)[:60] in labels  # a timeline mark's hover label, escaped
+    assert "bad (1 of 2 calls): 0 of 5 retries · recovery gave up (skip)" in labels  # turn 1's gauge
     assert cut(RUN_ID) in shown
     assert cut("tool " + HOSTILE) in shown and cut("model " + HOSTILE) in shown  # inspector
     assert VISIBLE + "</" not in shown

@@ -119,9 +119,13 @@ def test_gauge_counts_retries_of_the_call():
             g = model.snapshot(with_turns=False).gauge
             seen.append((g.attempt, g.status))
     assert seen == [(0, "failed"), (0, "retrying"), (1, "failed"), (1, "retrying"), (2, "ok")]
-    final = ViewModel.fold(events).gauge
-    assert (final.tool, final.attempt, final.status, final.max_attempts) == ("flaky_tool", 2, "ok", 5)
-    assert not final.at_wall
+    state = ViewModel.fold(events)
+    first = state.turn(1).gauge
+    assert (first.tool, first.attempt, first.status, first.max_attempts) == ("flaky_tool", 2, "ok", 5)
+    assert not first.at_wall and first.recovered_by and first.turn == 1
+    last = state.gauge  # the final reply's turn: no call, and the gauge says so
+    assert state.turn(2).gauge == last and last.turn == 2 and last.tool is None
+    assert last.lines()[:2] == ("turn 2 · recovery", "no call dispatched this turn")
 
 
 def test_gauge_hits_the_wall_at_the_sixth_retry():
@@ -136,8 +140,9 @@ def test_gauge_hits_the_wall_at_the_sixth_retry():
 
 def test_gauge_when_recovery_gives_up():
     events, _ = run_events(S.gave_up())
-    g = ViewModel.fold(events).gauge
+    g = ViewModel.fold(events).turn(1).gauge
     assert (g.attempt, g.status, g.decision) == (1, "gave_up", "skip")
+    assert g.lines()[1].endswith("1 of 5 retries · recovery gave up (skip)")
 
 
 def test_gauge_is_idle_before_any_tool_call():
