@@ -12,8 +12,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
-from loopnb.notebook._flow import EDGES, NODE_INDEX, NODES
 from loopnb.notebook._state import Gauge
+from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
 
 CHANNEL_COLOR = {"ok": "#2e9d4a", "soft": "#e69500", "hard": "#d7263d"}
 CHANNEL_FILL = {"ok": "#dff3e4", "soft": "#fdf0d5", "hard": "#f9dcdf"}

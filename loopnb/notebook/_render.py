@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from loopnb.notebook._flow import EDGES, NODES, nodes_on
 from loopnb.notebook._layout import (
     CHANNEL_COLOR,
     EDGE_COLOR,
@@ -34,6 +33,7 @@ from loopnb.notebook._layout import (
     segments,
 )
 from loopnb.notebook._state import Gauge, TurnView, ViewState
+from loopnb.record._flowchart import EDGES, NODES, nodes_on
 
 HOVER_LIMIT = 500
 """Up to this many turns each timeline mark's hover label names its producer and tools; past it

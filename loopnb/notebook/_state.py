@@ -16,7 +16,7 @@ from loopnb.engine._events import BreakerState
 from loopnb.engine._messages import ToolCall
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
-from loopnb.notebook._flow import EDGE_INDEX, EDGES, path_of
+from loopnb.record._flowchart import EDGE_INDEX, EDGES, path_of
 from loopnb.record._retries import CallRecovery, LoopCount, turn_call
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loopnb.notebook._flow import EDGES, NODE_INDEX, NODES, Edge, nodes_on
 from loopnb.notebook._markup import esc
 from loopnb.notebook._state import Gauge, TurnView, ViewState
+from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES, Edge, nodes_on
 
 PALETTE = {"ok": "#009E73", "soft": "#E69F00", "hard": "#D55E00"}
 """Okabe-Ito colours, told apart by most colour-blind readers: bluish green, orange, vermillion."""

@@ -26,7 +26,6 @@ from loopnb.engine._events import (
     TurnStarted,
 )
 from loopnb.engine._turns import Turn, TurnAssembler
-from loopnb.notebook._flow import FlowCount
 from loopnb.notebook._state import (
     BreakerView,
     Gauge,
@@ -37,6 +36,7 @@ from loopnb.notebook._state import (
     turn_view,
 )
 from loopnb.record._breakers import BreakerCount, BreakerFold
+from loopnb.record._flowchart import FlowCount
 from loopnb.record._history import tool_breakers
 from loopnb.record._retries import LoopCount, RecoveryFold
 

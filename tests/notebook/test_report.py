@@ -8,12 +8,12 @@ import pytest
 
 from loopnb import scenarios
 from loopnb.notebook import ViewModel, report_html, to_html
-from loopnb.notebook._flow import EDGES
 from loopnb.notebook._markup import esc
 from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
 from loopnb.notebook._svg import PALETTE
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
+from loopnb.record._flowchart import EDGES
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
 

@@ -10,9 +10,9 @@ from loopnb import EVENT_ADAPTER
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.notebook import Frames, ViewModel, ViewState
-from loopnb.notebook._flow import EDGES, NODES, nodes_on, path_of
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
+from loopnb.record._flowchart import EDGES, NODES, nodes_on, path_of
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
 
