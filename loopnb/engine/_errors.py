@@ -224,6 +224,15 @@ class LoopError(Exception):
     def _fields(self) -> dict[str, Any]:
         return {"run": self.run}
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: one line, ``Cancelled: interrupted ...``.
+
+        A hard error is how a run ends, not a bug in the caller's code: the engine's frames (and a
+        kernel interrupt's chain) would bury the one line that says why. Outside IPython, Python's
+        own traceback is unchanged.
+        """
+        return [f"{type(self).__name__}: {self.message}"]
+
 
 class Cancelled(LoopError):
     """The user ended the run: a ``CancelToken`` fired, Ctrl-C, or a kernel interrupt.

@@ -362,3 +362,10 @@ def test_model_reply_with_text_and_calls_keeps_going():
     reply = ModelReply(text="Let me look.", tool_calls=(GOOD,))
     result = Engine(ScriptedModel([reply, "done"]), tools=[read_file]).run("task")
     assert result.output == "done"
+
+
+def test_a_hard_error_shows_as_one_line_in_ipython():
+    from loopnb import Cancelled, LoopDetected
+
+    for err in (Cancelled("interrupted (Ctrl-C or kernel interrupt)"), LoopDetected("the same call 6 times")):
+        assert err._render_traceback_() == [f"{type(err).__name__}: {err.message}"]
