@@ -167,7 +167,8 @@ class Turn:
     @property
     def n_errors(self) -> int:
         """How many tool calls the model read an error for."""
-        return sum(1 for e in self.soft_errors if e.call_id is not None)
+        soft = self.soft_errors
+        return sum(1 for e in soft if e.call_id is not None) if soft else 0
 
     @property
     def notes(self) -> str | None:
