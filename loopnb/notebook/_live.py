@@ -25,7 +25,7 @@ from loopnb.notebook._layout import TIMELINE, base_figure
 from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
 from loopnb.notebook._render import Patch, Timeline, apply_patch, figure_patch
-from loopnb.notebook._state import ViewState
+from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
 
 
@@ -65,12 +65,14 @@ class LiveView:
         self.redraws = 0
         self.finished = False
         self.note: str | None = None
+        self.paused: int | None = None  # paused after this many turns (the status pill says so)
         self._lock = threading.Lock()  # guards the model (engine thread vs painter)
         self._draw_lock = threading.RLock()  # one redraw at a time
         self._painter: Painter | None = None
         self._follow = True
         self._drawing = False
-        self._state = ViewState()
+        self._state = ViewState()  # the state drawn from; ``_shown`` what the panes show of it
+        self._shown = self._state
         self._last: Patch | None = None
         self._inspected: Any = None
         self._on_finish: list[Callable[[LiveView], None]] = []
@@ -176,14 +178,18 @@ class LiveView:
 
     @property
     def state(self) -> ViewState:
-        """The state last drawn."""
-        return self._state
+        """What the panes show, as last drawn (``at_turn`` of the state for the selected turn)."""
+        return self._shown
 
-    def set_note(self, note: str | None) -> None:
-        """A word beside the status (``paused``, ``stopping``), drawn at once."""
-        self.note = note
+    def set_note(self, note: str | None, *, paused: int | None = None) -> None:
+        """A word beside the status (``stopping``), drawn at once; ``paused``: the run is held
+        after that many turns (the pill says so)."""
+        self.note, self.paused = note, paused
         with self._draw_lock:
-            self.status.value = status_html(self._state, note)
+            self.status.value = self._status_html(self._shown)
+
+    def _status_html(self, shown: ViewState) -> str:
+        return status_html(shown, self.note, replay=self.mode == "replay", paused=self.paused)
 
     def draw(self, state: ViewState | None = None, selected: int | None = None) -> None:
         """Redraw from the model (or from ``state``, as replay does)."""
@@ -195,22 +201,26 @@ class LiveView:
             last_turn = state.turns[-1].turn if state.turns else 0
             if selected is None:
                 selected = last_turn if self._follow or self.mode == "replay" else self.slider.value
-            patch = self._patch(state, selected)
+            self._shown = shown = at_turn(state, selected)
+            patch = self._patch(shown, selected)
             self._drawing = True
             try:
                 with contextlib.ExitStack() as stack:
-                    for w in (self.status, self.board, self.inspector, self.slider):
+                    for w in (self.status, self.board, self.inspector):
                         stack.enter_context(w.hold_sync())
                     apply_patch(self.figure, patch, self._last)
-                    _set(self.status, status_html(state, self.note))
-                    _set(self.board, board_html(state))
+                    _set(self.status, self._status_html(shown))
+                    _set(self.board, board_html(shown))
                     self._inspect(state.turn(selected) if selected else None)
-                    if self.mode == "live":
+                # the slider's max, then its value, each in its own message: a front end given
+                # both at once may clamp the value to the old max (and show 0)
+                if self.mode == "live":
+                    if self.slider.max != last_turn:
                         self.slider.max = last_turn
-                        if self._follow:
-                            self.slider.value = last_turn
-                    if self.play is not None and self.play.max != self.slider.max:
-                        self.play.max = self.slider.max
+                    if self._follow and self.slider.value != last_turn:
+                        self.slider.value = last_turn
+                if self.play is not None and self.play.max != self.slider.max:
+                    self.play.max = self.slider.max
             finally:
                 self._drawing = False
             self._last = patch
@@ -256,26 +266,18 @@ class LiveView:
         self._follow = value >= self.slider.max
         with self._draw_lock:
             state = self._state
-            last = state.turns[-1].turn if state.turns else 0
-            selected = last if self._follow else value
-            self._drawing = True
-            try:
-                patch = self._patch(state, selected)
-                apply_patch(self.figure, patch, self._last)
-                self._last = patch
-                self._inspect(state.turn(selected) if selected else None)
-            finally:
-                self._drawing = False
+            self.draw(state, selected=state.newest if self._follow else value)
 
     def show_frames(self, frames: Callable[[int], ViewState], count: int) -> None:
         """Replay: frames 0..``count`` from ``frames(k)``; shows the last one."""
         self._frames = frames
         self._drawing = True
         try:
-            self.slider.max = count
-            self.slider.value = count
+            self.slider.max = count  # every max first: jslink would clamp the play to its old one
             if self.play is not None:
                 self.play.max = count
+            self.slider.value = count
+            if self.play is not None:
                 self.play.value = count
         finally:
             self._drawing = False
@@ -287,7 +289,7 @@ class LiveView:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = summary_html(self._state)
+        bundle["text/html"] = summary_html(self._shown)
         return bundle
 
     def close(self) -> None:

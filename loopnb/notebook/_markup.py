@@ -59,22 +59,46 @@ def _channel_badge(channel: str) -> str:
     return _badge(channel, CHANNEL_COLOR.get(channel, "#777"))
 
 
-def status_html(state: ViewState, note: str | None = None) -> str:
-    """One line: which run, how far, how it ended (and ``note``, e.g. "paused")."""
+def pill_text(state: ViewState, *, replay: bool = False, paused: int | None = None) -> str:
+    """The status pill: ``replay · turn 3 of 6`` (a replay short of its end, or of a recording
+    that stops before its run did), ``paused after turn 6`` (``paused``: the turns done), else
+    ``running``, ``finished`` or ``ended hard``; ``waiting`` before a run."""
+    run = state.run
+    if run.run_id is None:
+        return "waiting"
+    newest = state.newest
+    selected = state.selected if state.selected is not None else newest
+    if replay and (selected < newest or run.phase == "running"):
+        return f"replay · turn {selected} of {newest}"
+    if run.phase == "ok":
+        return "finished"
+    if run.phase == "hard":
+        return "ended hard"
+    if paused is not None:
+        return f"paused after turn {paused}" if paused else "paused before the first turn"
+    return "running"
+
+
+_PILL_COLOR = {"finished": CHANNEL_COLOR["ok"], "ended hard": CHANNEL_COLOR["hard"]}
+
+
+def status_html(
+    state: ViewState, note: str | None = None, *, replay: bool = False, paused: int | None = None
+) -> str:
+    """One line: which run, the pill (``pill_text``), how it ended (and ``note``, e.g. "paused")."""
     run: RunView = state.run
     if run.run_id is None:
         body = "waiting for a run to start"
     else:
-        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code> · turn {run.turn}"
-        if run.phase == "running":
-            tail = _badge("running", "#3b73b9")
-        elif run.phase == "ok":
-            tail = f"{_badge('finished', CHANNEL_COLOR['ok'])} output: <i>{esc(run.output or '', 300)}</i>"
-        else:
-            tail = (
-                f"{_badge('ended hard', CHANNEL_COLOR['hard'])} "
-                f"<b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
-            )
+        pill = pill_text(state, replay=replay, paused=paused)
+        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code>"
+        if not pill.startswith("replay"):
+            head += f" · turn {run.turn}"
+        tail = f'<span class="loopnb-pill">{_badge(pill, _PILL_COLOR.get(pill, "#3b73b9"))}</span>'
+        if pill == "finished":
+            tail += f" output: <i>{esc(run.output or '', 300)}</i>"
+        elif pill == "ended hard":
+            tail += f" <b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
         body = f"{head} · {tail}"
         if run.task:
             body += f'<div style="color:#555">task: {esc(run.task, 200)}</div>'

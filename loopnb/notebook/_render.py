@@ -183,6 +183,10 @@ def figure_patch(state: ViewState, selected: int | None = None, timeline: Timeli
             "customdata": list(hover) if labelled else [],
             "hovertemplate": TIMELINE_HOVER if labelled else f"turn %{{x}}: {channel}<extra></extra>",
             "marker.size": size,
+            # the turns after the selected one stay, greyed (``ViewState.later``)
+            "marker.opacity": [0.25 if state.later(x) else 1.0 for x in turns]
+            if state.selected is not None and state.selected < state.newest
+            else 1.0,
         }
     shown = selected is not None and state.turn(selected) is not None
     patch[f"data.{T_SELECTED}"] = {"x": [selected] if shown else [], "y": [0] if shown else []}

@@ -1,22 +1,22 @@
 """Replaying a recorded run into the live view: the same widget, with a turn slider and a play button.
 
-``Frames`` folds a run's events once and answers "what did the view show after turn k?" for any k;
-``replay(source)`` puts those frames behind the view's slider. Frame 0 is the run just started,
-frame k the state after turn k, and the last frame the run's final state: exactly what the live
-view showed when the run ended.
+``Frames`` folds a run's events once and answers "what do the panes show with turn k selected?"
+for any k, by ``at_turn`` (the live view's own rule); ``replay(source)`` puts those frames behind
+the view's slider. Frame 0 is the run just started, frame k the panes as turn k ended (the later
+turns stay on the timeline, greyed), and the last frame the run's final state: exactly what the
+live view showed when the run ended.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeAlias
 
 from loopnb.engine._events import Event
 from loopnb.notebook._live import LiveView
 from loopnb.notebook._markup import esc
-from loopnb.notebook._state import TurnView, ViewState
+from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
 
@@ -60,26 +60,14 @@ def run_events(events: list[Event], run_id: str | None = None) -> list[Event]:
 
 
 class Frames:
-    """The view's state after each turn of one run (``frames(k)``, k = 0..``count``)."""
+    """The panes of one run with each turn selected (``frames(k)``, k = 0..``count``)."""
 
     def __init__(self, events: Iterable[Event]) -> None:
-        model = ViewModel()
-        cores: list[ViewState] = []
-        for event in events:
-            model.apply(event)
-            if event.kind == "run_started" or event.kind == "turn_finished":
-                cores.append(model.snapshot(with_turns=False))
-        final = model.snapshot()
-        if not cores:
-            cores.append(final)
-        cores[-1] = replace(final, turns=())
-        self._cores = cores
-        self._turns: tuple[TurnView, ...] = final.turns
-        self.count = len(cores) - 1
+        self._final = ViewModel.fold(events)
+        self.count = len(self._final.turns)
 
     def __call__(self, k: int) -> ViewState:
-        k = max(0, min(k, self.count))
-        return replace(self._cores[k], turns=self._turns[:k])
+        return at_turn(self._final, max(0, min(k, self.count)))
 
     def __len__(self) -> int:
         return self.count + 1

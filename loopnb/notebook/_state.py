@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from loopnb.engine._events import BreakerState
@@ -24,6 +24,8 @@ from loopnb.record._retries import CallRecovery, LoopCount, turn_call
 Phase = Literal["waiting", "running", "ok", "hard"]
 GaugeStatus = Literal["idle", "ok", "failed", "retrying", "gave_up", "exhausted"]
 """``idle`` before any call; else the call's ``CallRecovery.status``."""
+BoardAt = tuple[tuple[str, BreakerState, int, float | None], ...]
+"""The board as a turn ended: each breaker's name, state, failures and cooldown left."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,11 @@ class TurnView:
     """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
     strategy: str | None = field(default=None, repr=False)
     loop: LoopCount | None = field(default=None, repr=False)
+    lit: tuple[str, ...] = field(default=(), repr=False)
+    """The flow's path as this turn lit it (the counting rule knows the turn before it)."""
+    counts: tuple[int, ...] = field(default=(), repr=False)
+    """The flow's edge counts up to and with this turn."""
+    board: BoardAt = field(default=(), repr=False)
 
     @property
     def gauge(self) -> Gauge:
@@ -243,6 +250,19 @@ class ViewState:
     breakers: tuple[BreakerView, ...] = ()
     turns: tuple[TurnView, ...] = ()
     now: float = 0.0
+    start_board: BoardAt = ()
+    """The board as the run started (what turn 0 shows)."""
+    selected: int | None = None
+    """The turn the panes show (``at_turn``); None: the state as it stands."""
+
+    @property
+    def newest(self) -> int:
+        """The number of the last finished turn (0 before any)."""
+        return self.turns[-1].turn if self.turns else 0
+
+    def later(self, turn: int) -> bool:
+        """Whether ``turn`` comes after the selected one (the timeline greys it)."""
+        return self.selected is not None and turn > self.selected
 
     def edge_count(self, edge_id: str) -> int:
         return self.edge_counts[EDGE_INDEX[edge_id]]
@@ -273,10 +293,55 @@ def turn_view(
     recovery: tuple[CallRecovery, ...] = (),
     strategy: str | None = None,
     loop: LoopCount | None = None,
+    flow: tuple[tuple[str, ...], tuple[int, ...]] = ((), ()),
+    board: BoardAt = (),
 ) -> TurnView:
-    """The timeline/inspector view of one finished turn (a pure function of its events)."""
+    """The timeline/inspector view of one finished turn (a pure function of its events);
+    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended."""
     calls = t.calls
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
-        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop
-    )
+        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop,
+        flow[0], flow[1], board,
+    )  # fmt: skip
+
+
+def at_turn(state: ViewState, selected: int | None) -> ViewState:
+    """What the four panes show with turn ``selected`` picked: the one rule of the live view and
+    the replay alike (a pure function, no widgets).
+
+    The flow lights that turn's path with the counts up to it, the gauge is that turn's, the
+    board shows each breaker as that turn ended (its history up to it); ``selected`` is set, and
+    the timeline keeps every turn (``ViewState.later`` says which to grey). Turn 0 is the run
+    as it started. The newest turn, or None, is the state as it stands (``selected`` None), with
+    the newest turn's gauge; while a run goes on, the turn in progress once it has dispatched a
+    call.
+    """
+    newest = state.newest
+    last = state.turns[-1] if state.turns else None
+    if selected is None or selected >= newest or last is None:
+        gauge = state.gauge
+        if last is not None and not (state.run.phase == "running" and gauge.turn > newest):
+            gauge = last.gauge
+        return state if gauge == state.gauge else replace(state, gauge=gauge)
+    turn = state.turn(selected) if selected > 0 else None
+    if turn is None:
+        shown = replace(
+            state, lit=(), lit_turn=None, lit_channel=None, lit_producer=None,
+            edge_counts=(0,) * len(state.edge_counts), gauge=Gauge(),
+        )  # fmt: skip
+        board = state.start_board
+    else:
+        shown = replace(
+            state, lit=turn.lit, lit_turn=turn.turn, lit_channel=turn.channel,
+            lit_producer=turn.producer, edge_counts=turn.counts or state.edge_counts,
+            gauge=turn.gauge,
+        )  # fmt: skip
+        board = turn.board
+    at = {name: (st, failures, left) for name, st, failures, left in board}
+    breakers = []
+    for b in state.breakers:
+        st, failures, left = at.get(b.name, ("closed", 0, None))
+        history = tuple(move for move in b.history if move[0] <= selected)
+        breakers.append(replace(b, state=st, failures=failures, cooldown_left=left, history=history))
+    return replace(shown, breakers=tuple(breakers), selected=max(selected, 0))

@@ -27,6 +27,7 @@ from loopnb.engine._events import (
 )
 from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.notebook._state import (
+    BoardAt,
     BreakerView,
     Gauge,
     RunView,
@@ -42,6 +43,8 @@ from loopnb.record._retries import LoopCount, RecoveryFold
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
+_Flow = tuple[tuple[str, ...], tuple[int, ...]]
+"""The path a finished turn lit, and the edge counts after it."""
 
 
 class ViewModel:
@@ -67,7 +70,8 @@ class ViewModel:
         self._board = BreakerFold()  # the board's rule, and breaker_history's
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
-        self._finished: list[tuple[Turn, str | None, _Calls]] = []
+        self._finished: list[tuple[Turn, str | None, _Calls, _Flow, BoardAt]] = []
+        self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
@@ -134,6 +138,7 @@ class ViewModel:
         self._run = RunView(run_id=e.run_id, task=e.task, models=e.models, tools=e.tools, phase="running")
         self._recovery.start(e.settings)
         self._board.start(e.models, tool_breakers(e.settings), e.breakers)
+        self._start_board = self._board_at(e.at)
 
     def _turn_started(self, e: TurnStarted) -> None:
         self._turn = e.turn
@@ -166,12 +171,20 @@ class ViewModel:
         self._light(e.turn, e.channel, e.producer)
         fold = self._recovery
         gauge = (self._calls_from, len(fold.calls), fold.loops.get(e.turn))  # a Gauge when drawn
-        self._finished.append((e, self._hard_error if e.channel == "hard" else None, gauge))
         for name in self._board.end_turn(e.breakers):  # the engine's word wins
             history = self._history.get(name)
             state = self._board.breakers[name].state
             if (history[-1][1] if history else "closed") != state:
                 self._history.setdefault(name, []).append((e.turn, state))
+        flow = (self._lit, tuple(self._flow.counts))
+        error = self._hard_error if e.channel == "hard" else None
+        self._finished.append((e, error, gauge, flow, self._board_at(at)))
+
+    def _board_at(self, now: float) -> BoardAt:
+        """The board as it stands at ``now``: what selecting this moment's turn shows."""
+        return tuple(
+            (b.name, b.state, b.failures, b.cooldown_left(now)) for b in self._board.breakers.values()
+        )
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
         path = self._flow.turn(channel, producer)
@@ -199,8 +212,8 @@ class ViewModel:
             fold = self._recovery
             every, strategy = fold.calls, fold.strategy
             self._turns.extend(
-                turn_view(f, error, tuple(every[start:end]), strategy, loop)
-                for f, error, (start, end, loop) in self._finished[len(self._turns) :]
+                turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board)
+                for f, error, (start, end, loop), flow, board in self._finished[len(self._turns) :]
             )
         return ViewState(
             run=replace(self._run, turn=self._turn),
@@ -213,6 +226,7 @@ class ViewModel:
             breakers=tuple(self._breaker_view(b) for b in self._board.breakers.values()),
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,
+            start_board=self._start_board,
         )
 
     @property

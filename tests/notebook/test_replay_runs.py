@@ -100,7 +100,10 @@ def test_a_background_run_that_ended_hard_replays_as_it_was_shown():
     live = runner.view
     again = replay(runner.recording())
     assert again.state == live.state and traits(again) == traits(live)
-    again.select(0)
-    assert again.state.run.phase == "running" and again.state.turns == ()
+    again.select(0)  # the run as it started: nothing lit, every turn still on the timeline
+    shown = again.state
+    assert shown.selected == 0 and shown.lit == () and not any(shown.edge_counts)
+    assert shown.turns == live.state.turns and all(shown.later(t.turn) for t in shown.turns)
+    assert f"replay · turn 0 of {len(shown.turns)}" in again.status.value
     again.select(again.slider.max)
     assert again.state.run.phase == "hard" and again.state.turns[-1].channel == "hard"

@@ -212,9 +212,14 @@ def test_parity_at_every_turn(scenario):
         model.apply(event)
         if event.kind == "turn_finished":
             k += 1
-            if k < frames.count:
-                assert frames(k) == model.snapshot()
+            if k < frames.count:  # the panes as turn k ended; the later turns stay (greyed)
+                assert _panes(frames(k)) == _panes(model.snapshot())
+                assert frames(k).selected == k and frames(k).turns == frames.final.turns
     assert frames.final == model.snapshot()
+
+
+def _panes(state: ViewState) -> tuple[object, ...]:
+    return (state.lit, state.lit_turn, state.lit_channel, state.edge_counts, state.gauge, state.breakers)
 
 
 def test_a_new_run_starts_over_and_runs_split():
