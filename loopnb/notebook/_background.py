@@ -8,14 +8,17 @@ the latest state, and the worker never waits for another thread's write to the p
 
 from __future__ import annotations
 
+import html
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._errors import LoopError, exception_text
 from loopnb.engine._result import RunResult
 
 if TYPE_CHECKING:
+    import ipywidgets as widgets
+
     from loopnb.engine._drivers import RunSteps
     from loopnb.notebook._live import LiveView
 
@@ -55,7 +58,8 @@ class BackgroundRun:
         self._cond = threading.Condition()
         self._publishing = False  # a thread is writing to the view (under the lock)
         self._dirty = False  # the state changed since the publisher last read it
-        self._shown: tuple[str | None, frozenset[str]] | None = None
+        self._shown: tuple[str | None, frozenset[str], int | None] | None = None
+        self._labels: list[widgets.HTML] = []  # where a cell displayed this run: kept current
         self._done = threading.Event()
         self._view: LiveView | None = None
         self._thread: threading.Thread | None = None
@@ -126,24 +130,25 @@ class BackgroundRun:
 
     # -- what the view shows ------------------------------------------------------------------
 
-    def _describe(self) -> tuple[str | None, frozenset[str]]:
-        """The note beside the status and the enabled buttons, for the current state (under the lock)."""
+    def _describe(self) -> tuple[str | None, frozenset[str], int | None]:
+        """The note beside the status, the enabled buttons and, while held between turns, the
+        turns done (the pill's ``paused after turn N``), for the current state (under the lock)."""
         if self._over:
             if self.failure is not None:
-                return f"the run failed: {_describe_failure(self.failure)}", _NONE
-            return None, _NONE
+                return f"the run failed: {_describe_failure(self.failure)}", _NONE, None
+            return None, _NONE, None
         if self.cancel.cancelled:
-            return "stopping", _NONE
+            return "stopping", _NONE, None
         if not self._paused:
-            return None, _RUNNING
+            return None, _RUNNING, None
         stepping = self._stepping if self._in_turn else self._budget > 0
         if stepping:
-            return f"stepping: turn {self.turns + 1}", _PAUSED
+            return f"stepping: turn {self.turns + 1}", _PAUSED, None
         if self._in_turn:
-            return f"pausing after turn {self.turns + 1}", _PAUSED
+            return f"pausing after turn {self.turns + 1}", _PAUSED, None
         if self.turns == 0:
-            return "paused before the first turn: press Step or Resume", _PAUSED
-        return f"paused after turn {self.turns}: press Step or Resume", _PAUSED
+            return "paused before the first turn: press Step or Resume", _PAUSED, 0
+        return f"paused after turn {self.turns}: press Step or Resume", _PAUSED, self.turns
 
     def _publish(self) -> None:
         """Show the current state's note and buttons (only what changed), or leave it to the
@@ -165,10 +170,11 @@ class BackgroundRun:
                     shown = self._describe()
                 if shown != self._shown:
                     self._shown = shown
-                    note, enabled = shown
-                    view.set_note(note)
+                    note, enabled, paused = shown
+                    view.set_note(note, paused=paused)
                     for name, button in view.buttons.items():
                         button.disabled = name not in enabled
+                self._relabel()
         finally:
             with self._cond:
                 self._publishing = False
@@ -192,6 +198,7 @@ class BackgroundRun:
                     self.failure = exc
             finally:
                 self._done.set()
+                self._relabel()
 
     def _drive(self, steps: RunSteps) -> None:
         """Step the run to its end, holding it while paused."""
@@ -230,6 +237,27 @@ class BackgroundRun:
             view.finish()
         if shown is not None:
             shown.refresh(view)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """A cell's output of the run: a line kept current as the run goes on and ends (a plain
+        ``repr`` would stay as it was when the cell ran)."""
+        import ipywidgets as widgets
+
+        label = widgets.HTML(self._label_html())
+        self._labels.append(label)
+        bundle = dict(label._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+    def _label_html(self) -> str:
+        return f"<code>{html.escape(repr(self))}</code>"
+
+    def _relabel(self) -> None:
+        """Bring every displayed line of this run up to date."""
+        text = self._label_html()
+        for label in list(self._labels):
+            if label.value != text:
+                label.value = text
 
     def __repr__(self) -> str:
         if self.done:

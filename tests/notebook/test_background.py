@@ -152,10 +152,10 @@ class _SlowNoteView(LiveView):
 
     turn_over: threading.Event
 
-    def set_note(self, note: str | None) -> None:
+    def set_note(self, note: str | None, *, paused: int | None = None) -> None:
         if threading.current_thread() is threading.main_thread() and note and "stepping" in note:
             self.turn_over.wait(WAIT)
-        super().set_note(note)
+        super().set_note(note, paused=paused)
 
 
 def test_the_note_shown_last_is_the_latest_state():
@@ -233,3 +233,22 @@ def test_without_a_view(paused):
         turns.wait_began()
         turns.end()
     assert run.wait(WAIT) and run.result == "2 turns" and run.turns == 2
+
+
+def test_the_pill_says_paused_and_a_displayed_run_keeps_its_line_current():
+    run, turns, view = launched(2)
+    bundle = run._repr_mimebundle_()
+    label = run._labels[0]
+    assert bundle["text/plain"] == "BackgroundRun(paused, turns=0)" and "paused, turns=0" in label.value
+    assert view.paused == 0
+    run.step()
+    turns.wait_began()
+    turns.end()
+    settled(run, 1)
+    assert view.paused == 1 and "turns=1" in label.value
+    run.resume()
+    turns.wait_began()
+    assert view.paused is None
+    turns.end()
+    assert run.wait(WAIT)
+    assert label.value == "<code>BackgroundRun(done, turns=2)</code>" and view.paused is None
