@@ -1,6 +1,6 @@
 """What the live view costs a run: a 2,000-turn scripted run with the view vs without.
 
-    python benchmarks/bench_view.py [--turns 2000] [--rounds 7] [--kernel]
+    python benchmarks/bench_view.py [--turns 2000] [--rounds 7] [--kernel] [--first-view]
 
 Both sides record (a ``Recorder`` is attached either way, as ``NotebookRunner`` does); the view
 side adds a ``LiveView`` built beforehand, so the ratio is the steady-state cost of watching a
@@ -11,6 +11,11 @@ judged as DESIGN.md says on the steady-state per-turn cost (the slope between ``
 times as many), with the final redraw, a fixed cost per run, reported separately beside the
 whole-run ratio. Medians over rounds, sides alternating. ``--kernel`` runs the same measurement inside a fresh
 ipykernel (the widgets' messages then really go out over ZeroMQ).
+
+``--first-view`` measures only how fast the view appears (issue 15): the first
+``NotebookRunner(engine).run(task)`` of a fresh kernel, imports included, against a baseline cell
+that imports pandas and ipywidgets and displays an ``IntSlider``; median of 3 pairs of fresh
+kernels, target at most 3x.
 """
 
 from __future__ import annotations
@@ -233,6 +238,73 @@ def in_kernel(turns: int, rounds: int, max_fps: float) -> dict[str, Any]:
         km.shutdown_kernel(now=True)
 
 
+BASELINE_CELL = (
+    "import pandas, ipywidgets\nfrom IPython.display import display\ndisplay(ipywidgets.IntSlider())"
+)
+FIRST_VIEW_CELL = (
+    "from loopnb import Engine, NotebookRunner, ScriptedModel, ToolCall, tool\n"
+    "@tool\n"
+    "def echo(i: int) -> str:\n"
+    '    """Echo a number."""\n'
+    "    return str(i)\n"
+    "script = [ToolCall('echo', {'i': 1}), ToolCall('ech0', {'i': 2}), 'done']\n"
+    "engine = Engine(ScriptedModel(script), [echo])\n"
+    "NotebookRunner(engine).run('count');"
+)
+
+
+def cell_seconds(code: str) -> float:
+    """Wall time of ``code`` as the first cell of a fresh kernel, from request to reply."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(REPO))
+    try:
+        kc.execute_interactive("pass", timeout=60)  # the kernel is up and answering
+        errors: list[str] = []
+
+        def collect(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "error":
+                errors.append("\n".join(msg["content"]["traceback"]))
+
+        t = time.perf_counter()
+        reply = kc.execute_interactive(code, timeout=120, output_hook=collect)
+        elapsed = time.perf_counter() - t
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError("the cell failed in the kernel:\n" + "\n".join(errors))
+        return elapsed
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def first_view(pairs: int = 3) -> dict[str, Any]:
+    """The first view of a fresh kernel against the baseline cell, ``pairs`` pairs of kernels."""
+    baseline, view = [], []
+    for i in range(pairs):
+        for side in ("baseline", "view") if i % 2 == 0 else ("view", "baseline"):
+            if side == "baseline":
+                baseline.append(cell_seconds(BASELINE_CELL))
+            else:
+                view.append(cell_seconds(FIRST_VIEW_CELL))
+    b, v = statistics.median(baseline), statistics.median(view)
+    return {
+        "baseline_s": baseline,
+        "view_s": view,
+        "baseline_median_s": b,
+        "view_median_s": v,
+        "ratio": v / b,
+    }
+
+
+def report_first_view(r: dict[str, Any]) -> None:
+    print("first view in a fresh kernel (imports included), median of", len(r["view_s"]), "pairs")
+    print(f"  baseline cell (pandas, ipywidgets, IntSlider): {r['baseline_median_s'] * 1e3:8.0f} ms")
+    print(f"  first NotebookRunner(engine).run(task):        {r['view_median_s'] * 1e3:8.0f} ms")
+    print(f"  ratio (target <= 3):                           {r['ratio']:8.2f}x")
+    print("  every round (s): baseline", [round(x, 3) for x in r["baseline_s"]],
+          "view", [round(x, 3) for x in r["view_s"]])  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -241,8 +313,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--max-fps", type=float, default=10.0)
     parser.add_argument("--kernel", action="store_true", help="also measure inside an ipykernel")
+    parser.add_argument(
+        "--first-view", action="store_true", help="only time the first view of a fresh kernel"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
+    if args.first_view:
+        report_first_view(first_view())
+        return
     imported = import_seconds()
     result = measure(args.turns, args.rounds, args.max_fps)
     result["import_s"] = imported

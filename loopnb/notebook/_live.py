@@ -3,10 +3,10 @@
 The view is an observer (``engine.subscribe(view)``). Folding an event into the ``ViewModel`` is
 all the engine's thread pays; a painter thread (see ``loopnb.notebook._pacing``) redraws at most
 ``max_fps`` times a second while something changed, and the final state is drawn when the run
-ends, before ``run()`` returns. A redraw is one ``batch_update`` of the figure (only the
-properties that changed) and a handful of ``HTML`` values under ``hold_sync``. At the end the
-figure's saved state is refreshed so that a saved notebook or an HTML export shows the final
-charts, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
+ends, before ``run()`` returns. A redraw sets a handful of ``HTML`` values under ``hold_sync``
+(only those that changed): the decision flow, the recovery gauge and the timeline are inline SVG
+drawn by ``loopnb.notebook._svg``, so the first view needs no plotly. A saved notebook keeps the
+last values, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
 nbviewer.
 """
 
@@ -18,15 +18,19 @@ from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 import ipywidgets as widgets
-import plotly.graph_objects as go
 
 from loopnb.engine._events import Event
-from loopnb.notebook._layout import TIMELINE, base_figure
 from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
-from loopnb.notebook._render import Patch, Timeline, apply_patch, figure_patch
 from loopnb.notebook._state import ViewState, at_turn
+from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg, timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
+
+TIMELINE_MARKS = 250
+"""The live timeline draws a run's last this many turns (the slider reaches every turn), so that
+a redraw of a long run stays a few kilobytes."""
+_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}"
+"""The gauge's words at the panes' text size (``_markup``'s 13 px)."""
 
 
 class Controls(Protocol):
@@ -73,20 +77,15 @@ class LiveView:
         self._drawing = False
         self._state = ViewState()  # the state drawn from; ``_shown`` what the panes show of it
         self._shown = self._state
-        self._last: Patch | None = None
         self._inspected: Any = None
         self._on_finish: list[Callable[[LiveView], None]] = []
         self._frames: Callable[[int], ViewState] | None = None
-        self._timeline = Timeline()
 
-        empty = figure_patch(self._state)
-        base = base_figure()
-        apply_patch(base, empty)  # built as the empty view: the first redraw sends only changes
-        self._last = empty
-        self.figure = go.FigureWidget(base)
-        # responsive: plotly re-measures on a window resize, which Page sends once attached
-        self.figure._config = {**self.figure._config, "responsive": True, "displayModeBar": False}
         self.header = widgets.HTML(f"<b>{esc(title)}</b>")  # often a task or a file name
+        self._style = widgets.HTML(f"<style>{SVG_STYLE}{_VIEW_STYLE}</style>")  # the panes' SVG classes
+        self.flow = widgets.HTML(flow_svg(self._state), layout=widgets.Layout(width="100%"))
+        self.timeline = widgets.HTML(_timeline(self._state, None), layout=widgets.Layout(width="64%"))
+        self.gauge = widgets.HTML(_gauge(self._state, None), layout=widgets.Layout(width="34%"))
         self.status = widgets.HTML(status_html(self._state))
         self.board = widgets.HTML(board_html(self._state))
         self.inspector = widgets.HTML(inspector_html(None))
@@ -95,8 +94,6 @@ class LiveView:
             layout=widgets.Layout(width="60%"),
         )  # fmt: skip
         self.slider.observe(self._on_slider, names="value")
-        for index in TIMELINE.values():
-            self.figure.data[index].on_click(self._on_click)
         self.buttons: dict[str, widgets.Button] = {}
         self.play: widgets.Play | None = None
         self.runs: widgets.Dropdown | None = None  # replay of a recording of several runs: which one
@@ -123,8 +120,9 @@ class LiveView:
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(
             [
-                widgets.VBox([self.header, self.status]),
-                self.figure,
+                widgets.VBox([self._style, self.header, self.status]),
+                self.flow,
+                widgets.HBox([self.timeline, _spacer(), self.gauge]),
                 self.controls,
                 widgets.HBox([self.board, _spacer(), self.inspector]),
                 self._page,
@@ -160,12 +158,11 @@ class LiveView:
             self._painter.poke()
 
     def finish(self) -> None:
-        """Stop the painter, draw the final state and freeze it into the saved widget state."""
+        """Stop the painter and draw the final state (the widgets' saved state is its values)."""
         painter, self._painter = self._painter, None
         if painter is not None:
             painter.stop()
         self.draw()
-        self._freeze()
         self.finished = True
         for callback in list(self._on_finish):
             callback(self)
@@ -202,16 +199,15 @@ class LiveView:
             if selected is None:
                 selected = last_turn if self._follow or self.mode == "replay" else self.slider.value
             self._shown = shown = at_turn(state, selected)
-            patch = self._patch(shown, selected)
             self._drawing = True
             try:
                 with contextlib.ExitStack() as stack:
-                    for w in (self.status, self.board, self.inspector):
+                    for w in (*self._panes(), self.status, self.board, self.inspector):
                         stack.enter_context(w.hold_sync())
-                    apply_patch(self.figure, patch, self._last)
+                    _set(self.flow, flow_svg(shown))
+                    self._select(shown, selected)
                     _set(self.status, self._status_html(shown))
                     _set(self.board, board_html(shown))
-                    self._inspect(state.turn(selected) if selected else None)
                 # the slider's max, then its value, each in its own message: a front end given
                 # both at once may clamp the value to the old max (and show 0)
                 if self.mode == "live":
@@ -223,7 +219,6 @@ class LiveView:
                     self.play.max = self.slider.max
             finally:
                 self._drawing = False
-            self._last = patch
             self.redraws += 1
 
     def _paint(self) -> None:
@@ -231,30 +226,23 @@ class LiveView:
         self.draw()
         self._page.ping()
 
-    def _patch(self, state: ViewState, selected: int | None) -> Patch:
-        return figure_patch(state, selected, self._timeline)
+    def _panes(self) -> tuple[widgets.HTML, ...]:
+        return (self.flow, self.gauge, self.timeline)
 
-    def _inspect(self, turn: Any) -> None:
+    def _select(self, state: ViewState, selected: int | None) -> None:
+        """What depends on the selected turn: the gauge, the timeline's ring, the inspector."""
+        _set(self.gauge, _gauge(state, selected))
+        _set(self.timeline, _timeline(state, selected))
+        turn = state.turn(selected) if selected else None
         if turn is not self._inspected:
             self._inspected = turn
             _set(self.inspector, inspector_html(turn))
-
-    def _freeze(self) -> None:
-        """Make the saved widget state the final figure (NOTEBOOK_STACK.md, stale saved state)."""
-        fig = self.figure
-        with self._draw_lock:
-            fig._widget_data = _copy(fig._data)
-            fig._widget_layout = _copy(fig._layout_obj._props)
 
     # -- selection ------------------------------------------------------------------------------
 
     def select(self, turn: int) -> None:
         """Show ``turn`` (live: in the inspector; replay: the whole view at that turn)."""
         self.slider.value = max(self.slider.min, min(turn, self.slider.max))
-
-    def _on_click(self, trace: Any, points: Any, _state: Any) -> None:
-        if points.xs:
-            self.select(int(points.xs[0]))
 
     def _on_slider(self, change: dict[str, Any]) -> None:
         if self._drawing:
@@ -282,7 +270,6 @@ class LiveView:
         finally:
             self._drawing = False
         self.draw(frames(count), selected=count)
-        self._freeze()
         self.finished = True
 
     # -- display --------------------------------------------------------------------------------
@@ -298,12 +285,13 @@ class LiveView:
         if painter is not None:
             painter.stop()
         for child in (
-            self.figure,
+            *self._panes(),
             self.status,
             self.board,
             self.inspector,
             self.slider,
             self.header,
+            self._style,
             self._page,
         ):
             child.close()
@@ -320,13 +308,14 @@ class LiveView:
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
 
 
-def _copy(value: Any) -> Any:
-    """A deep copy of plotly's nested dicts and lists; numpy arrays (read-only there) are shared."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy(v) for v in value]
-    return value
+def _gauge(state: ViewState, selected: int | None) -> str:
+    gauge = gauge_of_view(state, selected)
+    return gauge_svg(gauge, gauge.lines())
+
+
+def _timeline(state: ViewState, selected: int | None) -> str:
+    shown = state.turns[-TIMELINE_MARKS:]
+    return timeline_svg(shown, None, selected=selected, total=len(state.turns))
 
 
 def _set(widget: widgets.HTML, value: str) -> None:

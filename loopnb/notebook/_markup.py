@@ -10,8 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from loopnb.notebook._layout import CHANNEL_COLOR, CHANNEL_FILL
-from loopnb.notebook._render import CONTROL_PICTURES
+from loopnb.notebook._layout import CHANNEL_COLOR, CHANNEL_FILL, CONTROL_PICTURES
 from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
 from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
 

@@ -180,11 +180,32 @@ _STATUS_WORD = {
 }
 
 
-def gauge_svg(g: Gauge) -> str:
-    """The current (or last) tool call's attempt as cells 0..5 and the wall, filled up to it."""
+def gauge_of_view(state: ViewState, selected: int | None) -> Gauge:
+    """The gauge to draw: the selected turn's; while a run goes on with the newest turn selected,
+    the turn in progress once it has dispatched a call."""
+    live = state.gauge
+    turn = state.turn(selected) if selected else None
+    if turn is None:
+        return live
+    newest = state.turns[-1].turn if state.turns else 0
+    if state.run.phase == "running" and selected == newest and live.turn > newest:
+        return live
+    return turn.gauge
+
+
+def gauge_svg(g: Gauge, words: Sequence[str] | None = None) -> str:
+    """The current (or last) tool call's attempt as cells 0..5 and the wall, filled up to it.
+
+    ``words`` replaces the lines under the cells (the live view passes ``Gauge.lines()``); with
+    them the cells are grey when there is nothing to count (``Gauge.greyed``).
+    """
     cells, width, x0 = g.max_attempts + 2, 46, 12
-    fill = _gauge_colour(g)
-    parts = ['<text class="cap" x="12" y="20">recovery gauge</text>']
+    fill = IDLE if words is not None and g.greyed else _gauge_colour(g)
+    parts = [
+        '<text class="cap" x="12" y="20">recovery gauge</text>'
+        f'<g class="loopnb-cells" data-attempt="{g.attempt}" data-status="{g.status}"'
+        f"{' data-greyed' if g.greyed else ''}>"
+    ]
     for i in range(cells):
         wall = i == cells - 1
         reached = g.tool is not None and i <= g.attempt
@@ -197,16 +218,20 @@ def gauge_svg(g: Gauge) -> str:
             f'<text class="small" x="{x + width / 2:g}" y="72" text-anchor="middle">'
             f"{'wall' if wall else 'call' if i == 0 else f'retry {i}'}</text>"
         )
-    if g.tool is None:
+    parts.append("</g>")
+    if words is not None:
+        lines = list(words)
+    elif g.tool is None:
         lines = ["no tool call yet"]
     elif g.at_wall:
         lines = [f"{g.tool} · turn {g.turn}", f"asked for retry {g.attempt}: {_STATUS_WORD[g.status]}"]
     else:
         status = _STATUS_WORD[g.status] + (f" ({g.decision})" if g.status == "gave_up" else "")
         lines = [f"{g.tool} · turn {g.turn}", f"attempt {g.attempt} of {g.max_attempts} retries · {status}"]
-    parts += [f'<text x="12" y="{94 + 16 * i}">{esc(line, 56)}</text>' for i, line in enumerate(lines)]
-    total = x0 + cells * (width + 4) + 40
-    return _svg(total, 122, "loopnb-gauge", "recovery gauge", "".join(parts))
+    limit = 64 if words is None else 140
+    parts += [f'<text x="12" y="{94 + 16 * i}">{esc(line, limit)}</text>' for i, line in enumerate(lines)]
+    total = max(x0 + cells * (width + 4) + 40, 24 + 7 * max(min(len(line), limit) for line in lines))
+    return _svg(total, 90 + 16 * len(lines), "loopnb-gauge", "recovery gauge", "".join(parts))
 
 
 # -- the turn timeline ---------------------------------------------------------------------------
@@ -218,15 +243,30 @@ def _mark_title(t: TurnView) -> str:
     return esc(f"turn {t.turn}: {t.channel} ({what})" + (f" · {tools}" if tools else ""), 200)
 
 
-def timeline_svg(turns: Sequence[TurnView], anchor: str) -> str:
-    """Every turn as its channel's mark, a link to its row (``#{anchor}-t{turn}``), rows of 50."""
+def timeline_svg(
+    turns: Sequence[TurnView],
+    anchor: str | None,
+    *,
+    selected: int | None = None,
+    total: int | None = None,
+) -> str:
+    """Every turn as its channel's mark, rows of 50; each mark's title names its turn.
+
+    With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``), as in the report;
+    without, the marks are plain (the live view selects turns with its slider). ``selected``
+    rings that turn; ``total`` is the run's turn count when ``turns`` are only its last ones.
+    """
     step, gutter, row_h = 15, 92, 34
     rows = max(1, -(-len(turns) // TIMELINE_ROW))
     width = gutter + TIMELINE_ROW * step + 12
+    count = len(turns) if total is None else total
+    said = f"{count:,} turn{'' if count == 1 else 's'}"
+    if count > len(turns):
+        said = f"the last {len(turns):,} of {said}"
+    said += "; a mark links to its row" if anchor is not None else "; hover a mark for its turn"
     parts = [
         f'<text class="cap" x="12" y="20">turn timeline</text>'
-        f'<text x="130" y="20">{len(turns):,} turn{"" if len(turns) == 1 else "s"}; '
-        f"a mark links to its row</text>{legend(width - 180, 20)}"
+        f'<text x="130" y="20">{said}</text>{legend(width - 180, 20)}'
     ]
     if not turns:
         parts.append('<text class="small" x="12" y="46">no turn finished</text>')
@@ -240,10 +280,25 @@ def timeline_svg(turns: Sequence[TurnView], anchor: str) -> str:
         )
         for i, t in enumerate(chunk):
             x = gutter + i * step + step / 2
-            parts.append(
-                f'<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}">'
-                f"<title>{_mark_title(t)}</title>{mark(t.channel, x, y, 11)}</a>"
-            )
+            if t.turn == selected:
+                parts.append(
+                    f'<rect class="loopnb-selected" data-turn="{t.turn}" x="{x - 8:g}" y="{y - 8}" '
+                    f'width="16" height="16" '
+                    f'fill="none" stroke="{INK}" stroke-width="2"/>'
+                )
+            body = f"<title>{_mark_title(t)}</title>{mark(t.channel, x, y, 11)}"
+            if anchor is None:
+                later = selected is not None and t.turn > selected  # after the selected turn: greyed
+                grey = ' opacity="0.3"' if later else ""
+                kind = "loopnb-mark loopnb-later" if later else "loopnb-mark"
+                parts.append(
+                    f'<g class="{kind}" data-turn="{t.turn}" data-channel="{esc(t.channel)}"{grey}>{body}</g>'
+                )
+            else:
+                parts.append(
+                    f'<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}">'
+                    f"{body}</a>"
+                )
             if i % 10 == 9:
                 parts.append(
                     f'<text class="small" x="{x:g}" y="{y + 18}" text-anchor="middle">{t.turn}</text>'

@@ -1,6 +1,6 @@
 """The live view in a real browser: chromium driven by playwright, offline (the report: its own file).
 
-Three things are checked where only a browser can check them: the panes render (plotly SVG, the
+Three things are checked where only a browser can check them: the panes render (inline SVG, the
 timeline's marks, the breaker states as text), hostile HTML in a tool's output stays inert text
 (it would set ``window.__pwned`` and the page title), and a button click reaches a running run.
 Screenshots go to the test's tmp dir; with ``LOOPNB_UPDATE_SCREENSHOT=1`` the live view's also
@@ -208,21 +208,22 @@ def test_live_view_in_voila(page, tmp_path):
         demo, hostile, forever = views.nth(0), views.nth(1), views.nth(2)
         for view in (demo, hostile):
             expect(view.locator(".loopnb-status")).to_contain_text("finished", timeout=30_000)
-            expect(view.locator(".js-plotly-plot svg.main-svg").first).to_be_visible()
+            expect(view.locator("svg.loopnb-flow")).to_be_visible()
 
         # the demo: 8 marks (+1 ring on the selected turn), breakers as text, the gauge of turn 8
-        expect(demo.locator(".x2y2 .scatterlayer .point")).to_have_count(9)
+        expect(demo.locator(".loopnb-timeline .loopnb-mark")).to_have_count(8)
+        expect(demo.locator('.loopnb-timeline .loopnb-selected[data-turn="8"]')).to_have_count(1)
         states = demo.locator(".loopnb-breaker-state").all_inner_texts()
         assert states == ["closed", "closed", "open", "open", "closed"]
         expect(demo.locator(".loopnb-board")).to_contain_text("20.0s of 20s")
-        expect(demo.locator(".indicatorlayer")).to_contain_text("turn 8 · recovery")  # a final reply:
-        expect(demo.locator(".indicatorlayer")).to_contain_text("no call dispatched this turn")
+        expect(demo.locator(".loopnb-gauge")).to_contain_text("turn 8 · recovery")  # a final reply:
+        expect(demo.locator(".loopnb-gauge")).to_contain_text("no call dispatched this turn")
         scroll_to(demo)
         widths = (
-            "Array.from(document.querySelectorAll('.loopnb-view .main-svg'))"
+            "Array.from(document.querySelectorAll('.loopnb-view svg.loopnb-flow'))"
             ".map(e => e.getBoundingClientRect().width)"
         )
-        try:  # plotly sizes a plot to its container once that is laid out
+        try:  # the flow scales to its pane once that is laid out
             page.wait_for_function(f"{widths}.every(w => w > 1000)", timeout=30_000)
         except Exception:
             print("plot widths:", page.evaluate(widths))
@@ -232,14 +233,14 @@ def test_live_view_in_voila(page, tmp_path):
             shutil.copy(tmp_path / "voila_demo.png", DOCS_SHOT)
 
         # the inspector shows the selected (last) turn; selecting other turns is covered by the
-        # widget tests in tests/notebook (a click on a live plotly mark proved flaky in a browser)
+        # widget tests in tests/notebook (the slider selects; a mark's title names its turn)
         expect(demo.locator(".loopnb-inspector")).to_contain_text("turn 8")
 
         # hostile text stays text: in the status line, the inspector and the charts
         expect(hostile.locator(".loopnb-status")).to_contain_text("<img src=x onerror=")
         expect(hostile.locator(".loopnb-inspector")).to_contain_text("<script>window.__pwned=2")
         assert hostile.locator(".loopnb-inspector img, .loopnb-status img").count() == 0
-        assert hostile.locator(".js-plotly-plot img, .js-plotly-plot script").count() == 0
+        assert hostile.locator(".loopnb-svg img, .loopnb-svg script").count() == 0
         shoot(page, hostile, tmp_path / "voila_hostile.png")
         assert_inert(page, page.title())
         assert page.title() != "pwned"

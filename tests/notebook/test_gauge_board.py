@@ -1,6 +1,6 @@
 """The recovery gauge and the breaker board, headless, for every built-in scenario, turn by turn.
 
-The widget's own state (the figure's gauge trace, the board's HTML) is compared with what
+The widget's own state (the gauge's SVG, the board's HTML) is compared with what
 ``loopnb.recovery_attempts`` and ``loopnb.breaker_history`` say of the same turn.
 """
 
@@ -15,10 +15,10 @@ import pytest
 import loopnb
 from loopnb import scenarios
 from loopnb.notebook import LiveView, ViewModel
-from loopnb.notebook._layout import T_GAUGE
 from loopnb.notebook._markup import board_html
 from loopnb.record import Recorder
 from loopnb.record._retries import CALL_OUTCOMES
+from tests.notebook.panes import gauge
 
 VIEW_FONT = 13
 """The panes' text size (``markup._BOX``): the gauge's may not be smaller."""
@@ -31,24 +31,24 @@ def _watched(name: str) -> tuple[LiveView, Recorder]:
 
 
 def _title(view: LiveView) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "\n", view.figure.data[T_GAUGE].title.text))
+    return gauge(view)[2]
 
 
-def _expected(row: pd.Series | None, turn: int) -> tuple[str, float, str]:
-    """What the gauge must show for ``turn``'s picked call: words, value and mode."""
+def _expected(row: pd.Series | None, turn: int) -> tuple[str, float, bool]:
+    """What the gauge must show for ``turn``'s picked call: words, value and whether it is greyed."""
     if row is None:
-        return "no call dispatched this turn", 0, "gauge"
+        return "no call dispatched this turn", 0, True
     if pd.isna(row["strategy"]):
-        return "no recovery strategy configured", 0, "gauge"
+        return "no recovery strategy configured", 0, True
     if row["outcome"] == "exhausted":
-        return "the wall (ToolRecoveryExhausted)", 6, "gauge+number"
+        return "the wall (ToolRecoveryExhausted)", 6, False
     if pd.isna(row["last_decision"]):
         return (
             "no retry needed" if row["outcome"] == "ok" else "not a failure recovery retries",
             0,
-            "gauge+number",
+            False,
         )
-    return f"{row['retries']} of {row['ceiling']} retries", int(row["retries"]), "gauge+number"
+    return f"{row['retries']} of {row['ceiling']} retries", int(row["retries"]), False
 
 
 def _picked(calls: pd.DataFrame) -> pd.Series | None:
@@ -73,19 +73,18 @@ def test_the_gauge_says_what_recovery_attempts_says_for_every_turn(name):
     last = int(rec.turns["turn"].max()) if len(rec.turns) else 0
     for turn in range(1, last + 1):
         view.select(turn)
-        trace = view.figure.data[T_GAUGE]
-        title = _title(view)
+        attempt, greyed, title = gauge(view)
         row = _picked(attempts[attempts["turn"] == turn])
-        words, value, mode = _expected(row, turn)
+        words, value, grey = _expected(row, turn)
         assert f"turn {turn} · recovery" in title, (turn, title)
         assert words in title, (turn, title)
-        assert trace.value == value and trace.mode == mode, (turn, title)
+        assert (attempt if not greyed else 0) == value and greyed == grey, (turn, title)
         if row is not None:
             assert str(row["tool"])[:39] in title
         if turn in loops:  # the detector's count, apart from the recovery retries
             assert f"loop detector: {loops[turn]} identical calls in a row" in title
-            assert trace.value != loops[turn]
-        assert trace.title.font.size >= VIEW_FONT and "<sub>" not in trace.title.text
+            assert attempt != loops[turn] or greyed
+        assert f".loopnb-gauge text{{font-size:{VIEW_FONT}px}}" in view._style.value
     view.close()
 
 
@@ -93,7 +92,7 @@ def test_five_identical_failures_are_not_shown_as_zero_of_five():
     view, _rec = _watched("stubborn_loop")
     for turn in range(1, 7):
         view.select(turn)
-        assert view.figure.data[T_GAUGE].mode == "gauge"  # no "0 / 5" without a strategy
+        assert gauge(view)[1]  # greyed: no "0 of 5" without a strategy
         assert "no recovery strategy configured" in _title(view) or turn == 6
     assert "refuses from 4, stops at 6" in _title(view)
     view.close()

@@ -11,13 +11,14 @@ import pytest
 
 from loopnb import Cancelled, CancelToken
 from loopnb.notebook import Frames, LiveView, ViewModel, ViewState, replay
-from loopnb.notebook._layout import T_GAUGE, T_HARD, T_LIT, T_OK, T_SELECTED, T_SOFT
+from loopnb.notebook._live import TIMELINE_MARKS
 from loopnb.notebook._markup import BREAKER_COLOR, board_html, inspector_html
-from loopnb.notebook._render import figure_patch
 from loopnb.notebook._state import BreakerView
+from loopnb.notebook._svg import PALETTE, flow_svg
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
+from tests.notebook.panes import gauge, lit_colour, marks, ringed
 
 
 def watched(scenario, **kwargs):
@@ -28,12 +29,11 @@ def watched(scenario, **kwargs):
 
 
 def traits(view: LiveView) -> dict:
-    """What the frontend is sent: figure state and HTML values (trace uids aside)."""
-    fig = view.figure.to_dict()
-    for trace in fig["data"]:
-        trace.pop("uid", None)
+    """What the frontend is sent: the panes' HTML values and the slider."""
     return {
-        "figure": fig,
+        "flow": view.flow.value,
+        "gauge": view.gauge.value,
+        "timeline": view.timeline.value,
         "status": view.status.value,
         "board": view.board.value,
         "inspector": view.inspector.value,
@@ -43,13 +43,11 @@ def traits(view: LiveView) -> dict:
 
 def test_panes_after_a_run():
     view, _events, _ = watched(S.breaker()[:2])
-    fig = view.figure
-    assert fig.data[T_SOFT].x == (1, 2, 3)
-    assert fig.data[T_OK].x == (4, 5)
-    assert fig.data[T_HARD].x == ()
-    assert fig.data[T_SELECTED].x == (5,)
-    assert fig.data[T_LIT].line.color == "#2e9d4a"  # an ok turn: green
-    assert fig.data[T_GAUGE].value == 0
+    assert marks(view) == {"ok": (4, 5), "soft": (1, 2, 3), "hard": ()}
+    assert ringed(view) == (5,)
+    assert "the thick path: turn 5, ok" in view.flow.value  # an ok turn
+    assert lit_colour(view) in (None, PALETTE["ok"])  # green where it draws a path
+    assert gauge(view)[0] == 0
     assert 'data-state="closed"' in view.board.value
     assert "finished" in view.status.value
     assert "turn 5" in view.inspector.value
@@ -59,11 +57,10 @@ def test_panes_after_a_run():
 
 def test_hard_run_is_shown_as_hard():
     view, _, _err = watched(S.exhausted())
-    fig = view.figure
-    assert fig.data[T_HARD].x == (1,)
-    assert fig.data[T_GAUGE].value == 6
-    assert "wall" in fig.data[T_GAUGE].title.text
-    assert fig.data[T_LIT].line.color == "#d7263d"
+    assert marks(view)["hard"] == (1,)
+    attempt, _greyed, words = gauge(view)
+    assert attempt == 6 and "wall" in words
+    assert lit_colour(view) == PALETTE["hard"]
     assert "ToolRecoveryExhausted" in view.status.value and "ended hard" in view.status.value
     assert "dropped from the scratchpad" in view.inspector.value
 
@@ -95,7 +92,7 @@ def test_untrusted_text_is_escaped_everywhere():
     for value in (view.status.value, view.board.value):
         assert "<img" not in value and "<script" not in value
     assert "&lt;script&gt;" in view.status.value  # the task and the output are shown, escaped
-    dumped = json.dumps(view.figure.to_dict())
+    dumped = json.dumps(traits(view))
     assert "<img" not in dumped and "<script" not in dumped
     bundle = view._repr_mimebundle_()
     assert "<img" not in bundle["text/html"] and "<script" not in bundle["text/html"]
@@ -117,9 +114,10 @@ def test_redraws_are_coalesced_and_the_final_state_drawn():
     elapsed = time.perf_counter() - t0
     assert result.turns == 2000
     assert 1 <= view.redraws <= elapsed * 10 + 2
-    fig = view.figure
-    assert len(fig.data[T_OK].x) + len(fig.data[T_SOFT].x) == 2000
-    assert len(fig.data[T_SOFT].x) == 199
+    shown = marks(view)  # the live timeline draws the last TIMELINE_MARKS turns
+    assert shown["ok"] + shown["soft"] and max(shown["ok"] + shown["soft"]) == 2000
+    assert len(shown["ok"]) + len(shown["soft"]) == TIMELINE_MARKS
+    assert "the last 250 of 2,000 turns" in view.timeline.value
     assert not any(t.name == "loopnb-painter" and t.is_alive() for t in threading.enumerate())
     assert view.state == ViewModel.fold(events)
 
@@ -260,13 +258,12 @@ def run_until_cancelled(engine, task, token) -> None:
         engine.run(task, cancel=token)
 
 
-def test_saved_state_is_the_final_figure():
+def test_saved_state_is_the_final_picture():
+    """The widgets' saved state is their values: the final panes, with nothing to refresh."""
     view, _, _ = watched(S.typo())
-    fig = view.figure
-    assert fig._widget_data == fig._data
-    assert fig._widget_layout == fig._layout_obj._props
-    saved_x = [t.get("x") for t in fig._widget_data]
-    assert saved_x[T_SOFT] == [1]
+    saved = view.timeline.get_state()["value"]
+    assert saved == view.timeline.value and marks(view)["soft"] == (1,)
+    assert view.flow.get_state()["value"] == flow_svg(view.state)
 
 
 def test_mimebundle_has_the_widget_and_a_static_picture():
@@ -278,36 +275,16 @@ def test_mimebundle_has_the_widget_and_a_static_picture():
     assert "<script" not in html
 
 
-def click(view: LiveView, turn: int) -> None:
-    """What the frontend sends when a timeline mark is clicked."""
-    state = view.state
-    channel = state.turn(turn).channel
-    index = {"ok": T_OK, "soft": T_SOFT, "hard": T_HARD}[channel]
-    point = list(view.figure.data[index].x).index(turn)
-    view.figure._js2py_pointsCallback = {
-        "event_type": "plotly_click",
-        "points": {"xs": [turn], "ys": [0], "point_indexes": [point], "trace_indexes": [index]},
-        "device_state": {
-            "alt": False,
-            "ctrl": False,
-            "meta": False,
-            "shift": False,
-            "button": 0,
-            "buttons": 1,
-        },
-    }
-
-
-def test_clicking_a_mark_or_moving_the_slider_inspects_that_turn():
+def test_moving_the_slider_inspects_that_turn():
     view, _, _ = watched(S.typo())
-    click(view, 1)
-    assert view.slider.value == 1
+    assert 'data-turn="1" data-channel="soft"><title>turn 1: soft' in view.timeline.value  # hover
+    view.slider.value = 1
     assert "turn 1" in view.inspector.value and "file src/mian.rs not found" in view.inspector.value
-    assert view.figure.data[T_SELECTED].x == (1,)
-    view.slider.value = 2
-    assert "turn 2" in view.inspector.value
+    assert ringed(view) == (1,)
+    view.select(2)
+    assert "turn 2" in view.inspector.value and ringed(view) == (2,)
     view.slider.value = 3  # back at the newest turn: follow again
-    assert view.figure.data[T_SELECTED].x == (3,)
+    assert ringed(view) == (3,)
 
 
 def test_replay_gives_the_same_panes_as_the_live_run(tmp_path):
@@ -329,11 +306,11 @@ def test_replay_slider_moves_through_the_run(tmp_path):
     for k in (0, 3, 1, 6):
         view.slider.value = k
         assert view.state == frames(k)
-        expected = figure_patch(frames(k), k)
-        assert list(view.figure.data[T_SOFT].x) == expected[f"data.{T_SOFT}"]["x"]
+        assert marks(view)["soft"] == tuple(t.turn for t in frames(k).turns if t.channel == "soft")
+        assert view.flow.value == flow_svg(frames(k))
     view.slider.value = 2
     assert "turn 2" in view.inspector.value
-    assert view.figure.data[T_GAUGE].value == frames(2).gauge.attempt
+    assert gauge(view)[0] == frames(2).turn(2).gauge.attempt
 
 
 def test_replay_picks_a_run():
@@ -365,7 +342,7 @@ def test_max_fps_must_be_positive():
         LiveView(max_fps=0)
 
 
-def test_patch_is_deterministic():
+def test_the_panes_are_deterministic():
     events, _ = run_events(S.breaker()[:2])
     state = ViewModel.fold(events)
-    assert figure_patch(state, 2) == figure_patch(copy.deepcopy(state), 2)
+    assert flow_svg(state) == flow_svg(copy.deepcopy(state))

@@ -12,9 +12,9 @@ import pytest
 
 from loopnb import Cancelled, CancelToken, Engine, FakeClock, LoopDetected, ScriptedModel, ToolCall, tool
 from loopnb.notebook import NotebookRunner
-from loopnb.notebook._layout import T_HARD
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
+from tests.notebook.panes import marks
 
 
 def test_run_returns_the_result_and_records_every_turn(tmp_path):
@@ -38,7 +38,7 @@ def test_hard_error_is_shown_then_raised():
     assert info.value.run is not None
     view = runner.view
     assert view.finished and "LoopDetected" in view.status.value
-    assert view.figure.data[T_HARD].x == (6,)
+    assert marks(view)["hard"] == (6,)
     assert list(runner.turns["channel"])[-1] == "hard"
 
 

@@ -6,11 +6,12 @@ import pytest
 
 from loopnb import scenarios
 from loopnb.notebook import LiveView, replay
-from loopnb.notebook._layout import T_GAUGE, T_LIT, TIMELINE
 from loopnb.notebook._markup import pill_text
 from loopnb.notebook._state import at_turn
 from loopnb.record import Recorder
 from loopnb.record._flowchart import FlowCount
+
+from . import panes
 
 NAMES = scenarios.names()
 
@@ -35,14 +36,14 @@ def _check(view: LiveView, k: int, *, replaying: bool) -> None:
         assert list(shown.edge_counts) == flow.counts
         greyed = [t.turn for t in turns if shown.later(t.turn)]
         assert greyed == list(range(k + 1, n + 1))
-        opacities = [view.figure.data[i].marker.opacity for i in TIMELINE.values()]
-        assert any(isinstance(o, tuple) and 0.25 in o for o in opacities)
+        drawn = {t for marks in panes.marks(view).values() for t in marks}
+        assert panes.greyed(view) == tuple(t for t in greyed if t in drawn)  # the marks drawn, greyed
     else:
         assert shown.selected is None and not any(shown.later(t.turn) for t in turns)
     if k:
         assert shown.gauge.turn == k and shown.gauge.lines()[0] == f"turn {k} · recovery"
-        assert view.figure.data[T_GAUGE].title.text.startswith(f"<b>turn {k} · recovery</b>")
-        assert shown.lit_turn == k and view.figure.data[T_LIT].line.color is not None
+        assert f"turn {k} · recovery" in panes.gauge(view)[2]
+        assert shown.lit_turn == k and (panes.lit_colour(view) is not None) == bool(shown.lit)
         assert f"<b>turn {k}</b>" in view.inspector.value
     for b in shown.breakers:
         assert all(turn <= k for turn, _ in b.history)
