@@ -70,6 +70,7 @@ class ViewModel:
         self._board = BreakerFold()  # the board's rule, and breaker_history's
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
+        self._last_board: BoardAt | None = None
         self._finished: list[tuple[Turn, str | None, _Calls, _Flow, BoardAt]] = []
         self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
@@ -181,10 +182,19 @@ class ViewModel:
         self._finished.append((e, error, gauge, flow, self._board_at(at)))
 
     def _board_at(self, now: float) -> BoardAt:
-        """The board as it stands at ``now``: what selecting this moment's turn shows."""
-        return tuple(
-            (b.name, b.state, b.failures, b.cooldown_left(now)) for b in self._board.breakers.values()
-        )
+        """The board as it stands at ``now``: what selecting this moment's turn shows. The usual
+        turn changes no breaker: with none open, the previous turn's board is shared, not rebuilt."""
+        breakers = self._board.breakers.values()
+        last = self._last_board
+        if last is not None and len(last) == len(breakers):
+            for (name, state, failures, left), b in zip(last, breakers, strict=True):
+                if left is not None or b.state != state or b.failures != failures or b.name != name:
+                    break
+            else:
+                return last
+        board = tuple((b.name, b.state, b.failures, b.cooldown_left(now)) for b in breakers)
+        self._last_board = board
+        return board
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
         path = self._flow.turn(channel, producer)
