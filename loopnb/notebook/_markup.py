@@ -264,32 +264,3 @@ def summary_html(state: ViewState) -> str:
         f"<div><b>turn timeline</b> ({len(state.turns)} turns)</div>{_strip(state.turns)}"
         f"{inspector_html(last)}</div>"
     )
-
-
-def turns_table_html(turns: Iterable[TurnView]) -> str:
-    """Every turn with what the model read, for the static report (details fold away)."""
-    rows = []
-    for t in turns:
-        read = "".join(
-            f'<div style="font-size:12px;color:#555">{esc(r.name, NAME_LIMIT)}'
-            f"{' · error' if r.is_error else ''}</div>"
-            f'<pre class="loopnb-read" style="{_PRE}">{esc(r.text, 4000)}</pre>'
-            for r in t.read
-        )
-        if t.channel == "hard":
-            read += (
-                f'<pre style="{_PRE}">{esc(t.error or "", NAME_LIMIT)}: {esc(t.error_text or "", 2000)}</pre>'
-            )
-        calls = ", ".join(f"{esc(c.name, 60)}({esc(c.arguments, 200)})" for c in t.calls)
-        rows.append(
-            f'<tr class="loopnb-turn" data-channel="{t.channel}"><td>{t.turn}</td>'
-            f"<td>{_channel_badge(t.channel)}</td><td><code>{esc(t.producer or '')}</code></td>"
-            f"<td>{esc(t.model or '', NAME_LIMIT)}</td><td><code>{calls}</code>"
-            f"{'<div><i>' + esc(t.reply_text, 600) + '</i></div>' if t.reply_text else ''}</td>"
-            f"<td><details><summary>{len(t.read)} item(s)</summary>{read}</details></td></tr>"
-        )
-    return (
-        '<table class="loopnb-turns" style="border-collapse:collapse;width:100%;font-size:13px">'
-        '<thead><tr style="text-align:left"><th>turn</th><th>channel</th><th>producer</th><th>model</th>'
-        f"<th>request</th><th>what the model read</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )

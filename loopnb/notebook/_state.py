@@ -16,7 +16,7 @@ from loopnb.engine._events import BreakerState
 from loopnb.engine._messages import ToolCall
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
-from loopnb.record._flowchart import EDGE_INDEX, EDGES, path_of
+from loopnb.record._flowchart import EDGE_INDEX, EDGES
 from loopnb.record._retries import CallRecovery, LoopCount, turn_call
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
@@ -195,10 +195,6 @@ class TurnView:
     def gauge(self) -> Gauge:
         """The recovery gauge as the turn ended (made when asked for: only a drawn one is)."""
         return gauge_of(self.turn, self.recovery, self.strategy, self.loop)
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return path_of(self.channel, self.producer)
 
     @property
     def calls(self) -> tuple[CallView, ...]:
