@@ -29,27 +29,31 @@ _Scale = Callable[[float], float]
 
 @dataclass(frozen=True, slots=True)
 class _Bin:
-    """Consecutive turns drawn as one mark (a single turn when the run fits)."""
+    """Consecutive turns drawn as one mark (a single turn when the run fits), summed up once."""
 
     first: int  # index of its first turn in the run
     turns: Sequence[TurnView]
+    worst: TurnView  # the turn the mark stands for: the first of its worst channel
+    latency: float  # its slowest turn's, in ms (0 when none is known)
+    counts: dict[str, int]
 
-    @property
-    def worst(self) -> TurnView:
-        """The turn the mark stands for: the first of its worst channel."""
-        return max(self.turns, key=lambda t: _WORST.get(t.channel, 0))
-
-    @property
-    def latency(self) -> float:
-        return max((t.latency_ms or 0.0 for t in self.turns), default=0.0)
+    @classmethod
+    def of(cls, first: int, turns: Sequence[TurnView]) -> _Bin:
+        worst, rank, latency = turns[0], -1, 0.0
+        counts = dict.fromkeys(_WORST, 0)
+        for t in turns:
+            counts[t.channel] = counts.get(t.channel, 0) + 1
+            if _WORST.get(t.channel, 0) > rank:
+                worst, rank = t, _WORST.get(t.channel, 0)
+            ms = t.latency_ms
+            if ms is not None and ms > latency:
+                latency = ms
+        return cls(first, turns, worst, latency, counts)
 
     def tip(self) -> str:
         if len(self.turns) == 1:
             return _turn_tip(self.turns[0])
-        counts = {c: 0 for c in _WORST}
-        for t in self.turns:
-            counts[t.channel] = counts.get(t.channel, 0) + 1
-        said = ", ".join(f"{n:,} {c}" for c, n in counts.items())
+        said = ", ".join(f"{n:,} {c}" for c, n in self.counts.items())
         return (
             f"turns {self.turns[0].turn:,}–{self.turns[-1].turn:,}: {said} · slowest {self.latency:,.1f} ms"
         )
@@ -65,7 +69,7 @@ def _turn_tip(t: TurnView) -> str:
 def _bins(turns: Sequence[TurnView]) -> tuple[list[_Bin], int]:
     """The marks to draw, and how many turns each holds."""
     per = max(1, math.ceil(len(turns) / TIMELINE_MARKS))
-    return [_Bin(i, turns[i : i + per]) for i in range(0, len(turns), per)], per
+    return [_Bin.of(i, turns[i : i + per]) for i in range(0, len(turns), per)], per
 
 
 def nice(value: float) -> float:
