@@ -41,7 +41,7 @@ SVG_STYLE = (
     f".loopnb-svg .grid{{stroke:{LINE};stroke-width:1}}.loopnb-svg .axis{{stroke:{MUTED};stroke-width:1}}"
     f".loopnb-svg .loopnb-selected{{fill:none;stroke:{TEXT};stroke-width:2}}"
     ".loopnb-svg .hit{fill:transparent}.loopnb-svg .tip{visibility:hidden;font-size:11px}"
-    ".loopnb-svg .loopnb-mark:hover .tip,.loopnb-svg .loopnb-mark:focus .tip{visibility:visible}"
+    ".loopnb-svg .loopnb-mark:hover+.tip,.loopnb-svg .loopnb-mark:focus+.tip{visibility:visible}"
     f".loopnb-svg .loopnb-mark:hover .m,.loopnb-svg .loopnb-mark:focus .m{{stroke:{TEXT};stroke-width:2}}"
     + "".join(f".loopnb-svg .k-{c}{{fill:{color}}}" for c, color in PALETTE.items())
 )

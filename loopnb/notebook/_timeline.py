@@ -188,15 +188,17 @@ def _mark(
         f'<rect class="hit" x="{x - width / 2:.1f}" y="{_TOP}" width="{width:.1f}" '
         f'height="{_BOTTOM - _TOP}"/>'
     )
-    body = f"{hit}{mark(t.channel, x, y, size)}{_tip(b.tip(), x)}"
+    body, tip = f"{hit}{mark(t.channel, x, y, size)}", _tip(b.tip(), x)
+    # the label follows its mark (shown by ``.loopnb-mark:hover + .tip``): the mark's box, the
+    # place a click lands, holds the mark alone
     if anchor is not None:
         return (
             f'{ring}<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}"'
-            f"{turns}>{body}</a>"
+            f"{turns}>{body}</a>{tip}"
         )
     later = selected is not None and b.turns[0].turn > selected  # after the selected turn: greyed
     kind, grey = ("loopnb-mark loopnb-later", ' opacity="0.3"') if later else ("loopnb-mark", "")
     return (
         f'{ring}<g class="{kind}" data-turn="{t.turn}" data-channel="{esc(t.channel)}"{turns}{grey}>'
-        f"{body}</g>"
+        f"{body}</g>{tip}"
     )

@@ -283,7 +283,7 @@ def test_mimebundle_has_the_widget_and_a_static_picture():
 def test_moving_the_slider_inspects_that_turn():
     view, _, _ = watched(S.typo())
     hover = re.search(
-        r'data-turn="1" data-channel="soft">.*?<text class="tip[^>]*>([^<]*)<', view.timeline.value
+        r'data-turn="1" data-channel="soft">.*?</g><text class="tip[^>]*>([^<]*)<', view.timeline.value
     )
     assert hover and hover[1].startswith("turn 1: soft (")  # the label hovering the mark shows
     view.slider.value = 1

@@ -17,8 +17,8 @@ from tests.notebook.conftest import run_events
 MARK = re.compile(
     r'<(?:g|a) (?:href="[^"]*" )?class="loopnb-mark[^"]*"(?: data-turn="(\d+)")? data-channel="(\w+)"'
     r'(?: data-turns="(\d+)-(\d+)")?[^>]*><rect class="hit"[^>]*/>'
-    r'<(circle|path|rect) class="m k-\w+" ([^>]*)/><text class="tip halo" x="([\d.]+)" y="([\d.]+)" '
-    r'text-anchor="(\w+)">([^<]*)</text>'
+    r'<(circle|path|rect) class="m k-\w+" ([^>]*)/></(?:g|a)>'
+    r'<text class="tip halo" x="([\d.]+)" y="([\d.]+)" text-anchor="(\w+)">([^<]*)</text>'
 )
 
 
