@@ -29,6 +29,7 @@ PACKAGES = [
     "loopnb.engine.models",
     "loopnb.foreign",
     "loopnb.notebook",
+    "loopnb.otel",
     "loopnb.record",
     "loopnb.scenarios",
 ]
@@ -124,6 +125,18 @@ EXPECTED = {
         [*ENGINE, *LAZY["loopnb.record"], *LAZY["loopnb.notebook"], *LAZY["loopnb.foreign"], "__version__"],
         key=_order,
     ),
+    "loopnb.otel": [
+        "ATTEMPT",
+        "BREAKER",
+        "CEILING",
+        "CHANNEL",
+        "ERROR_TEXT",
+        "PRODUCER",
+        "SOFT_ERROR",
+        "Exporter",
+        "exporter_for",
+        "http_provider",
+    ],
     "loopnb.foreign": [
         "FORMATS",
         "FORMAT_NAMES",

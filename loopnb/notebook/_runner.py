@@ -54,7 +54,8 @@ class NotebookRunner:
     """Runs ``engine`` with a ``Recorder`` and a ``LiveView`` attached, one view per run.
 
     ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the
-    engine yourself); ``view=False`` records without drawing. ``runner.turns`` /
+    engine yourself); ``view=False`` records without drawing. ``export`` also sends every run to
+    OpenTelemetry (``loopnb.otel``): an OTLP/HTTP URL, a ``TracerProvider`` or an ``otel.Exporter``. ``runner.turns`` /
     ``runner.events`` are the recorder's frames, over every run this runner made. One run at a
     time: starting another while one goes (a background run, an ``arun`` awaited beside another,
     a ``run`` from another thread) raises ``RuntimeError``, as both would share the engine's model
@@ -69,6 +70,7 @@ class NotebookRunner:
         recorder: Recorder | None = None,
         view: bool = True,
         max_fps: float = 10.0,
+        export: Any = None,
     ) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f"NotebookRunner needs a loopnb Engine, got {type(engine).__name__}")
@@ -79,6 +81,11 @@ class NotebookRunner:
             recorder = Recorder()
         self.engine = engine
         self.recorder = recorder
+        self.exporter = None
+        if export is not None:
+            from loopnb.otel import exporter_for
+
+            self.exporter = exporter_for(export)
         self.show = view
         self.max_fps = max_fps
         self.view: LiveView | None = None
@@ -112,6 +119,8 @@ class NotebookRunner:
         view = LiveView(max_fps=self.max_fps, controls=controls) if self.show else None
         self.view = view
         detach = [self.engine.subscribe(self.recorder)]
+        if self.exporter is not None:
+            detach.append(self.engine.subscribe(self.exporter))
         if view is not None:
             detach.append(self.engine.subscribe(view))
         return view, detach

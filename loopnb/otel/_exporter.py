@@ -1,0 +1,301 @@
+"""loopnb's runs as OpenTelemetry spans, with the soft/hard distinction kept.
+
+The profile (GenAI semantic conventions, plus loopnb's own attributes where they have none):
+
+- one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``), its children:
+- one ``chat {model}`` span per model request (``gen_ai.request.model``, ``gen_ai.response.model``,
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed request carries ``error.type``);
+- one ``execute_tool {name}`` span per dispatch attempt of a tool call (``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
+  ``loopnb.breaker.state``).
+
+Every span carries ``loopnb.channel`` (ok / soft / hard) and, when not ok, ``loopnb.producer``.
+A soft error keeps its span's status **unset**: the model read it and the run went on. The span
+carries a ``loopnb.soft_error`` event whose ``loopnb.error_text`` is exactly what the model read.
+Only a hard ending sets ``ERROR``, on the run's span, with the LoopError's message. Today's
+conventions have no attribute for "an error returned to the model", so any trace viewer shows
+this difference only through these attributes. Texts leave the process through the recorder's
+default redactor, as a saved recording's do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopnb.engine._events import (
+    BreakerState,
+    Event,
+    HardErrorRaised,
+    ModelFailed,
+    ModelReplied,
+    RecoveryDecided,
+    RunFinished,
+    RunStarted,
+    ToolDispatched,
+    TurnFinished,
+)
+from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+
+CHANNEL = "loopnb.channel"
+PRODUCER = "loopnb.producer"
+ATTEMPT = "loopnb.recovery.attempt"
+CEILING = "loopnb.recovery.ceiling"
+BREAKER = "loopnb.breaker.state"
+ERROR_TEXT = "loopnb.error_text"
+SOFT_ERROR = "loopnb.soft_error"
+"""The attribute and event names loopnb adds to the GenAI conventions."""
+
+_NS = 1_000_000_000
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * _NS)
+
+
+@dataclass
+class _Run:
+    span: Any
+    context: Any
+    breakers: dict[str, BreakerState] = field(default_factory=dict)
+    ceiling: int = MAX_RECOVERY_ATTEMPTS
+    input_tokens: int = 0
+    output_tokens: int = 0
+    hard: HardErrorRaised | None = None
+    channels: dict[str, int] = field(default_factory=lambda: {"ok": 0, "soft": 0, "hard": 0})
+
+
+class Exporter:
+    """An engine observer that emits each run as OpenTelemetry spans (the module's profile).
+
+    Args:
+        tracer_provider: Where the spans go (an SDK ``TracerProvider`` with your exporter); the
+            global provider when ``None``.
+        agent: The agent's name on the run spans (``gen_ai.agent.name``).
+        redact: Pass every text through loopnb's default redactor before it leaves (default).
+
+    ``engine.subscribe(Exporter(tracer_provider=provider))``, or
+    ``NotebookRunner(engine, export=provider)``. Nothing the exporter or the SDK raises reaches
+    the run: the engine contains an observer's failure.
+    """
+
+    def __init__(self, tracer_provider: Any = None, *, agent: str = "loopnb", redact: bool = True) -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("OpenTelemetry export needs the SDK: pip install 'loopnb[otel]'") from exc
+
+        from loopnb import __version__
+
+        self._trace = trace
+        self.tracer = trace.get_tracer("loopnb", __version__, tracer_provider=tracer_provider)
+        self.agent = agent
+        from loopnb.record._redact import DEFAULT_REDACTOR, Redactor
+
+        self._redact: Redactor | None = DEFAULT_REDACTOR if redact else None
+        self._runs: dict[str, _Run] = {}
+        self.provider = tracer_provider
+
+    def _text(self, text: str) -> str:
+        return self._redact(text) if self._redact is not None else text
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case RunStarted():
+                self._started(event)
+            case ModelReplied():
+                self._replied(event)
+            case ModelFailed():
+                self._failed(event)
+            case ToolDispatched():
+                self._dispatched(event)
+            case RecoveryDecided():
+                run = self._runs.get(event.run_id)
+                if run is not None:
+                    run.ceiling = event.max_attempts
+            case TurnFinished():
+                run = self._runs.get(event.run_id)
+                if run is not None:
+                    run.breakers = dict(event.breakers)
+                    run.channels[event.channel] += 1
+            case HardErrorRaised():
+                run = self._runs.get(event.run_id)
+                if run is not None:
+                    run.hard = event
+            case RunFinished():
+                self._finished(event)
+                flush = getattr(self.provider, "force_flush", None)
+                if flush is not None:
+                    flush()
+            case _:
+                pass
+
+    def _started(self, e: RunStarted) -> None:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self.agent,
+            "gen_ai.conversation.id": e.run_id,
+            "loopnb.run_id": e.run_id,
+            "loopnb.task": self._text(e.task),
+        }
+        if e.models:
+            attributes["gen_ai.request.model"] = e.models[0]
+        if e.tools:
+            attributes["loopnb.tools"] = list(e.tools)
+        span = self.tracer.start_span(
+            f"invoke_agent {self.agent}",
+            kind=self._trace.SpanKind.INTERNAL,
+            start_time=_ns(e.at),
+            attributes=attributes,
+        )
+        self._runs[e.run_id] = _Run(span, self._trace.set_span_in_context(span))
+
+    def _child(self, run: _Run, name: str, start: float, end: float, attributes: dict[str, Any]) -> Any:
+        span = self.tracer.start_span(
+            name,
+            context=run.context,
+            kind=self._trace.SpanKind.CLIENT,
+            start_time=_ns(start),
+            attributes=attributes,
+        )
+        return span, _ns(end)
+
+    def _replied(self, e: ModelReplied) -> None:
+        run = self._runs.get(e.run_id)
+        if run is None:
+            return
+        reply = e.reply
+        model = reply.model or ""
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.response.model": model,
+            "loopnb.turn": e.turn,
+            CHANNEL: "ok",
+        }
+        if reply.usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = reply.usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = reply.usage.output_tokens
+            run.input_tokens += reply.usage.input_tokens
+            run.output_tokens += reply.usage.output_tokens
+        if reply.tool_calls:
+            attributes["gen_ai.response.finish_reasons"] = ["tool_calls"]
+            attributes["loopnb.tool_calls"] = [c.name for c in reply.tool_calls]
+        else:
+            attributes["gen_ai.response.finish_reasons"] = ["stop"]
+        span, end = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
+        span.end(end_time=end)
+
+    def _failed(self, e: ModelFailed) -> None:
+        run = self._runs.get(e.run_id)
+        if run is None:
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": e.model,
+            "error.type": e.error.split(":", 1)[0] or "ModelError",
+            "loopnb.turn": e.turn,
+            CHANNEL: "ok",  # the fallback chain answers for it; no error reached the model
+        }
+        if e.status is not None:
+            attributes["http.response.status_code"] = e.status
+        span, end = self._child(run, f"chat {e.model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
+        span.add_event("loopnb.model_failed", {"loopnb.error": self._text(e.error)}, timestamp=end)
+        span.end(end_time=end)
+
+    def _dispatched(self, e: ToolDispatched) -> None:
+        run = self._runs.get(e.run_id)
+        if run is None:
+            return
+        result = e.result
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": result.name,
+            "gen_ai.tool.call.id": result.call_id,
+            "gen_ai.tool.type": "function",
+            "loopnb.turn": e.turn,
+            "loopnb.executed": e.executed,
+            ATTEMPT: e.attempt,
+            CEILING: run.ceiling,
+            BREAKER: run.breakers.get(result.name, "closed"),
+            CHANNEL: "soft" if result.is_error else "ok",
+        }
+        if result.producer is not None:
+            attributes[PRODUCER] = result.producer
+        span, end = self._child(
+            run, f"execute_tool {result.name}", e.at - e.latency_ms / 1000.0, e.at, attributes
+        )
+        if result.is_error:
+            span.add_event(
+                SOFT_ERROR,
+                {ERROR_TEXT: self._text(result.content), PRODUCER: result.producer or ""},
+                timestamp=end,
+            )
+        span.end(end_time=end)
+
+    def _finished(self, e: RunFinished) -> None:
+        run = self._runs.pop(e.run_id, None)
+        if run is None:
+            return
+        span = run.span
+        span.set_attribute(CHANNEL, e.outcome)
+        span.set_attribute("loopnb.turns", e.turns)
+        for channel, n in run.channels.items():
+            span.set_attribute(f"loopnb.turns.{channel}", n)
+        if run.input_tokens or run.output_tokens:
+            span.set_attribute("gen_ai.usage.input_tokens", run.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", run.output_tokens)
+        if e.outcome == "hard":
+            message = self._text(e.message or "")
+            if e.producer is not None:
+                span.set_attribute(PRODUCER, e.producer)
+            span.set_attribute("error.type", e.error or "LoopError")
+            span.add_event(
+                "exception",
+                {"exception.type": e.error or "LoopError", "exception.message": message},
+                timestamp=_ns(e.at),
+            )
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
+        elif e.output is not None:
+            span.set_attribute("loopnb.output", self._text(e.output))
+        span.end(end_time=_ns(e.at))
+
+    def close(self) -> None:
+        """End the spans of runs still open (a run cut off mid-way), unset, and flush the provider."""
+        for run in self._runs.values():
+            run.span.end()
+        self._runs.clear()
+        flush = getattr(self.provider, "force_flush", None)
+        if flush is not None:
+            flush()
+
+
+def http_provider(url: str) -> Any:
+    """A ``TracerProvider`` sending spans over OTLP/HTTP to ``url`` (e.g. ``http://127.0.0.1:4318/v1/traces``;
+    a base URL gets ``/v1/traces``). Needs ``opentelemetry-exporter-otlp-proto-http`` (``loopnb[otel]``)."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("OTLP export needs the OpenTelemetry SDK: pip install 'loopnb[otel]'") from exc
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"an OTLP/HTTP endpoint is an http(s) URL, got {url!r}")
+    endpoint = url if url.rstrip("/").endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
+    provider = TracerProvider(resource=Resource.create({"service.name": "loopnb"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    return provider
+
+
+def exporter_for(target: Any) -> Exporter:
+    """An ``Exporter`` for ``target``: an ``Exporter`` itself, a ``TracerProvider``, or an OTLP/HTTP URL."""
+    if isinstance(target, Exporter):
+        return target
+    if isinstance(target, str):
+        return Exporter(tracer_provider=http_provider(target))
+    if hasattr(target, "get_tracer"):
+        return Exporter(tracer_provider=target)
+    raise TypeError(
+        f"export= takes an otel.Exporter, a TracerProvider or an OTLP/HTTP URL, got {type(target).__name__}"
+    )
