@@ -6,7 +6,9 @@ ok / soft / hard, how the run ended, and a summary. The exit code is 0 when ever
 as it declares.
 
 ``loopnb audit PATH ...`` audits recordings and ``loopnb convert SRC DST`` saves one in the other
-format (both provided by ``loopnb.record``).
+format (both provided by ``loopnb.record``). On a terminal, ok / soft / hard are coloured from
+``loopnb._palette`` (plain text when piped, with ``NO_COLOR`` or ``TERM=dumb``); the words are
+always there.
 
 Bad input is a usage error (exit 2) named on stderr; Ctrl-C ends the command with exit 130 after
 printing the interrupted scenario's table, and a closed pipe (``| head``) ends it quietly.
@@ -29,15 +31,18 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 import loopnb
+from loopnb import _terminal as terminal
 from loopnb import scenarios
 from loopnb.engine import Message, ToolResult, Turn
 from loopnb.engine.models import ModelConfigError, from_env
 from loopnb.scenarios import Outcome, Scenario
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from loopnb.record import Recorder
 
-__all__ = ["format_outcome", "main", "turn_rows"]
+__all__ = ["format_outcome", "main", "outcome_lines", "turn_rows"]
 
 _COLUMNS = ("turn", "channel", "producer", "model", "retries", "tools", "what the model read")
 
@@ -72,10 +77,20 @@ def format_outcome(outcome: Outcome, *, width: int = 100) -> str:
     """The per-turn table and the ending of one scenario run, as plain text.
 
     The ``model`` column appears when more than one model answered, ``retries`` when recovery
-    retried a call.
+    retried a call. A hard ending's cause follows the table in full, on lines of its own.
     """
+    return "\n".join(line.plain for line in outcome_lines(outcome, width=width))
+
+
+def outcome_lines(outcome: Outcome, *, width: int = 100) -> list[Text]:
+    """``format_outcome``'s lines as rich ``Text``, each channel's word in its palette colour."""
+    from rich.text import Text
+
     s = outcome.scenario
     rows = turn_rows(outcome)
+    for row in rows:
+        if row["channel"] == "hard":
+            row["what the model read"] = "(run ended: the cause is below)"
     columns = [
         c
         for c in _COLUMNS
@@ -86,20 +101,54 @@ def format_outcome(outcome: Outcome, *, width: int = 100) -> str:
     widths = [max(len(c), *(len(r[c]) for r in rows)) for c in fixed]
     room = max(20, width - 3 - sum(w + 2 for w in widths))
 
-    def line(cells: dict[str, str]) -> str:
-        head = "  ".join(cells[c].ljust(w) for c, w in zip(fixed, widths, strict=True))
-        return f"   {head}  {_clip(cells[last], room)}".rstrip()
+    def line(cells: dict[str, str], *, head: bool = False) -> Text:
+        text = Text("   ")
+        for c, w in zip(fixed, widths, strict=True):
+            cell = cells[c].ljust(w) + "  "
+            text.append_text(terminal.channel(cell, cells[c]) if c == "channel" and not head else Text(cell))
+        text.append(_clip(cells[last], room))
+        text.rstrip()
+        return text
 
-    lines = [f"== {s.name}: {s.title}", *_wrap(s.teaches, width, indent="   ")]
-    lines.append(line({c: c for c in columns}))
+    lines = [Text(f"== {s.name}: {s.title}", style="bold")]
+    lines += [Text(t) for t in _wrap(s.teaches, width, indent="   ")]
+    lines.append(line({c: c for c in columns}, head=True))
     lines.extend(line(row) for row in rows)
-    verdict = "as declared" if outcome.as_expected else f"NOT as declared: {outcome.mismatch()}"
     if outcome.error is None:
-        ending = f"ended ok: {_clip(outcome.output or '', max(20, width - 40))!r}"
+        ending = terminal.channel("ended ok", "ok")
+        ending.append(f": {_clip(outcome.output or '', max(20, width - 40))!r}")
     else:
-        ending = f"ended hard: {type(outcome.error).__name__} ({outcome.ending})"
-    lines.append(f"   {ending}, {verdict}")
-    return "\n".join(lines)
+        ending = terminal.channel("ended hard", "hard")
+        ending.append(f": {type(outcome.error).__name__} ({outcome.ending})")
+    if outcome.as_expected:
+        ending.append(", as declared")
+    else:
+        ending.append(", ")
+        ending.append(f"NOT as declared: {outcome.mismatch()}", style=terminal.CHANNEL_STYLE["hard"])
+    lines.append(Text("   ").append_text(ending))
+    if outcome.error is not None:
+        hard = [t for t in outcome.turns if t.channel == "hard"]
+        cause = (hard[-1].error_text if hard else None) or str(outcome.error)
+        lines.extend(Text(t) for t in _cause_lines(cause, width))
+    return lines
+
+
+def _cause_lines(cause: str, width: int) -> list[str]:
+    """A hard run's cause in full: ``cause:`` then its text wrapped under it, every word kept."""
+    import textwrap
+
+    lead, indent = "   cause: ", " " * 10
+    out: list[str] = []
+    for paragraph in cause.splitlines() or [""]:
+        out += textwrap.wrap(
+            paragraph,
+            width=max(40, width),
+            initial_indent=lead if not out else indent,
+            subsequent_indent=indent,
+            break_long_words=True,
+            break_on_hyphens=False,
+        ) or [(lead if not out else indent).rstrip()]
+    return out
 
 
 def _clip(text: str, limit: int) -> str:
@@ -135,6 +184,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if recorder_for is None:
         return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
+    con = terminal.console(out)
     outcomes = []
     with _noticing_interrupts() as interrupted, _plain_warnings("loopnb demo"):
         for scenario in chosen:
@@ -146,11 +196,26 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
                 if recorder is not None and callable(getattr(recorder, "close", None)):
                     recorder.close()
             outcomes.append(outcome)
-            out.write(format_outcome(outcome, width=width) + "\n\n")
+            for line in outcome_lines(outcome, width=width):
+                terminal.write(con, line)
+            terminal.write(con, "")
             if interrupted:  # the engine ended this run as Cancelled; the user wants out
                 raise KeyboardInterrupt
-    out.write(_summary(outcomes) + "\n")
+    terminal.write(con, _summary(outcomes))
+    if args.record is not None:
+        for note in _recorded(args.record, len(outcomes)):
+            terminal.write(con, note)
     return 0 if all(o.as_expected for o in outcomes) else 1
+
+
+def _recorded(folder: str, n: int) -> list[str]:
+    """Where ``--record`` wrote, and the command that audits it."""
+    import shlex
+
+    return [
+        f"wrote {terminal.plural(n, 'recording')} to {folder} (one NAME.jsonl per scenario)",
+        f"next: loopnb audit {shlex.quote(folder)}",
+    ]
 
 
 def _chosen(names: Sequence[str]) -> list[Scenario]:
@@ -214,17 +279,25 @@ def _plain_warnings(command: str) -> Iterator[None]:
         yield
 
 
-def _summary(outcomes: list[Outcome]) -> str:
+def _summary(outcomes: list[Outcome]) -> Text:
+    from rich.text import Text
+
+    n = len(outcomes)
     ok = sum(o.error is None for o in outcomes)
     turns = sum(len(o.turns) for o in outcomes)
     soft = sum(t.channel == "soft" for o in outcomes for t in o.turns)
     expected = sum(o.as_expected for o in outcomes)
-    text = (
-        f"{len(outcomes)} scenarios, {turns} turns ({soft} soft): {ok} ended ok, "
-        f"{len(outcomes) - ok} hard; {expected}/{len(outcomes)} as declared"
-    )
+    text = Text(f"{terminal.plural(n, 'scenario')}, {terminal.plural(turns, 'turn')} (")
+    text.append_text(terminal.channel(f"{soft} soft", "soft"))
+    text.append("): ")
+    text.append_text(terminal.channel(f"{ok} ended ok", "ok"))
+    text.append(", ")
+    text.append_text(terminal.channel(f"{n - ok} hard", "hard"))
+    text.append(f"; {expected}/{n} as declared")
     missed = [o.scenario.name for o in outcomes if not o.as_expected]
-    return text + (f" (not as declared: {', '.join(missed)})" if missed else "")
+    if missed:
+        text.append(f" (not as declared: {', '.join(missed)})", style=terminal.CHANNEL_STYLE["hard"])
+    return text
 
 
 def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -307,7 +380,7 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
-    code: int = audit_command(args.paths, out=out)
+    code: int = audit_command(args.paths, out=out, width=args.width)
     return code
 
 
@@ -382,11 +455,14 @@ def _parser() -> argparse.ArgumentParser:
         help="audit recorded runs",
         description="Audit recordings. A recording that cannot be read is named with what is wrong "
         "and the others are audited. Exit code: 0 when every recording was read, 1 when one could "
-        "not be, 2 for bad input.",
+        "not be (damaged, a newer format version, Parquet without pyarrow), 2 for bad input (a path "
+        "that names no file, a folder or pattern without recordings, a file that is not a loopnb "
+        "recording).",
     )
     audit.add_argument(
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"
     )
+    audit.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
     audit.set_defaults(handler=_audit)
     convert = commands.add_parser(
         "convert",
@@ -403,7 +479,7 @@ def _parser() -> argparse.ArgumentParser:
         "schema",
         help="print the JSON schema of the recorded frames",
         description="Print the JSON schema of the turns frame (or the events frame): every column "
-        "with its type, description and pandas dtype.",
+        "with its type, description and pandas dtype. Exit code: 0, 2 for bad input.",
     )
     schema.add_argument("table", nargs="?", choices=("turns", "events"), default="turns")
     schema.set_defaults(handler=_schema)
