@@ -55,7 +55,8 @@ def channel(text: str, name: str | None = None) -> Text:
     """``text`` styled as the channel ``name`` (``text`` itself names it by default)."""
     from rich.text import Text
 
-    return Text(text, style=CHANNEL_STYLE.get(name or text.strip(), ""))
+    styled = Text()  # the style on a span, not the whole Text: what is appended later stays plain
+    return styled.append(text, style=CHANNEL_STYLE.get(name or text.strip(), ""))
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -42,8 +42,8 @@ def audit_lines(a: Audit, *, width: int = 100, simulated: Iterable[tuple[str, ..
     lines: list[Text] = []
     for title, body in (
         ("Summary", _summary(a.summary(), width)),
-        ("Soft and hard turns per producer", _by_producer(a.by_producer())),
-        ("Self-recovery after soft errors", _recovery(a.recovery())),
+        ("Soft and hard turns per producer", _by_producer(a.by_producer(), width)),
+        ("Self-recovery after soft errors", _recovery(a.recovery(), width)),
         ("Per model", _models(a, width, frozenset(simulated))),
         (f"Runs that ended hard ({hard})", _hard_runs(a, width)),
     ):
@@ -108,27 +108,34 @@ def _summary(df: pd.DataFrame, width: int) -> list[Text]:
     return lines
 
 
-def _by_producer(df: pd.DataFrame) -> list[Text]:
+def _by_producer(df: pd.DataFrame, width: int) -> list[Text]:
     columns = ["producer", "channel", "turns", "runs", "share", "errors"]
     if df["errors"].isna().all():  # turns only: errors are counted from events
         columns.remove("errors")
     rows = [[cell_text(c, v) for c, v in zip(columns, row, strict=True)] for row in _values(df, columns)]
-    return _grid(columns, rows, left={"producer", "channel"}, channel_column="channel")
+    return _fitted(columns, rows, width, left={"producer", "channel"}, channel_column="channel")
 
 
-def _recovery(df: pd.DataFrame) -> list[Text]:
+def _recovery(df: pd.DataFrame, width: int) -> list[Text]:
     columns = [str(c) for c in df.columns]
     rows = [[cell_text(c, v) for c, v in zip(columns, row, strict=True)] for row in _values(df, columns)]
     headers = [c.replace("_", " ") for c in columns]
-    return _grid(headers, rows, left={"producer"})
+    return _fitted(headers, rows, width, left={"producer"})
 
 
 def _models(a: Audit, width: int, simulated: frozenset[tuple[str, ...]]) -> list[Text]:
+    import pandas as pd
+
     df = a.models()
     t = a.turns
     keys = ["source", "run_id"] if "source" in t.columns else ["run_id"]
-    on_fake = t[keys].astype(str).apply(tuple, axis=1).isin(simulated) if simulated and len(t) else None
-    if on_fake is not None and on_fake.any():  # times from the runs on a wall clock alone
+    on_fake = pd.Series(
+        [tuple(k) in simulated for k in t[keys].astype(str).itertuples(index=False)],
+        index=t.index,
+        dtype=bool,
+    )
+    fake = bool(on_fake.any())  # times shown as missing, and why, below
+    if fake:  # times from the runs on a wall clock alone
         from loopnb.record._audit import Audit
 
         timed = Audit(t[~on_fake], a.events).models().set_index("model")
@@ -149,10 +156,18 @@ def _models(a: Audit, width: int, simulated: frozenset[tuple[str, ...]]) -> list
         extra = {"model": _NO_MODEL, "turns": len(lost), "runs": lost[keys].drop_duplicates().shape[0]}
         extra.update({k: int((ch == k).sum()) for k in ("ok", "soft", "hard")})
         rows.append([str(extra.get(c, "-")) for c in columns])
-    kept = [i for i, c in enumerate(columns) if c == "model" or any(r[i] != "-" for r in rows)]
+    kept = [
+        i
+        for i, c in enumerate(columns)
+        if c == "model" or (fake and c in _TIMES) or any(r[i] != "-" for r in rows)
+    ]
     headers = [_TIMES.get(c, _TOKENS.get(c, c)) for c in columns]
-    lines = _grid(
-        [headers[i] for i in kept], [[r[i] for i in kept] for r in rows], left={"model"}, channel_headers=True
+    lines = _fitted(
+        [headers[i] for i in kept],
+        [[r[i] for i in kept] for r in rows],
+        width,
+        left={"model"},
+        channel_headers=True,
     )
     notes = []
     if len(lost):
@@ -162,17 +177,19 @@ def _models(a: Audit, width: int, simulated: frozenset[tuple[str, ...]]) -> list
             "turn median / mean: each turn's wall time (the model's requests, the tool calls, any "
             "recovery back-off); request median: the model's answered requests alone."
         )
-    if on_fake is not None and on_fake.any():
-        fake = t[on_fake & t["model"].notna()]
-        names = ", ".join(sorted(fake["model"].astype(str).unique()))
-        spent = duration(fake["latency_ms"].sum(min_count=1))
+    if fake:
+        faked = t[on_fake & t["model"].notna()]
+        names = ", ".join(sorted(faked["model"].astype(str).unique()))
+        spent = duration(faked["latency_ms"].sum(min_count=1))
         notes.append(
-            f"{plural(len(fake), 'turn')} ({names}) ran on a simulated clock (a FakeClock): "
+            f"{plural(len(faked), 'turn')} ({names}) ran on a simulated clock (a FakeClock): "
             f"{spent} of simulated time in all, not counted in these times."
         )
     gone = [headers[i] for i, c in enumerate(columns) if i not in kept]
     if gone:
         notes.append(f"not shown, no recording has any: {', '.join(gone)}.")
+    if notes:
+        lines.append(_text(""))
     for note in notes:
         lines += [_text(line) for line in _wrap(note, width, "  ", "    ")]
     return lines
@@ -186,14 +203,15 @@ def _hard_runs(a: Audit, width: int) -> list[Text]:
     lines: list[Text] = []
     shown = hard.head(HARD_SHOWN)
     for row in shown.astype(object).to_dict("records"):
-        head = _text("  ")
-        if "source" in row:
-            head.append(f"{row['source']}  ")
-        head.append(f"run {row['run_id']}  turn {row['turn']}  ")
-        head.append_text(terminal.channel(str(row["producer"]), "hard"))
         model = row.get("model")
+        head = _text(f"run {row['run_id']}  turn {row['turn']}  ")
+        head.append_text(terminal.channel(str(row["producer"]), "hard"))
         head.append(f"  model {model}" if isinstance(model, str) else "  no model answered")
-        lines.append(head)
+        source = f"{row['source']}  " if "source" in row else ""
+        if 2 + len(source) + len(head) <= width:
+            lines.append(_text("  " + source).append_text(head))
+        else:  # the file on a line of its own
+            lines += [_text("  " + source.rstrip()), _text("  ").append_text(head)]
         cause = row.get("error_text")
         for paragraph in (cause if isinstance(cause, str) else "(no message recorded)").splitlines():
             lines += [_text(t) for t in _wrap(paragraph, width, "    ", "    ")]
@@ -217,6 +235,27 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 
 def _values(df: pd.DataFrame, columns: Sequence[str]) -> list[list[Any]]:
     return [list(row) for row in df[list(columns)].astype(object).to_numpy()]
+
+
+def _fitted(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, **style: Any) -> list[Text]:
+    """``_grid``, cut into tables of at most ``width`` columns when it is wider, each repeating the
+    first column (its names), one below the other."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)] if rows else []
+    groups: list[list[int]] = [[]]
+    used = 2 + (widths[0] if widths else 0)
+    for i, w in enumerate(widths[1:], start=1):
+        if groups[-1] and used + 2 + w > width:
+            groups.append([])
+            used = 2 + widths[0]
+        groups[-1].append(i)
+        used += 2 + w
+    lines: list[Text] = []
+    for group in groups:
+        columns = [0, *group]
+        if lines:
+            lines.append(_text(""))
+        lines += _grid([headers[i] for i in columns], [[r[i] for i in columns] for r in rows], **style)
+    return lines
 
 
 def _grid(
