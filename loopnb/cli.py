@@ -6,7 +6,9 @@ ok / soft / hard, how the run ended, and a summary. The exit code is 0 when ever
 as it declares.
 
 ``loopnb audit PATH ...`` audits recordings and ``loopnb convert SRC DST`` saves one in the other
-format (both provided by ``loopnb.record``).
+format (both provided by ``loopnb.record``). On a terminal, ok / soft / hard are coloured from
+``loopnb._palette`` (plain text when piped, with ``NO_COLOR`` or ``TERM=dumb``); the words are
+always there.
 
 Bad input is a usage error (exit 2) named on stderr; Ctrl-C ends the command with exit 130 after
 printing the interrupted scenario's table, and a closed pipe (``| head``) ends it quietly.
@@ -29,89 +31,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 import loopnb
+from loopnb import _terminal as terminal
 from loopnb import scenarios
-from loopnb.engine import Message, ToolResult, Turn
+from loopnb._outcome_text import format_outcome, outcome_lines, summary_line, turn_rows
 from loopnb.engine.models import ModelConfigError, from_env
-from loopnb.scenarios import Outcome, Scenario
+from loopnb.scenarios import Scenario
 
 if TYPE_CHECKING:
     from loopnb.record import Recorder
 
-__all__ = ["format_outcome", "main", "turn_rows"]
-
-_COLUMNS = ("turn", "channel", "producer", "model", "retries", "tools", "what the model read")
-
-
-def turn_rows(outcome: Outcome) -> list[dict[str, str]]:
-    """One row per turn (keys: ``_COLUMNS``), each read from the run's events as a ``Turn``."""
-    return [_row(turn) for turn in outcome.turns]
-
-
-def _row(turn: Turn) -> dict[str, str]:
-    calls = turn.reply.tool_calls if turn.reply is not None else ()
-    if turn.channel == "hard":
-        read = f"(run ended) {turn.error_text or ''}"
-    elif turn.results or turn.feedback:
-        said: list[ToolResult | Message] = [*turn.results, *turn.feedback]
-        read = " | ".join(item.content for item in said)
-    else:
-        text = turn.reply.text if turn.reply is not None else ""
-        read = f"(final answer) {text or ''}"
-    return {
-        "turn": str(turn.turn),
-        "channel": turn.channel,
-        "producer": turn.producer or "-",
-        "model": turn.model or "-",
-        "retries": str(turn.recovery_attempts),
-        "tools": ", ".join(call.name for call in calls) or "-",
-        "what the model read": read,
-    }
-
-
-def format_outcome(outcome: Outcome, *, width: int = 100) -> str:
-    """The per-turn table and the ending of one scenario run, as plain text.
-
-    The ``model`` column appears when more than one model answered, ``retries`` when recovery
-    retried a call.
-    """
-    s = outcome.scenario
-    rows = turn_rows(outcome)
-    columns = [
-        c
-        for c in _COLUMNS
-        if (c != "model" or len({r["model"] for r in rows} - {"-"}) > 1)
-        and (c != "retries" or any(r["retries"] != "0" for r in rows))
-    ]
-    fixed, last = columns[:-1], columns[-1]
-    widths = [max(len(c), *(len(r[c]) for r in rows)) for c in fixed]
-    room = max(20, width - 3 - sum(w + 2 for w in widths))
-
-    def line(cells: dict[str, str]) -> str:
-        head = "  ".join(cells[c].ljust(w) for c, w in zip(fixed, widths, strict=True))
-        return f"   {head}  {_clip(cells[last], room)}".rstrip()
-
-    lines = [f"== {s.name}: {s.title}", *_wrap(s.teaches, width, indent="   ")]
-    lines.append(line({c: c for c in columns}))
-    lines.extend(line(row) for row in rows)
-    verdict = "as declared" if outcome.as_expected else f"NOT as declared: {outcome.mismatch()}"
-    if outcome.error is None:
-        ending = f"ended ok: {_clip(outcome.output or '', max(20, width - 40))!r}"
-    else:
-        ending = f"ended hard: {type(outcome.error).__name__} ({outcome.ending})"
-    lines.append(f"   {ending}, {verdict}")
-    return "\n".join(lines)
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 3)] + "..."
-
-
-def _wrap(text: str, width: int, *, indent: str) -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(text, width=max(40, width), initial_indent=indent, subsequent_indent=indent)
-
+__all__ = ["format_outcome", "main", "outcome_lines", "turn_rows"]
 
 # -- commands -----------------------------------------------------------------------------
 
@@ -135,6 +64,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if recorder_for is None:
         return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
+    con = terminal.console(out)
     outcomes = []
     with _noticing_interrupts() as interrupted, _plain_warnings("loopnb demo"):
         for scenario in chosen:
@@ -146,11 +76,26 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
                 if recorder is not None and callable(getattr(recorder, "close", None)):
                     recorder.close()
             outcomes.append(outcome)
-            out.write(format_outcome(outcome, width=width) + "\n\n")
+            for line in outcome_lines(outcome, width=width):
+                terminal.write(con, line)
+            terminal.write(con, "")
             if interrupted:  # the engine ended this run as Cancelled; the user wants out
                 raise KeyboardInterrupt
-    out.write(_summary(outcomes) + "\n")
+    terminal.write(con, summary_line(outcomes))
+    if args.record is not None:
+        for note in _recorded(args.record, len(outcomes)):
+            terminal.write(con, note)
     return 0 if all(o.as_expected for o in outcomes) else 1
+
+
+def _recorded(folder: str, n: int) -> list[str]:
+    """Where ``--record`` wrote, and the command that audits it."""
+    import shlex
+
+    return [
+        f"wrote {terminal.plural(n, 'recording')} to {folder} (one NAME.jsonl per scenario)",
+        f"next: loopnb audit {shlex.quote(folder)}",
+    ]
 
 
 def _chosen(names: Sequence[str]) -> list[Scenario]:
@@ -212,19 +157,6 @@ def _plain_warnings(command: str) -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.showwarning = show
         yield
-
-
-def _summary(outcomes: list[Outcome]) -> str:
-    ok = sum(o.error is None for o in outcomes)
-    turns = sum(len(o.turns) for o in outcomes)
-    soft = sum(t.channel == "soft" for o in outcomes for t in o.turns)
-    expected = sum(o.as_expected for o in outcomes)
-    text = (
-        f"{len(outcomes)} scenarios, {turns} turns ({soft} soft): {ok} ended ok, "
-        f"{len(outcomes) - ok} hard; {expected}/{len(outcomes)} as declared"
-    )
-    missed = [o.scenario.name for o in outcomes if not o.as_expected]
-    return text + (f" (not as declared: {', '.join(missed)})" if missed else "")
 
 
 def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -307,7 +239,7 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
-    code: int = audit_command(args.paths, out=out)
+    code: int = audit_command(args.paths, out=out, width=args.width)
     return code
 
 
@@ -382,11 +314,14 @@ def _parser() -> argparse.ArgumentParser:
         help="audit recorded runs",
         description="Audit recordings. A recording that cannot be read is named with what is wrong "
         "and the others are audited. Exit code: 0 when every recording was read, 1 when one could "
-        "not be, 2 for bad input.",
+        "not be (damaged, a newer format version, Parquet without pyarrow), 2 for bad input (a path "
+        "that names no file, a folder or pattern without recordings, a file that is not a loopnb "
+        "recording).",
     )
     audit.add_argument(
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"
     )
+    audit.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
     audit.set_defaults(handler=_audit)
     convert = commands.add_parser(
         "convert",
@@ -403,7 +338,7 @@ def _parser() -> argparse.ArgumentParser:
         "schema",
         help="print the JSON schema of the recorded frames",
         description="Print the JSON schema of the turns frame (or the events frame): every column "
-        "with its type, description and pandas dtype.",
+        "with its type, description and pandas dtype. Exit code: 0, 2 for bad input.",
     )
     schema.add_argument("table", nargs="?", choices=("turns", "events"), default="turns")
     schema.set_defaults(handler=_schema)

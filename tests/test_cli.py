@@ -47,7 +47,7 @@ def test_the_spec_example_prints_exactly_this_table(capsys: pytest.CaptureFixtur
         "   ended ok: 'src/main.rs is `fn main() {}`: it prints nothing.', as declared",
     ]
     assert out.rstrip().splitlines()[-1] == (
-        "1 scenarios, 3 turns (1 soft): 1 ended ok, 0 hard; 1/1 as declared"
+        "1 scenario, 3 turns (1 soft): 1 ended ok, 0 hard; 1/1 as declared"
     )
 
 
@@ -58,8 +58,33 @@ def test_a_hard_ending_is_tagged_hard_with_the_text_that_ended_it(capsys: pytest
     assert [r[1:3] for r in rows] == [["soft", "tool_error"]] * 3 + [["soft", "loop_refusal"]] * 2 + [
         ["hard", "loop_detected"]
     ]
-    assert "(run ended) loop detected: read_file" in out
-    assert "ended hard: LoopDetected (loop_detected), as declared" in out
+    lines = out.splitlines()
+    hard_row = next(line for line in lines if line.split()[:2] == ["6", "hard"])
+    assert hard_row.endswith("(run ended: the cause is below)")
+    ending = lines.index("   ended hard: LoopDetected (loop_detected), as declared")
+    cause = [line.strip() for line in lines[ending + 1 :] if line.startswith("   ") and line.strip()]
+    assert cause[0].startswith("cause: loop detected: read_file")
+    assert " ".join(cause).removeprefix("cause: ") == outcome_of("stubborn_loop").turns[-1].error_text
+
+
+def test_a_hard_cause_is_printed_in_full_however_narrow_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = demo(capsys, "fallback_chain", "--width", "50")
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("   cause: "))
+    cause = []
+    for line in lines[start:]:
+        if not line.startswith("   "):
+            break
+        cause.append(line.strip())
+    expected = outcome_of("fallback_chain").turns[-1].error_text
+    assert expected is not None and len(expected) > 60
+    assert " ".join(cause).removeprefix("cause: ") == expected
+    assert "..." not in " ".join(cause)
+    assert all(len(line) <= 50 for line in lines[start : start + len(cause)])
+
+
+def outcome_of(name: str) -> scenarios.Outcome:
+    return scenarios.get(name).run()
 
 
 def test_the_model_column_appears_when_a_fallback_answered(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,6 +149,29 @@ def test_record_writes_one_recording_per_scenario_or_says_it_cannot(
     else:
         assert code == 0
         assert (tmp_path / "runs" / "mistyped_path.jsonl").stat().st_size > 0
+
+
+def test_record_says_where_it_wrote_and_what_to_run_next(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "my runs"
+    code, out, _ = demo(capsys, "mistyped_path", "hook_veto", "--record", str(folder))
+    assert code == 0
+    assert out.rstrip().splitlines()[-2:] == [
+        f"wrote 2 recordings to {folder} (one NAME.jsonl per scenario)",
+        f"next: loopnb audit '{folder}'",
+    ]
+    assert main(["audit", str(folder)]) == 0  # the command it names works
+    assert capsys.readouterr().out.startswith("loopnb audit: 2 recordings\n")
+    code, out, _ = demo(capsys, "mistyped_path", "--record", str(tmp_path / "one"))
+    assert f"wrote 1 recording to {tmp_path / 'one'} " in out
+
+
+def test_words_agree_with_their_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    _, one, _ = demo(capsys, "context_overflow")
+    assert one.rstrip().splitlines()[-1] == "1 scenario, 1 turn (0 soft): 0 ended ok, 1 hard; 1/1 as declared"
+    _, two, _ = demo(capsys, "mistyped_path", "hook_veto")
+    assert two.rstrip().splitlines()[-1].startswith("2 scenarios, 6 turns (2 soft): 2 ended ok, 0 hard")
 
 
 def test_audit_is_routed_to_the_record_package(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

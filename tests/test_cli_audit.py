@@ -37,13 +37,13 @@ def test_audit_names_a_pattern_that_matches_nothing(
 ) -> None:
     pattern = str(tmp_path / "nomatch*.jsonl")
     code, out, err = run(capsys, "audit", str(recording), pattern)
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert err == f"loopnb audit: error: {pattern}: matches no file\n"
 
 
 def test_audit_names_a_folder_without_recordings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "audit", str(tmp_path))
-    assert code == 1
+    assert code == 2
     assert err == f"loopnb audit: error: {tmp_path}: no .jsonl or .parquet file in this folder\n"
 
 
@@ -62,7 +62,7 @@ def test_audit_of_parquet_without_pyarrow_says_what_to_install(
 def test_audit_prints_to_the_commands_output(capsys: pytest.CaptureFixture[str], recording: Path) -> None:
     code, out, err = run(capsys, "audit", str(recording))
     assert code == 0 and err == ""
-    assert out.startswith("loopnb audit: 1 recording(s)\n")
+    assert out.startswith("loopnb audit: 1 recording\n")
 
 
 def test_audit_names_a_damaged_recording_and_audits_the_others(
@@ -74,7 +74,7 @@ def test_audit_names_a_damaged_recording_and_audits_the_others(
     code, out, err = run(capsys, "audit", str(recording.parent))
     assert code == 1
     assert err.startswith(f"loopnb audit: error: {damaged}, line 2:")
-    assert out.startswith("loopnb audit: 1 recording(s), 1 could not be read (named above)\n")
+    assert out.startswith("loopnb audit: 2 recordings, 1 could not be read (named above)\n")
     assert "Soft and hard turns per producer" in out
 
 

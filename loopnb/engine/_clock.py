@@ -47,7 +47,12 @@ class FakeClock:
     """A clock that moves only when told to: ``sleep`` and ``advance`` add to it, nothing waits.
 
     Tests and teaching scenarios use it to run breaker cooldowns and back-off in no real time.
+    Its time is simulated (``simulated`` is True): a run on it says so in its ``RunStarted``
+    settings (``clock: simulated``), so that a report tells its times from wall time.
     """
+
+    simulated = True
+    """What it measures is simulated time, not time that passed."""
 
     def __init__(self, start: float = 0.0, *, wall: float = 1_767_225_600.0) -> None:
         self._now = float(start)

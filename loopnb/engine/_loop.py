@@ -152,6 +152,8 @@ class RunLoop(Compaction):
             "max_tokens": e.context.max_tokens if e.context else None,
             "max_turns": e.max_turns,
             "done_check": e.done is not None,
+            # a FakeClock's time is simulated: reports keep its latencies apart from wall time
+            "clock": "simulated" if getattr(self.state.clock, "simulated", False) is True else "wall",
         }
 
     async def _turn(self) -> TurnFinished | None:

@@ -232,7 +232,8 @@ class Audit:
         """Per model: the ``turns`` it answered (``ok`` / ``soft`` / ``hard``: a hard turn counts
         only when the model replied on it) in how many ``runs``; ``latency_ms_median`` and
         ``latency_ms_mean``: the wall time of those turns in ms (the model's request, any failed
-        requests to other models before it, the tool calls and any recovery back-off); ``input_tokens`` and
+        requests to other models before it, the tool calls and any recovery back-off; missing
+        when none of them has a time); ``input_tokens`` and
         ``output_tokens`` its replies reported (missing when none did). With events:
         ``failures``, requests it could not answer, and ``request_ms_median``, the median time of
         its answered requests alone (missing from turns alone)."""
@@ -254,8 +255,8 @@ class Audit:
                 "ok": int((ch == "ok").sum()),
                 "soft": int((ch == "soft").sum()),
                 "hard": int((ch == "hard").sum()),
-                "latency_ms_median": float(g["latency_ms"].median()),
-                "latency_ms_mean": float(g["latency_ms"].mean()),
+                "latency_ms_median": _or_none(g["latency_ms"].median()),
+                "latency_ms_mean": _or_none(g["latency_ms"].mean()),
                 "input_tokens": g["input_tokens"].sum(min_count=1),
                 "output_tokens": g["output_tokens"].sum(min_count=1),
             }

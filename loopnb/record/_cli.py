@@ -2,7 +2,7 @@
 recordings for ``loopnb demo``.
 
 ``loopnb/cli.py`` wires them: ``audit_command(paths)`` and ``convert_command(src, dst)`` print
-plain text (no extra dependencies) and return the exit status.
+(in colour on a terminal, through rich) and return the exit status.
 """
 
 from __future__ import annotations
@@ -14,49 +14,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from loopnb import _terminal as terminal
+from loopnb._terminal import plural
+from loopnb.engine._events import Event, RunStarted
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recorder import Recorder
 
-_FRACTIONS = frozenset({"share", "rate"})
-"""Columns holding a fraction, printed as a percentage."""
 
-
-def cell_text(column: str, value: object) -> str:
-    """One value as the terminal shows it: fractions as percentages, other floats to two places
-    (whole ones without), missing values as ``-``."""
-    import pandas as pd
-
-    # None, NaN, NaT, pd.NA; a list gives an array, never True (pandas-stubs: isna takes any object)
-    if pd.isna(value) is True:  # type: ignore[call-overload]
-        return "-"
-    if isinstance(value, float):
-        if column in _FRACTIONS:
-            return f"{value:.0%}"
-        return f"{value:.0f}" if value.is_integer() else f"{value:,.2f}"
-    return str(value)
-
-
-def _table(df: object) -> str:
-    import pandas as pd
-
-    assert isinstance(df, pd.DataFrame)
-    if not len(df):
-        return "  (none)"
-    shown = pd.DataFrame({c: [cell_text(str(c), v) for v in df[c].astype(object)] for c in df.columns})
-    text = shown.to_string(index=False)
-    return "\n".join("  " + line for line in text.splitlines())
-
-
-def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def audit_command(
+    paths: Sequence[str],
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    width: int | None = None,
+    progress: bool | None = None,
+) -> int:
     """Print the audit of the recordings ``paths`` name (files, folders or globs).
 
-    A recording that cannot be read is named on ``err`` with what is wrong, and the others are
-    audited all the same. Returns 0 when every recording was read, 1 when one could not be (or
-    the paths name none), 2 when no path is given.
+    Returns 0 when every recording was read. 1 when one could not be (damaged, of a newer
+    format version, Parquet without pyarrow): it is named on ``err`` with what is wrong and the
+    others are audited. 2 for bad input: no path; a path that names no file (nothing there, a
+    folder without recordings, a pattern matching none), named and nothing audited; or a file
+    that is not a loopnb recording, named and the others audited. ``progress`` as in
+    ``load_many`` (a bar on ``err`` for a large folder, when interactive).
     """
+    import shutil
+
     import pandas as pd
 
     from loopnb.record._audit import Audit
+    from loopnb.record._audit_text import audit_lines
+    from loopnb.record._progress import Progress, wanted
     from loopnb.record._recording import load
 
     out = out or sys.stdout
@@ -68,45 +56,80 @@ def audit_command(paths: Sequence[str], *, out: TextIO | None = None, err: TextI
         files = _files(paths)
     except RecordingError as exc:
         print(f"loopnb audit: error: {exc}", file=err)
-        return 1
+        return 2
     turns: list[pd.DataFrame] = []
     events: list[pd.DataFrame] = []
-    read: list[Path] = []
-    failed = 0
-    with warnings.catch_warnings(record=True) as caught:
+    simulated: list[tuple[str, str]] = []  # (source, run_id) of the runs on a simulated clock
+    strangers = failed = 0
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        Progress(len(files), shown=wanted(progress, len(files), err), file=err) as bar,
+    ):
         warnings.simplefilter("always", RecordingWarning)
         for path in files:
             try:
                 rec = load(path)
                 frames = {"turns": rec.turns, "events": rec.events}
             except ImportError as exc:  # a Parquet recording without pyarrow
-                print(f"loopnb audit: error: {RecordingError(str(exc), path=path)}", file=err)
                 failed += 1
+                bar.note(f"loopnb audit: error: {RecordingError(str(exc), path=path)}")
                 continue
             except RecordingError as exc:
-                print(f"loopnb audit: error: {exc}", file=err)
-                failed += 1
+                if _not_a_recording(path):
+                    strangers += 1
+                else:
+                    failed += 1
+                bar.note(f"loopnb audit: error: {exc}")
                 continue
+            finally:
+                bar.advance()
             for name, bucket in (("turns", turns), ("events", events)):
                 df = frames[name]
                 df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
                 bucket.append(df)
-            read.append(path)
+            simulated += [(str(path), run_id) for run_id in _simulated_runs(rec.event_objects)]
     for w in caught:
         print(f"loopnb audit: warning: {w.message}", file=err)
-    if not read:
-        return 1
+    code = 2 if strangers else 1 if failed else 0
+    if not turns:
+        return code
     a = Audit(pd.concat(turns, ignore_index=True), pd.concat(events, ignore_index=True))
-    skipped = f", {failed} could not be read (named above)" if failed else ""
-    print(f"loopnb audit: {len(read)} recording(s){skipped}", file=out)
-    for title, table in (
-        ("Summary", a.summary()),
-        ("Soft and hard turns per producer", a.by_producer()),
-        ("Self-recovery after soft errors", a.recovery()),
-        ("Per model", a.models()),
-    ):
-        print(f"\n{title}\n{_table(table)}", file=out)
-    return 1 if failed else 0
+    con = terminal.console(out)
+    terminal.write(con, f"loopnb audit: {_counted(len(files), strangers, failed)}")
+    shown = width or shutil.get_terminal_size((100, 24)).columns
+    for line in audit_lines(a, width=shown, simulated=simulated):
+        terminal.write(con, line)
+    return code
+
+
+def _counted(given: int, strangers: int, failed: int) -> str:
+    """What the audit was given and what of it could not be audited: ``2 recordings, 1 could not
+    be read (named above)``."""
+    if not strangers and not failed:
+        return plural(given, "recording")
+    problems = []
+    if strangers:
+        problems.append(f"{plural(strangers, 'is', 'are')} not a loopnb recording")
+    if failed:
+        problems.append(f"{failed} could not be read")
+    what = plural(given, "file") if strangers else plural(given, "recording")
+    return f"{what}, {' and '.join(problems)} (named above)"
+
+
+def _simulated_runs(events: Sequence[Event]) -> list[str]:
+    """The runs whose ``RunStarted`` says they ran on a simulated clock (a ``FakeClock``)."""
+    return [e.run_id for e in events if isinstance(e, RunStarted) and e.settings.get("clock") == "simulated"]
+
+
+def _not_a_recording(path: Path) -> bool:
+    """Whether ``path`` is no loopnb recording at all (missing, a folder, another kind of file),
+    as opposed to a recording that could not be read."""
+    from loopnb.record._files import holds_recording
+
+    try:
+        return not path.is_file() or not holds_recording(path)
+    except RecordingError:  # it cannot even be read: whether it is one is unknown
+        return False
 
 
 def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -144,11 +167,12 @@ def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextI
             return 1
     for w in caught:
         print(f"loopnb convert: warning: {w.message}", file=err)
-    print(
-        f"loopnb convert: wrote {target} ({len(rec.run_ids)} run(s), {rec.meta.get('n_turns', 0)} "
-        f"turn(s), {rec.meta.get('n_events', 0)} event(s), redacted)",
-        file=out,
+    counts = (
+        plural(len(rec.run_ids), "run"),
+        plural(int(rec.meta.get("n_turns", 0)), "turn"),
+        plural(int(rec.meta.get("n_events", 0)), "event"),
     )
+    print(f"loopnb convert: wrote {target} ({', '.join(counts)}, redacted)", file=out)
     return 0
 
 

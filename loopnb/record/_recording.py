@@ -357,6 +357,7 @@ def load_many(
     *,
     table: Literal["turns", "events"] = "turns",
     errors: Literal["raise", "skip"] = "raise",
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """One frame of many recordings' ``turns`` (or ``events``), with a ``source`` column first.
 
@@ -366,29 +367,38 @@ def load_many(
     A recording that cannot be read raises its ``RecordingError``; with ``errors="skip"`` it is
     left out with a ``RecordingWarning`` naming it and what is wrong, and the others load (an
     audit of a folder where one file was damaged in transit).
+
+    ``progress`` shows a bar of the files loaded (tqdm's, a widget in a notebook): ``True`` always,
+    ``False`` never, ``None`` (the default) only in an interactive session (stderr a terminal, or
+    a notebook) for 100 files or more, once loading has taken half a second.
     """
     import pandas as pd
 
     from loopnb.record._frames import event_frame, turn_frame
+    from loopnb.record._progress import Progress, wanted
 
     if table not in ("turns", "events"):
         raise ValueError(f"table must be 'turns' or 'events', got {table!r}")
     if errors not in ("raise", "skip"):
         raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
+    paths = recording_paths(source)
     frames = []
     seen: dict[str, Path] = {}  # run_id -> the first file holding it
-    for path in recording_paths(source):
-        try:
-            rec = load(path)
-            df = rec.turns if table == "turns" else rec.events
-        except RecordingError as exc:
-            if errors == "raise":
-                raise
-            warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
-            continue
-        _warn_of_copies(rec.run_ids, path, seen)
-        df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
-        frames.append(df)
+    with Progress(len(paths), shown=wanted(progress, len(paths))) as bar:
+        for path in paths:
+            try:
+                rec = load(path)
+                df = rec.turns if table == "turns" else rec.events
+            except RecordingError as exc:
+                if errors == "raise":
+                    raise
+                warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
+                bar.advance()
+                continue
+            bar.advance()
+            _warn_of_copies(rec.run_ids, path, seen)
+            df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
+            frames.append(df)
     empty = turn_frame([]) if table == "turns" else event_frame([])
     if not any(len(f) for f in frames):
         empty.insert(0, "source", pd.array([], dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too

@@ -236,7 +236,8 @@ TURNS = Table(
         Column(
             "latency_ms",
             "Float64",
-            "Wall time of the whole turn, in milliseconds.",
+            "Time the whole turn took on the run's clock, in milliseconds: wall time, or simulated "
+            "time for a run on a FakeClock (its run_started settings say clock 'simulated').",
             lambda t: t.latency_ms,
         ),
         Column("input_tokens", "Int64", "Input tokens the model reported, if any.", _tokens("input_tokens")),

@@ -223,13 +223,13 @@ def test_audit_command_prints_the_summary(rec, tmp_path):
     text = out.getvalue()
     assert "Summary" in text and "recovered on its own" in text and "tool_recovery_exhausted" in text
     assert err.getvalue() == ""
-    shares = re.search(r"producer channel turns runs share errors\n(.*?)\n\n", text, re.S)
+    shares = re.search(r"producer +channel +turns +runs +share +errors\n(.*?)\n\n", text, re.S)
     assert shares is not None
     assert all(re.search(r" \d{1,3}% +\d+$", line) for line in shares.group(1).splitlines())
 
 
 def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
-    from loopnb.record._cli import cell_text as cell
+    from loopnb.record._audit_text import cell_text as cell
 
     assert [cell("share", 0.173077), cell("rate", 1.0), cell("rate", 0.0)] == ["17%", "100%", "0%"]
     assert [cell("latency_ms_mean", 4285.714286), cell("x", 0.125594), cell("x", 3.0)] == [
@@ -243,7 +243,7 @@ def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
 
 def test_audit_command_reports_errors_and_warnings(tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    assert audit_command([str(tmp_path / "missing.jsonl")], out=out, err=err) == 1
+    assert audit_command([str(tmp_path / "missing.jsonl")], out=out, err=err) == 2
     assert "no such file" in err.getvalue()
     assert audit_command([], out=out, err=err) == 2
     r = Recorder(tmp_path / "t.jsonl")

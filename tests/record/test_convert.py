@@ -114,7 +114,7 @@ def test_convert_writes_the_other_format_and_says_what(capsys, tmp_path):
     code, out, err = run(capsys, "convert", str(src), str(tmp_path / "a.parquet"))
     assert (code, err) == (0, "")
     n_events = len(load(src).events)
-    wrote = f"wrote {tmp_path / 'a.parquet'} (2 run(s), 6 turn(s), {n_events} event(s), redacted)"
+    wrote = f"wrote {tmp_path / 'a.parquet'} (2 runs, 6 turns, {n_events} events, redacted)"
     assert out == f"loopnb convert: {wrote}\n"
     same(load(tmp_path / "a.parquet"), load(src))
 

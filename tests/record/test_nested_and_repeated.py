@@ -75,10 +75,10 @@ def test_load_many_skips_and_audit_names_a_deeply_nested_file(tmp_path, lines, c
     with pytest.warns(RecordingWarning, match=r"skipped, not loaded: .*b\.jsonl, line 1"):
         df = load_many(tmp_path, errors="skip")
     assert len(df) == 3
-    assert main(["audit", str(tmp_path)]) == 1
+    assert main(["audit", str(tmp_path)]) == 2  # a file that is no recording is bad input
     out, err = capsys.readouterr()
     assert f"loopnb audit: error: {tmp_path / 'b.jsonl'}, line 1: not a loopnb recording" in err
-    assert out.startswith("loopnb audit: 1 recording(s), 1 could not be read")
+    assert out.startswith("loopnb audit: 2 files, 1 is not a loopnb recording (named above)\n")
 
 
 # -- repeated and reordered lines -----------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_audit_names_the_file_with_repeated_lines_and_audits_the_others(tmp_path
     assert main(["audit", str(good), str(dup)]) == 1
     out, err = capsys.readouterr()
     assert err.startswith(f"loopnb audit: error: {dup}, line 16: seq 0 of run")
-    assert out.startswith("loopnb audit: 1 recording(s), 1 could not be read (named above)\n")
+    assert out.startswith("loopnb audit: 2 recordings, 1 could not be read (named above)\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(Audit(load(good).turns).summary())
