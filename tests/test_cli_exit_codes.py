@@ -141,7 +141,10 @@ def test_the_readme_is_bad_input_to_audit_and_named(capsys: pytest.CaptureFixtur
     assert code_of(["audit", str(ROOT / "README.md")]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith(f"loopnb audit: error: {ROOT / 'README.md'}, line 1: not a loopnb recording")
+    assert err.startswith(
+        f"loopnb audit: error: {ROOT / 'README.md'}: not a recording loopnb knows; loopnb reads"
+    )
+    assert "pydantic-ai" in err and "otlp" in err  # every format it reads is named
 
 
 def test_a_file_that_is_no_recording_is_named_and_the_others_audited(
@@ -150,7 +153,7 @@ def test_a_file_that_is_no_recording_is_named_and_the_others_audited(
     assert code_of(["audit", str(recording), str(damaged(recording)), str(ROOT / "README.md")]) == 2
     out, err = capsys.readouterr()
     assert out.startswith(
-        "loopnb audit: 3 files, 1 is not a loopnb recording and 1 could not be read (named above)\n"
+        "loopnb audit: 3 files, 1 is not a recording loopnb reads and 1 could not be read (named above)\n"
     )
     assert "\nSummary\n" in out
     assert len(err.splitlines()) == 2

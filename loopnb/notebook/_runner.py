@@ -53,13 +53,13 @@ class _Shown:
 class NotebookRunner:
     """Runs ``engine`` with a ``Recorder`` and a ``LiveView`` attached, one view per run.
 
-    ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the
-    engine yourself); ``view=False`` records without drawing. ``export`` also sends every run to
-    OpenTelemetry (``loopnb.otel``): an OTLP/HTTP URL, a ``TracerProvider`` or an ``otel.Exporter``. ``runner.turns`` /
-    ``runner.events`` are the recorder's frames, over every run this runner made. One run at a
-    time: starting another while one goes (a background run, an ``arun`` awaited beside another,
-    a ``run`` from another thread) raises ``RuntimeError``, as both would share the engine's model
-    and the view; the check and the claim are one step under a lock, so of two threads starting
+    ``recorder`` defaults to a fresh ``loopnb.Recorder()`` (do not also subscribe it to the engine
+    yourself); ``view=False`` records without drawing. ``export`` also sends every run to
+    OpenTelemetry (``loopnb.otel``): an OTLP/HTTP URL, a ``TracerProvider`` or an ``otel.Exporter``.
+    ``runner.turns`` / ``runner.events`` are the recorder's frames, over every run this runner made.
+    One run at a time: starting another while one goes (a background run, an ``arun`` awaited beside
+    another, a ``run`` from another thread) raises ``RuntimeError``, as both would share the engine's
+    model and the view; the check and the claim are one step under a lock, so of two threads starting
     at once exactly one runs.
     """
 

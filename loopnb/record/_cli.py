@@ -109,7 +109,7 @@ def _counted(given: int, strangers: int, failed: int) -> str:
         return plural(given, "recording")
     problems = []
     if strangers:
-        problems.append(f"{plural(strangers, 'is', 'are')} not a loopnb recording")
+        problems.append(f"{plural(strangers, 'is', 'are')} not a recording loopnb reads")
     if failed:
         problems.append(f"{failed} could not be read")
     what = plural(given, "file") if strangers else plural(given, "recording")

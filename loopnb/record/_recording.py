@@ -316,9 +316,29 @@ def _fails(build: Callable[[list[Event]], Any], events: list[Event]) -> bool:
     return False
 
 
+_FOREIGN_SUFFIXES = (".json", ".eval", ".sqlite", ".sqlite3", ".db")
+
+
+def _listed(path: Path) -> bool:
+    """Whether a folder's file is one ``load_many`` reads: a ``.jsonl`` or ``.parquet`` file, or
+    another framework's run (``.json``, ``.eval``, a SQLite database) that a reader recognises."""
+    suffix = path.suffix.lower()
+    if suffix in _SUFFIXES:
+        return path.is_file()
+    if suffix not in _FOREIGN_SUFFIXES or not path.is_file():
+        return False
+    from loopnb.foreign._formats import format_of
+
+    try:
+        return format_of(path, _head(path)) is not None
+    except RecordingError:
+        return True  # listed, so that the reason it cannot be read is reported
+
+
 def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
     """The recording files ``source`` names: a file, a folder (its ``.jsonl`` and ``.parquet``
-    files), a glob pattern, or an iterable of those. Raises ``RecordingError`` when none."""
+    files, and other frameworks' runs loopnb reads), a glob pattern, or an iterable of those.
+    Raises ``RecordingError`` when none."""
     if isinstance(source, str | Path):
         items: list[str | Path] = [source]
     else:
@@ -327,7 +347,7 @@ def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         text = str(item)
         if Path(item).is_dir():
-            found = sorted(p for p in Path(item).iterdir() if p.suffix.lower() in _SUFFIXES and p.is_file())
+            found = sorted(p for p in Path(item).iterdir() if _listed(p))
         elif any(ch in text for ch in "*?[") and not Path(item).is_file():  # "runs[1].jsonl" is a name
             found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
         else:

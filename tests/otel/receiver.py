@@ -19,7 +19,7 @@ class Receiver:
         received = self.spans
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server protocol
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.path != "/v1/traces":
                     self.send_response(404)

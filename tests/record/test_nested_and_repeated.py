@@ -78,7 +78,7 @@ def test_load_many_skips_and_audit_names_a_deeply_nested_file(tmp_path, lines, c
     assert main(["audit", str(tmp_path)]) == 2  # a file that is no recording is bad input
     out, err = capsys.readouterr()
     assert f"loopnb audit: error: {tmp_path / 'b.jsonl'}, line 1: not a loopnb recording" in err
-    assert out.startswith("loopnb audit: 2 files, 1 is not a loopnb recording (named above)\n")
+    assert out.startswith("loopnb audit: 2 files, 1 is not a recording loopnb reads (named above)\n")
 
 
 # -- repeated and reordered lines -----------------------------------------------------------------
