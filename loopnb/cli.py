@@ -63,13 +63,24 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         return 2
     if recorder_for is None:
         return 2
+    exporter = None
+    if args.otlp is not None:
+        try:
+            from loopnb.otel import exporter_for
+
+            exporter = exporter_for(args.otlp)
+        except (ImportError, ValueError) as exc:
+            print(f"loopnb demo: --otlp: {exc}", file=sys.stderr)
+            return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
     con = terminal.console(out)
     outcomes = []
     with _noticing_interrupts() as interrupted, _plain_warnings("loopnb demo"):
         for scenario in chosen:
             recorder = recorder_for(scenario)
-            observers = [] if recorder is None else [recorder]
+            observers: list[Callable[[Any], None]] = [] if recorder is None else [recorder]
+            if exporter is not None:
+                observers.append(exporter)
             try:
                 outcome = scenario.run(seed=args.seed, observers=observers, **overrides)
             finally:
@@ -82,6 +93,11 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
             if interrupted:  # the engine ended this run as Cancelled; the user wants out
                 raise KeyboardInterrupt
     terminal.write(con, summary_line(outcomes))
+    if exporter is not None:
+        exporter.close()  # flushes the batch to the endpoint
+        terminal.write(
+            con, f"sent {terminal.plural(len(outcomes), 'run')} as OpenTelemetry spans to {args.otlp}"
+        )
     if args.record is not None:
         for note in _recorded(args.record, len(outcomes)):
             terminal.write(con, note)
@@ -295,6 +311,13 @@ def _parser() -> argparse.ArgumentParser:
         "--record",
         metavar="DIR",
         help="write one JSON Lines recording per scenario, DIR/NAME.jsonl (replacing an earlier one)",
+    )
+    demo.add_argument(
+        "--otlp",
+        metavar="URL",
+        default=None,
+        help="also send every run as OpenTelemetry spans to this OTLP/HTTP endpoint, e.g. "
+        "http://127.0.0.1:4318 (needs loopnb[otel])",
     )
     demo.add_argument("--width", type=_columns, default=None, help="table width (default: terminal)")
     demo.add_argument(

@@ -117,3 +117,23 @@ def test_a_notebook_runner_sends_its_runs_over_otlp_http():
     tools = [s for s in spans if s.name.startswith("execute_tool")]
     channels = {a.key: a.value.string_value for s in tools for a in s.attributes if a.key == CHANNEL}
     assert channels == {CHANNEL: "soft"} and all(s.status.code == Status.STATUS_CODE_UNSET for s in tools)
+
+
+def test_loopnb_demo_sends_its_runs_to_an_otlp_endpoint(capsys):
+    from loopnb.cli import main
+    from tests.otel.receiver import Receiver
+
+    with Receiver() as receiver:
+        code = main(["demo", "mistyped_path", "stubborn_loop", "--otlp", receiver.url])
+        spans = list(receiver.spans)
+    out = capsys.readouterr().out
+    assert code == 0 and f"sent 2 runs as OpenTelemetry spans to {receiver.url}" in out
+    runs = [s for s in spans if s.name == "invoke_agent loopnb"]
+    assert len(runs) == 2 and sorted(s.status.code for s in runs) == [0, 2]  # unset, error
+
+
+def test_loopnb_demo_refuses_an_endpoint_that_is_no_url(capsys):
+    from loopnb.cli import main
+
+    assert main(["demo", "mistyped_path", "--otlp", "127.0.0.1:4318"]) == 2
+    assert "--otlp: an OTLP/HTTP endpoint is an http(s) URL" in capsys.readouterr().err
