@@ -29,8 +29,11 @@ from loopnb.notebook._viewmodel import HANDLED, ViewModel
 TIMELINE_MARKS = 250
 """The live timeline draws a run's last this many turns (the slider reaches every turn), so that
 a redraw of a long run stays a few kilobytes."""
-_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}"
-"""The gauge's words at the panes' text size (``_markup``'s 13 px)."""
+_VIEW_STYLE = (
+    ".loopnb-view .loopnb-gauge text{font-size:13px}"
+    ".loopnb-view .loopnb-timeline .loopnb-mark{cursor:pointer}"
+)
+"""The gauge's words at the panes' text size (``_markup``'s 13 px); a timeline mark is clickable."""
 
 
 class Controls(Protocol):
@@ -115,7 +118,7 @@ class LiveView:
             bar.append(self.play)
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
-        self._page = Page()
+        self._page = Page(on_select=self.select)  # a click on a timeline mark selects its turn
         self.board.layout = widgets.Layout(width="40%")
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(

@@ -253,7 +253,8 @@ def timeline_svg(
     """Every turn as its channel's mark, rows of 50; each mark's title names its turn.
 
     With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``), as in the report;
-    without, the marks are plain (the live view selects turns with its slider). ``selected``
+    without, a mark is a plain group with its ``data-turn`` (a click on it selects its turn in
+    the live view, through its page widget). ``selected``
     rings that turn; ``total`` is the run's turn count when ``turns`` are only its last ones.
     """
     step, gutter, row_h = 15, 92, 34
