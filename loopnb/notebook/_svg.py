@@ -264,7 +264,7 @@ def timeline_svg(
     said = f"{count:,} turn{'' if count == 1 else 's'}"
     if count > len(turns):
         said = f"the last {len(turns):,} of {said}"
-    said += "; a mark links to its row" if anchor is not None else "; hover a mark for its turn"
+    said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
     parts = [
         f'<text class="cap" x="12" y="20">turn timeline</text>'
         f'<text x="130" y="20">{said}</text>{legend(width - 180, 20)}'
