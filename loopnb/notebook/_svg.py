@@ -253,8 +253,7 @@ def timeline_svg(
     """Every turn as its channel's mark, rows of 50; each mark's title names its turn.
 
     With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``), as in the report;
-    without, a mark is a plain group with its ``data-turn`` (a click on it selects its turn in
-    the live view, through its page widget). ``selected``
+    without, the marks are plain (the live view selects turns with its slider). ``selected``
     rings that turn; ``total`` is the run's turn count when ``turns`` are only its last ones.
     """
     step, gutter, row_h = 15, 92, 34
@@ -264,7 +263,7 @@ def timeline_svg(
     said = f"{count:,} turn{'' if count == 1 else 's'}"
     if count > len(turns):
         said = f"the last {len(turns):,} of {said}"
-    said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
+    said += "; a mark links to its row" if anchor is not None else "; hover a mark for its turn"
     parts = [
         f'<text class="cap" x="12" y="20">turn timeline</text>'
         f'<text x="130" y="20">{said}</text>{legend(width - 180, 20)}'
