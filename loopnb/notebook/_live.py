@@ -29,11 +29,8 @@ from loopnb.notebook._viewmodel import HANDLED, ViewModel
 TIMELINE_MARKS = 250
 """The live timeline draws a run's last this many turns (the slider reaches every turn), so that
 a redraw of a long run stays a few kilobytes."""
-_VIEW_STYLE = (
-    ".loopnb-view .loopnb-gauge text{font-size:13px}"
-    ".loopnb-view .loopnb-timeline .loopnb-mark{cursor:pointer}"
-)
-"""The gauge's words at the panes' text size (``_markup``'s 13 px); a timeline mark is clickable."""
+_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}"
+"""The gauge's words at the panes' text size (``_markup``'s 13 px)."""
 
 
 class Controls(Protocol):

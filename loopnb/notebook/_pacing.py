@@ -100,6 +100,9 @@ class Page(anywidget.AnyWidget):
     _esm = """
     function render({ model, el }) {
       el.style.display = "none";
+      const style = document.createElement("style");  // a mark says it can be clicked
+      style.textContent = ".loopnb-view .loopnb-timeline .loopnb-mark[data-turn]{cursor:pointer}";
+      el.appendChild(style);
       let observer = null, host = null, last = -1, tries = 0;
       const poke = () => window.dispatchEvent(new Event("resize"));
       // a click on one of the view's timeline marks selects its turn (the kernel moves the slider)
