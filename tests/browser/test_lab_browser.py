@@ -6,7 +6,8 @@ or a click on a timeline mark, must move every pane to that turn: the slider, th
 path and counts, the gauge's title, the timeline's ring (later marks greyed, not gone), the
 board as that turn ended and the inspector. What each turn was comes from the recorder's turns
 frame of the same scripted run, made here, not from the view. The theme tests measure the WCAG
-contrast of every text the status line and the inspector show, in JupyterLab Light and Dark.
+contrast of every text the status line and the inspector show, in JupyterLab Light and Dark, and
+that the breaker board stays inside its pane (in JupyterLab's narrower notebook column too).
 Pictures: ``build/screenshots/``; with ``LOOPNB_UPDATE_SCREENSHOT=1`` also ``docs/live_view_*.png``.
 """
 
@@ -211,6 +212,22 @@ NEEDED = (
 """Texts that must be among those measured (the start of an element's own text)."""
 
 
+FITS_JS = """
+(view) => {
+  // the right edge of the widest thing drawn in the board, against its pane's and the inspector's
+  const board = view.querySelector(".loopnb-board");
+  const pane = board.closest(".widget-html") || board.parentElement;
+  const inside = [board, ...board.querySelectorAll("*")].flatMap((e) => [...e.getClientRects()]);
+  return {
+    drawn: Math.max(...inside.map((r) => r.right)),
+    pane: pane.getBoundingClientRect().right,
+    inspector: view.querySelector(".loopnb-inspector").getBoundingClientRect().left,
+  };
+}
+"""
+"""Page JS (``locator.evaluate``): where the breaker board's text ends, and where its pane does."""
+
+
 def measure(view) -> list[dict[str, object]]:
     """The contrast of every text in the view's status line and inspector (``CONTRAST_JS``)."""
     scroll_to(view)
@@ -242,6 +259,13 @@ def test_the_inspector_reads_in_each_theme(lab, page, theme, request):
             break
         assert time.monotonic() < deadline, (missing, [m["text"] for m in measured])
         time.sleep(0.25)
+    for view in (demo, typo, wall):  # the board's table stays in its pane, off the inspector
+        fits = view.evaluate(FITS_JS)
+        edge = min(fits["pane"], fits["inspector"])
+        assert fits["drawn"] <= edge + 0.5, (
+            f"{theme}: the breaker board runs {fits['drawn'] - edge:.0f} px past its pane "
+            f"(toward or over the inspector): {fits}"
+        )
     low = [m for m in measured if m["ratio"] < AA]
     shot = SHOTS / f"live_view_{theme.split()[-1].lower()}.png"
     shoot(page, demo, shot)
