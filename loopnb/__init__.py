@@ -16,6 +16,10 @@ from loopnb.engine import __all__ as _engine_all
 __version__ = "0.1.0"
 
 _LAZY = {
+    "from_inspect": "loopnb.foreign",
+    "from_openai_agents": "loopnb.foreign",
+    "from_otel": "loopnb.foreign",
+    "from_pydantic_ai": "loopnb.foreign",
     "Audit": "loopnb.record",
     "Recorder": "loopnb.record",
     "Recording": "loopnb.record",

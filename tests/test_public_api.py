@@ -27,6 +27,7 @@ PACKAGES = [
     "loopnb",
     "loopnb.engine",
     "loopnb.engine.models",
+    "loopnb.foreign",
     "loopnb.notebook",
     "loopnb.record",
     "loopnb.scenarios",
@@ -108,6 +109,7 @@ LAZY = {
         "recovery_attempts",
     ],
     "loopnb.notebook": ["LiveView", "NotebookRunner", "ViewModel", "replay"],
+    "loopnb.foreign": ["from_inspect", "from_openai_agents", "from_otel", "from_pydantic_ai"],
 }
 """``loopnb``'s names that load their layer on first use."""
 
@@ -118,7 +120,21 @@ def _order(name: str) -> tuple[bool, bool, str]:
 
 
 EXPECTED = {
-    "loopnb": sorted([*ENGINE, *LAZY["loopnb.record"], *LAZY["loopnb.notebook"], "__version__"], key=_order),
+    "loopnb": sorted(
+        [*ENGINE, *LAZY["loopnb.record"], *LAZY["loopnb.notebook"], *LAZY["loopnb.foreign"], "__version__"],
+        key=_order,
+    ),
+    "loopnb.foreign": [
+        "FORMATS",
+        "FORMAT_NAMES",
+        "REASONS",
+        "Format",
+        "Mark",
+        "from_inspect",
+        "from_openai_agents",
+        "from_otel",
+        "from_pydantic_ai",
+    ],
     "loopnb.engine": ENGINE,
     "loopnb.engine.models": [
         "AnthropicModel",

@@ -53,7 +53,10 @@ HardProducer = Literal[
     "tool_recovery_exhausted",
     "fallback_exhausted",
 ]
-Producer = SoftProducer | HardProducer
+SourceProducer = Literal["source_error"]
+"""A run another framework ended where none of the six hard producers fits (a tool's crash, an
+exception that escaped the agent): only readers of foreign runs write it; loopnb's engine never does."""
+Producer = SoftProducer | HardProducer | SourceProducer
 
 SOFT_PRODUCERS: tuple[SoftProducer, ...] = (
     "tool_error",

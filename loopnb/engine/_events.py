@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
-from loopnb.engine._errors import Channel, HardProducer, SoftProducer
+from loopnb.engine._errors import Channel, HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._messages import ModelReply, ToolResult
 
 BreakerState = Literal["closed", "open", "half_open"]
@@ -103,6 +103,10 @@ class ToolDispatched:
     attempt: int = 0
     executed: bool = True
     latency_ms: float = 0.0
+    source_status: str | None = None
+    """What the framework that made the run said of this call (its span's status, its own
+    outcome): the record a foreign run's audit compares with the channel table; ``None`` for
+    loopnb's own runs and for a call the source kept no record of."""
     kind: Literal["tool_dispatched"] = "tool_dispatched"
 
 
@@ -213,7 +217,7 @@ class HardErrorRaised:
     run_id: str
     at: float
     turn: int
-    producer: HardProducer
+    producer: HardProducer | SourceProducer
     error: str
     message: str
     kind: Literal["hard_error_raised"] = "hard_error_raised"
@@ -236,10 +240,13 @@ class TurnFinished:
     at: float
     turn: int
     channel: Channel = "ok"
-    producer: SoftProducer | HardProducer | None = None
+    producer: SoftProducer | HardProducer | SourceProducer | None = None
     breakers: dict[str, BreakerState] = field(default_factory=dict)
     """The breakers that are not closed as the turn ends (every other one of the run is)."""
     dropped: bool = False
+    source_status: str | None = None
+    """What the framework that made the run said of the turn (a run read by ``loopnb.load`` from
+    another framework); ``None`` for loopnb's own runs."""
     kind: Literal["turn_finished"] = "turn_finished"
 
 
@@ -255,7 +262,7 @@ class RunFinished:
     turns: int
     output: str | None = None
     error: str | None = None
-    producer: HardProducer | None = None
+    producer: HardProducer | SourceProducer | None = None
     message: str | None = None
     scratchpad_discarded: bool = False
     kind: Literal["run_finished"] = "run_finished"

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import assert_never
 
-from loopnb.engine._errors import Channel, HardProducer, SoftProducer
+from loopnb.engine._errors import Channel, HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import (
     BreakerState,
     Event,
@@ -59,7 +59,7 @@ class Turn:
         return self._finished.channel
 
     @property
-    def producer(self) -> SoftProducer | HardProducer | None:
+    def producer(self) -> SoftProducer | HardProducer | SourceProducer | None:
         """The first non-ok producer of the turn (the LoopError variant's on a hard turn)."""
         return self._finished.producer
 

@@ -23,14 +23,15 @@ from loopnb.engine._events import Event
 from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
 from loopnb.notebook._state import ViewState, at_turn
-from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg, timeline_svg
+from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
+from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
 
-TIMELINE_MARKS = 250
-"""The live timeline draws a run's last this many turns (the slider reaches every turn), so that
-a redraw of a long run stays a few kilobytes."""
 _VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}"
 """The gauge's words at the panes' text size (``_markup``'s 13 px)."""
+_BUTTONS = (("Pause", "❚❚"), ("Step", "▶\ufe0e❚"), ("Resume", "▶\ufe0e"), ("Stop", "■"))
+"""The control buttons and their glyphs, as text (U+FE0E: not as emoji). An ipywidgets ``icon``
+is a Font Awesome name, a font Voila's page asks a CDN for: nothing in the view needs the network."""
 
 
 class Controls(Protocol):
@@ -99,13 +100,11 @@ class LiveView:
         self.runs: widgets.Dropdown | None = None  # replay of a recording of several runs: which one
         bar: list[widgets.Widget] = []
         if controls is not None:
-            for name, icon, action in (
-                ("Pause", "pause", controls.pause),
-                ("Step", "step-forward", controls.step),
-                ("Resume", "play", controls.resume),
-                ("Stop", "stop", controls.stop),
-            ):
-                button = widgets.Button(description=name, icon=icon, layout=widgets.Layout(width="90px"))
+            actions = (controls.pause, controls.step, controls.resume, controls.stop)
+            for (name, glyph), action in zip(_BUTTONS, actions, strict=True):
+                button = widgets.Button(
+                    description=f"{glyph} {name}", tooltip=name, layout=widgets.Layout(width="96px")
+                )
                 button.on_click(_clicked(action))
                 self.buttons[name] = button
                 bar.append(button)
@@ -314,8 +313,7 @@ def _gauge(state: ViewState, selected: int | None) -> str:
 
 
 def _timeline(state: ViewState, selected: int | None) -> str:
-    shown = state.turns[-TIMELINE_MARKS:]
-    return timeline_svg(shown, None, selected=selected, total=len(state.turns))
+    return timeline_svg(state.turns, None, selected=selected)
 
 
 def _set(widget: widgets.HTML, value: str) -> None:

@@ -10,26 +10,36 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from loopnb.notebook._layout import CHANNEL_COLOR, CHANNEL_FILL, CONTROL_PICTURES
+from loopnb._palette import ACCENT, GLYPH, IDLE, INK, ON_ACCENT, PALE, PALETTE
+from loopnb.notebook._layout import (
+    CODE_BG,
+    CODE_FONT,
+    CONTROL_PICTURES,
+    LINE,
+    MUTED,
+    TEXT,
+    UI_FONT,
+    icon,
+)
 from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
 from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
 
-BREAKER_COLOR = {
-    "closed": CHANNEL_COLOR["ok"],
-    "half_open": CHANNEL_COLOR["soft"],
-    "open": CHANNEL_COLOR["hard"],
-}
+BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
+"""A breaker's state drawn as the channel it stands for: its colour and its mark, beside its word."""
 NAME_LIMIT = 80
 """Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
 _BOX = (
-    "font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:13px;line-height:1.35;"
+    f"font-family:{UI_FONT};font-size:13px;line-height:1.35;color:{TEXT};"
     "overflow-wrap:anywhere"  # a long unbroken name or argument wraps inside its pane
 )
 _PRE = (
     "white-space:pre-wrap;word-break:break-word;margin:2px 0 6px 0;padding:4px 6px;"
-    "background:#f6f8fa;border-radius:4px;max-height:14em;overflow:auto;font-size:12px"
+    f"background:{CODE_BG};color:{TEXT};font-family:{CODE_FONT};border-radius:4px;"
+    "max-height:14em;overflow:auto;font-size:12px"
 )
+_CODE = f"font-family:{CODE_FONT};font-size:12px"
+_MUTED = f"color:{MUTED}"
 
 
 def esc(text: object, limit: int | None = None) -> str:
@@ -47,15 +57,27 @@ def _cut(s: str, limit: int | None) -> str:
     return f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
 
 
-def _badge(text: str, color: str) -> str:
+def code(text: object, limit: int | None = None) -> str:
+    """Untrusted text (``esc``) as inline code, monospace in every front end."""
+    return f'<code style="{_CODE}">{esc(text, limit)}</code>'
+
+
+def chip(channel: str, text: str | None = None) -> str:
+    """A channel's word (or ``text``) with its mark: dark ink on its pale fill, edged in its colour."""
+    color, pale = PALETTE.get(channel, IDLE), PALE.get(channel, IDLE)
     return (
-        f'<span style="display:inline-block;padding:0 6px;border-radius:8px;color:white;'
-        f'background:{color};font-weight:600">{esc(text)}</span>'
+        f'<span class="loopnb-chip" data-channel="{esc(channel)}" style="display:inline-block;'
+        f"padding:0 6px;border-radius:8px;border:1px solid {color};background:{pale};color:{INK};"
+        f'font-weight:600;white-space:nowrap">{icon(channel)}{esc(text or channel)}</span>'
     )
 
 
-def _channel_badge(channel: str) -> str:
-    return _badge(channel, CHANNEL_COLOR.get(channel, "#777"))
+def _accent(text: str) -> str:
+    """A state of the view (running, replay, paused): white on the accent blue."""
+    return (
+        f'<span style="display:inline-block;padding:0 6px;border-radius:8px;border:1px solid {ACCENT};'
+        f'background:{ACCENT};color:{ON_ACCENT};font-weight:600;white-space:nowrap">{esc(text)}</span>'
+    )
 
 
 def pill_text(state: ViewState, *, replay: bool = False, paused: int | None = None) -> str:
@@ -78,7 +100,12 @@ def pill_text(state: ViewState, *, replay: bool = False, paused: int | None = No
     return "running"
 
 
-_PILL_COLOR = {"finished": CHANNEL_COLOR["ok"], "ended hard": CHANNEL_COLOR["hard"]}
+_PILL_CHANNEL = {"finished": "ok", "ended hard": "hard"}
+
+
+def _pill(text: str) -> str:
+    channel = _PILL_CHANNEL.get(text)
+    return chip(channel, text) if channel else _accent(text)
 
 
 def status_html(
@@ -90,19 +117,19 @@ def status_html(
         body = "waiting for a run to start"
     else:
         pill = pill_text(state, replay=replay, paused=paused)
-        head = f"run <code>{esc(run.run_id, NAME_LIMIT)}</code>"
+        head = f"run {code(run.run_id, NAME_LIMIT)}"
         if not pill.startswith("replay"):
             head += f" · turn {run.turn}"
-        tail = f'<span class="loopnb-pill">{_badge(pill, _PILL_COLOR.get(pill, "#3b73b9"))}</span>'
+        tail = f'<span class="loopnb-pill">{_pill(pill)}</span>'
         if pill == "finished":
             tail += f" output: <i>{esc(run.output or '', 300)}</i>"
         elif pill == "ended hard":
             tail += f" <b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
         body = f"{head} · {tail}"
         if run.task:
-            body += f'<div style="color:#555">task: {esc(run.task, 200)}</div>'
+            body += f'<div style="{_MUTED}">task: {esc(run.task, 200)}</div>'
     if note:
-        body += f' <span style="color:#3b73b9;font-weight:600">[{esc(note)}]</span>'
+        body += f' <span style="color:{TEXT};font-weight:600">[{esc(note)}]</span>'
     return f'<div class="loopnb-status" style="{_BOX}">{body}</div>'
 
 
@@ -126,41 +153,55 @@ def _history(b: BreakerView) -> str:
     earlier = len(b.history) - len(moves)
     cells = [] if earlier else [_chip("closed", None)]
     cells += [_chip(state, turn) for turn, state in moves]
-    head = f'<span style="color:#555">{earlier} earlier · </span>' if earlier else ""
+    head = f'<span style="{_MUTED}">{earlier} earlier · </span>' if earlier else ""
     return f'<span class="loopnb-breaker-history">{head}{" → ".join(cells)}</span>'
 
 
 def _chip(state: str, turn: int | None) -> str:
     word = _BREAKER_WORD.get(state, state)
     title = f"turn {turn}: {word}" if turn is not None else "closed at the start"
-    when = f'<span style="color:#555;font-weight:400">t{turn}</span> ' if turn is not None else ""
+    when = f'<span style="{_MUTED};font-weight:400">t{turn}</span> ' if turn is not None else ""
     return (
         f'<span class="loopnb-breaker-step" data-step="{esc(state)}" title="{esc(title)}" '
-        f'style="color:{BREAKER_COLOR.get(state, "#777")};font-weight:600">{when}{esc(word)}</span>'
+        f'style="white-space:nowrap;font-weight:600">{when}{icon(BREAKER_CHANNEL.get(state, ""))}'
+        f"{esc(word)}</span>"
     )
+
+
+_CELL = f"padding:3px 8px 3px 0;vertical-align:top;border-bottom:1px solid {LINE}"
+_HEAD = f"{_CELL};text-align:left;white-space:nowrap;font-weight:600"
 
 
 def board_html(state: ViewState) -> str:
     """The breaker board: every tool's and model's breaker, its state, the failures it has
-    counted, the cooldown left and its history over the run."""
+    counted, the cooldown left and its history over the run.
+
+    A table whose headers never wrap and whose names do (anywhere, as a last resort), so that a
+    long name stays in its column.
+    """
     rows = []
     for b in state.breakers:
-        color = BREAKER_COLOR[b.state]
         rows.append(
             f'<tr class="loopnb-breaker" data-state="{esc(b.state)}">'
-            f"<td><code>{esc(b.name, 60)}</code></td><td>{esc(b.scope)}</td>"
-            f'<td class="loopnb-breaker-state" style="color:{color};font-weight:700">'
-            f"{esc(_BREAKER_WORD[b.state])}</td>"
-            f'<td class="loopnb-breaker-failures">{b.failures}</td><td>{esc(_cooldown(b))}</td>'
-            f"<td>{_history(b)}</td></tr>"
+            f'<td style="{_CELL};overflow-wrap:anywhere;min-width:7em">{code(b.name, 60)}</td>'
+            f'<td style="{_CELL}">{esc(b.scope)}</td><td style="{_CELL};white-space:nowrap">'
+            f"{icon(BREAKER_CHANNEL[b.state])}"
+            f'<span class="loopnb-breaker-state" style="font-weight:700">{esc(_BREAKER_WORD[b.state])}</span>'
+            f'</td><td class="loopnb-breaker-failures" style="{_CELL};text-align:right">{b.failures}</td>'
+            f'<td style="{_CELL}">{esc(_cooldown(b))}</td><td style="{_CELL}">{_history(b)}</td></tr>'
         )
     if not rows:
-        table = '<div style="color:#777">no breakers yet</div>'
+        table = f'<div style="{_MUTED}">no breakers yet</div>'
     else:
-        table = (
-            '<table style="border-collapse:collapse;width:100%"><thead><tr style="text-align:left">'
-            "<th>breaker</th><th>scope</th><th>state</th><th>failures</th><th>cooldown left</th>"
-            f"<th>history</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        heads = "".join(
+            f'<th style="{_HEAD}">{h}</th>'
+            for h in ("breaker", "scope", "state", "failures", "cooldown left", "history")
+        )
+        table = (  # scrolls sideways only in a pane too narrow for its headers
+            '<div style="overflow-x:auto">'
+            '<table style="border-collapse:collapse;width:100%;overflow-wrap:normal;'
+            f'color:{TEXT};font:inherit">'
+            f"<thead><tr>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
     return f'<div class="loopnb-board" style="{_BOX}"><b>breaker board</b>{table}</div>'
 
@@ -170,15 +211,19 @@ def gauge_text(g: Gauge) -> str:
     return " · ".join(g.lines())
 
 
+def _latency(ms: float | None) -> str:
+    return f" · {ms:.1f} ms" if ms is not None else " · latency unknown"
+
+
 def inspector_html(turn: TurnView | None) -> str:
     """One turn: the request (the reply's tool calls), and exactly the text the model read."""
     if turn is None:
-        return f'<div class="loopnb-inspector" style="{_BOX};color:#777">no turn selected yet</div>'
+        return f'<div class="loopnb-inspector" style="{_BOX};{_MUTED}">no turn selected yet</div>'
     parts = [
-        f"<b>turn {turn.turn}</b> {_channel_badge(turn.channel)}",
-        f" <code>{esc(turn.producer)}</code>" if turn.producer else "",
-        f" · model <code>{esc(turn.model, NAME_LIMIT)}</code>" if turn.model else "",
-        f" · {turn.latency_ms:.1f} ms",
+        f"<b>turn {turn.turn}</b> {chip(turn.channel)}",
+        f" {code(turn.producer)}" if turn.producer else "",
+        f" · model {code(turn.model, NAME_LIMIT)}" if turn.model else "",
+        _latency(turn.latency_ms),
         f" · {turn.recovery_attempts} recovery retr{'y' if turn.recovery_attempts == 1 else 'ies'}"
         if turn.recovery_attempts
         else "",
@@ -186,7 +231,8 @@ def inspector_html(turn: TurnView | None) -> str:
     body = ["".join(parts)]
     if turn.calls:
         calls = "".join(
-            f"<li><code>{esc(c.name, 80)}({esc(c.arguments, 400)})</code></li>" for c in turn.calls
+            f'<li><code style="{_CODE}">{esc(c.name, 80)}({esc(c.arguments, 400)})</code></li>'
+            for c in turn.calls
         )
         body.append(
             f"<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{calls}</ul>"
@@ -199,25 +245,26 @@ def inspector_html(turn: TurnView | None) -> str:
             tag = f"{item.name} · error ({item.producer})" if item.is_error else f"{item.name} · ok"
             if item.source == "engine":
                 tag = f"engine feedback · {item.producer or item.name}"
-            color = CHANNEL_COLOR["soft"] if item.is_error else "#555"
+            mark = icon("soft") if item.is_error else ""
+            weight = "font-weight:600" if item.is_error else _MUTED
             body.append(
-                f'<div style="color:{color};font-size:12px">{esc(tag, 120)}</div>'
+                f'<div style="{weight};font-size:12px">{mark}{esc(tag, 120)}</div>'
                 f'<pre class="loopnb-read" style="{_PRE}">{esc(item.text, 4000)}</pre>'
             )
             if item.note:
                 body.append(
-                    f'<div style="color:#555;font-size:12px">recovery note (beside the result, never '
+                    f'<div style="{_MUTED};font-size:12px">recovery note (beside the result, never '
                     f'merged into it):</div><pre style="{_PRE}">{esc(item.note, 2000)}</pre>'
                 )
     if turn.channel == "hard":
         body.append(
-            f'<div style="color:{CHANNEL_COLOR["hard"]}">the run ended here: '
-            f"<b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
+            f'<div style="border-left:3px solid {PALETTE["hard"]};padding-left:6px">{icon("hard")}'
+            f"the run ended here: <b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
             f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
             f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
         )
     elif not turn.calls and not turn.read:
-        body.append('<div style="color:#555">a final reply: nothing more to read</div>')
+        body.append(f'<div style="{_MUTED}">a final reply: nothing more to read</div>')
     return f'<div class="loopnb-inspector" style="{_BOX}">{"".join(body)}</div>'
 
 
@@ -227,22 +274,20 @@ def _strip(turns: Iterable[TurnView]) -> str:
         title = esc(f"turn {t.turn}: {t.channel}" + (f" ({t.producer})" if t.producer else ""))
         cells.append(
             f'<span class="loopnb-mark" data-channel="{t.channel}" title="{title}" '
-            f'style="display:inline-block;width:9px;height:14px;margin:0 1px 1px 0;'
-            f'background:{CHANNEL_COLOR[t.channel]}"></span>'
+            f'style="color:{PALETTE[t.channel]}">{GLYPH[t.channel]}</span>'
         )
-    return f'<div style="line-height:0">{"".join(cells)}</div>'
+    return f'<div style="line-height:1.1;font-size:11px;overflow-wrap:anywhere">{"".join(cells)}</div>'
 
 
 def summary_html(state: ViewState) -> str:
     """A static, script-free picture of the four panes (for saved notebooks, GitHub, nbviewer)."""
     flow_rows = []
     lit = set(state.lit)
+    lit_fill = PALE.get(state.lit_channel or "")
     for edge, count in zip(EDGES, state.edge_counts, strict=True):
         src = NODES[NODE_INDEX[edge.source]].label.replace("<br>", " ")
         dst = NODES[NODE_INDEX[edge.target]].label.replace("<br>", " ")
-        style = (
-            f' style="background:{CHANNEL_FILL.get(state.lit_channel or "", "")}"' if edge.id in lit else ""
-        )
+        style = f' style="background:{lit_fill};color:{INK}"' if lit_fill and edge.id in lit else ""
         flow_rows.append(
             f"<tr{style}><td>{esc(src)}</td><td>→</td><td>{esc(dst)}</td><td>{esc(edge.label)}</td>"
             f"<td style='text-align:right'>{count}</td></tr>"
@@ -255,10 +300,11 @@ def summary_html(state: ViewState) -> str:
     )
     last = state.turns[-1] if state.turns else None
     return (
-        f'<div class="loopnb-summary" style="{_BOX};border:1px solid #ddd;padding:8px;border-radius:6px">'
+        f'<div class="loopnb-summary" style="{_BOX};border:1px solid {LINE};padding:8px;border-radius:6px">'
         f"<div><b>loopnb live view</b> (static picture)</div>{status_html(state)}"
         f"<details open><summary><b>decision flow</b> · {lit_note}</summary>"
-        f'<table style="border-collapse:collapse">{"".join(flow_rows)}</table></details>'
+        f'<table style="border-collapse:collapse;color:{TEXT};font:inherit">{"".join(flow_rows)}</table>'
+        "</details>"
         f"<div><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</div>"
         f"{board_html(state)}"
         f"<div><b>turn timeline</b> ({len(state.turns)} turns)</div>{_strip(state.turns)}"

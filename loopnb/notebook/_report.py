@@ -11,19 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from loopnb._palette import ACCENT, IDLE, INK, PALE, PALETTE
 from loopnb.engine._events import Event
+from loopnb.notebook._layout import CODE_BG, CODE_FONT, DARK, LIGHT, LINE, MUTED, PAGE, TEXT, UI_FONT, icon
 from loopnb.notebook._markup import NAME_LIMIT, esc
 from loopnb.notebook._replay import EventSource, events_of
 from loopnb.notebook._state import BreakerView, ReadView, TurnView, ViewState
-from loopnb.notebook._svg import (
-    PALE,
-    PALETTE,
-    SVG_STYLE,
-    channel_icon,
-    flow_svg,
-    gauge_svg,
-    timeline_svg,
-)
+from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_svg
+from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
 FULL_ROWS = 1000
@@ -32,39 +27,47 @@ TEXT_LIMIT = 4000
 """Characters shown of one text the model read; a cut says how much it left out."""
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _theme(values: dict[str, str]) -> str:
+    return ";".join(f"--jp-{name}:{value}" for name, value in values.items())
+
+
 _STYLE = (
-    """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;padding:0 16px;
-color:#222;max-width:1240px;font-size:14px;line-height:1.4}
-h1{font-size:22px;margin:0 0 6px} h2{font-size:17px;margin:36px 0 8px;border-top:2px solid #ddd;
-padding-top:14px;overflow-wrap:anywhere} h3{font-size:15px;margin:22px 0 6px}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-.runs{margin:0;padding-left:20px} .status{margin:4px 0 12px} .task{color:#555}
-.word{display:inline-flex;align-items:center;gap:4px;padding:0 7px;border-radius:9px;
-font-weight:600;white-space:nowrap;border:1px solid}
-.panes{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;margin:8px 0}
-.loopnb-board{flex:1 1 420px;min-width:0}
-.loopnb-board h3{font-size:13px;margin:12px 0 4px} .loopnb-board table{border-collapse:collapse}
-.loopnb-board td,.loopnb-board th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
-.loopnb-board td:first-child{overflow-wrap:anywhere}
-svg.loopnb-icon{display:inline-block;vertical-align:-1px}
-table.loopnb-turns{border-collapse:collapse;width:100%;font-size:13px}
-table.loopnb-turns th{text-align:left;white-space:nowrap;border-bottom:2px solid #ccc;padding:4px 8px;
-position:sticky;top:0;background:#fff}
-table.loopnb-turns td{border-bottom:1px solid #e4e4e4;padding:5px 8px;vertical-align:top;
-overflow-wrap:break-word}
-table.loopnb-turns td.wide{overflow-wrap:anywhere;min-width:14em}
-table.loopnb-turns td.n{white-space:nowrap;text-align:right}
-table.loopnb-turns tr:target td{background:#fff7d6}
-tr.loopnb-turn{scroll-margin-top:40px}
-.item{font-size:12px;color:#555;margin-top:4px} .item.error{color:#8a3a00;font-weight:600}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 6px;padding:4px 6px;background:#f6f8fa;
-border-radius:4px;max-height:18em;overflow:auto;font-size:12px}
-pre.error{background:#fdf1e6;border-left:3px solid #D55E00}
-.reply{font-style:italic;color:#333;margin-top:3px} .muted{color:#777}
-@media print{pre{max-height:none} table.loopnb-turns th{position:static}}
-"""
-    + SVG_STYLE
+    f":root{{{_theme(LIGHT)};color-scheme:light dark}}"
+    f"@media (prefers-color-scheme:dark){{:root{{{_theme(DARK)}}}}}"  # a dark browser: JupyterLab's dark
+    f"""
+body{{font-family:{UI_FONT};margin:24px auto;padding:0 16px;color:{TEXT};background:{PAGE};
+max-width:1240px;font-size:14px;line-height:1.4}}
+a{{color:inherit}}
+h1{{font-size:22px;margin:0 0 6px}} h2{{font-size:17px;margin:36px 0 8px;border-top:2px solid {LINE};
+padding-top:14px;overflow-wrap:anywhere}} h3{{font-size:15px;margin:22px 0 6px}}
+code{{font-family:{CODE_FONT};font-size:12px}}
+.runs{{margin:0;padding-left:20px}} .status{{margin:4px 0 12px}} .task{{color:{MUTED}}}
+.word{{display:inline-flex;align-items:center;gap:0;padding:0 7px;border-radius:9px;color:{INK};
+font-weight:600;white-space:nowrap;border:1px solid}}
+.panes{{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;margin:8px 0}}
+.loopnb-board{{flex:1 1 420px;min-width:0}}
+.loopnb-board h3{{font-size:13px;margin:12px 0 4px}} .loopnb-board table{{border-collapse:collapse}}
+.loopnb-board td,.loopnb-board th{{padding:2px 10px 2px 0;text-align:left;vertical-align:top}}
+.loopnb-board th{{white-space:nowrap}} .loopnb-board td:first-child{{overflow-wrap:anywhere}}
+svg.loopnb-icon{{display:inline-block;vertical-align:-1px}}
+table.loopnb-turns{{border-collapse:collapse;width:100%;font-size:13px}}
+table.loopnb-turns th{{text-align:left;white-space:nowrap;border-bottom:2px solid {LINE};padding:4px 8px;
+position:sticky;top:0;background:{PAGE}}}
+table.loopnb-turns td{{border-bottom:1px solid {LINE};padding:5px 8px;vertical-align:top;
+overflow-wrap:break-word}}
+table.loopnb-turns td.wide{{overflow-wrap:anywhere;min-width:14em}}
+table.loopnb-turns td.n{{white-space:nowrap;text-align:right}}
+table.loopnb-turns tr:target td:first-child{{box-shadow:inset 4px 0 0 {ACCENT}}}
+tr.loopnb-turn{{scroll-margin-top:40px}}
+.item{{font-size:12px;color:{MUTED};margin-top:4px}} .item.error{{color:{TEXT};font-weight:600}}
+pre{{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 6px;padding:4px 6px;background:{CODE_BG};
+color:{TEXT};font-family:{CODE_FONT};border-radius:4px;max-height:18em;overflow:auto;font-size:12px}}
+pre.error{{border-left:3px solid {PALETTE["hard"]}}}
+.reply{{font-style:italic;margin-top:3px}} .muted{{color:{MUTED}}}
+@media print{{pre{{max-height:none}} table.loopnb-turns th{{position:static}}}}
+""" + SVG_STYLE
 )
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
 _BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
@@ -98,10 +101,10 @@ def exported_events(source: EventSource) -> list[Event]:
 
 def _word(channel: str, text: str | None = None) -> str:
     """A channel's word with its mark, in its colours: never colour alone."""
-    color, pale = PALETTE.get(channel, "#777"), PALE.get(channel, "#eee")
+    color, pale = PALETTE.get(channel, IDLE), PALE.get(channel, IDLE)
     return (
         f'<span class="word" style="border-color:{color};background:{pale}">'
-        f"{channel_icon(channel)}{esc(text or channel)}</span>"
+        f"{icon(channel)}{esc(text or channel)}</span>"
     )
 
 
@@ -134,9 +137,8 @@ def _cooldown(b: BreakerView) -> str:
 def _board(state: ViewState) -> str:
     rows = "".join(
         f'<tr class="loopnb-breaker" data-state="{esc(b.state)}"><td><code>{esc(b.name, 60)}</code></td>'
-        f'<td>{esc(b.scope)}</td><td class="loopnb-breaker-state" style="color:'
-        f'{PALETTE[_BREAKER_CHANNEL[b.state]]};font-weight:700;white-space:nowrap">'
-        f"{channel_icon(_BREAKER_CHANNEL[b.state])} {esc(_BREAKER_WORD[b.state])}</td>"
+        f'<td>{esc(b.scope)}</td><td class="loopnb-breaker-state" style="font-weight:700;white-space:nowrap">'
+        f"{icon(_BREAKER_CHANNEL[b.state])} {esc(_BREAKER_WORD[b.state])}</td>"
         f"<td>{b.failures}</td><td>{esc(_cooldown(b))}</td></tr>"
         for b in state.breakers
     )

@@ -14,7 +14,7 @@ from typing import Any
 from loopnb.engine._events import Event
 from loopnb.record._errors import RecordingError
 from loopnb.record._frames import conform, pandas_dtypes
-from loopnb.record._schema import Table
+from loopnb.record._schema import ADDED_LATER, Table
 
 
 def pyarrow() -> Any:
@@ -75,12 +75,13 @@ def _compatible(actual: Any, expected: Any, pa: Any) -> bool:
 
 def check_columns(schema: Any, expected: list[Any], pa: Any, path: Path) -> None:
     """A ``RecordingError`` naming every field of ``expected`` that ``schema`` lacks or holds in a
-    type that is not its own."""
+    type that is not its own (a column added since the file was written may be absent)."""
     missing, wrong = [], []
     for field in expected:
         index = schema.get_field_index(field.name)
         if index < 0:
-            missing.append(field.name)
+            if field.name.removeprefix("event_") not in ADDED_LATER:
+                missing.append(field.name)
         elif not _compatible(schema.field(index).type, field.type, pa):
             wrong.append(f"{field.name} is {schema.field(index).type}, not {field.type}")
     if missing or wrong:
@@ -98,6 +99,11 @@ def check_meta(header: dict[str, Any], path: Path) -> None:
     run_ids = header.get("run_ids", [])
     if not isinstance(run_ids, list) or not all(isinstance(r, str) for r in run_ids):
         raise RecordingError(f"the header's run_ids must be a list of strings, found {run_ids!r}", path=path)
+
+
+def present(schema: Any, names: list[str]) -> list[str]:
+    """Those of ``names`` that the Arrow ``schema`` holds (``check_columns`` vouched for the rest)."""
+    return [n for n in names if schema.get_field_index(n) >= 0]
 
 
 def to_frame(table: Any, spec: Table, prefix: str = "") -> Any:

@@ -276,6 +276,17 @@ class Audit:
         )
         return pd.DataFrame(data)
 
+    def disagreements(self) -> pd.DataFrame:
+        """Where a foreign run's own marking disagrees with the channel table: one row per call or
+        turn, columns ``run_id``, ``turn``, ``call_id``, ``tool``, ``source_status``, ``channel``,
+        ``reason``, ``detail`` (``loopnb.foreign.REASONS`` says what each reason means). Empty for
+        loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
+        from loopnb.foreign._disagree import disagreements
+
+        if self.events is None:
+            raise ValueError("disagreements() needs the events: audit(recording) or audit((turns, events))")
+        return disagreements(self.turns, self.events)
+
     def summary(self) -> pd.DataFrame:
         """The headline figures, one per row: ``metric``, ``value`` (and ``detail``)."""
         import pandas as pd

@@ -1,7 +1,9 @@
 """Plotly counterparts of the audit tables (plotly is imported here, only when asked for).
 
 Bar labels are recorded text (model names, breaker targets): plotly renders a subset of HTML in
-tick and hover labels, so every label goes through ``_labels`` and shows as written.
+tick and hover labels, so every label goes through ``_labels`` and shows as written. Channels take
+the one palette (``loopnb._palette``) and a fill pattern each (``PATTERN``), and every bar is named
+in the legend or on its axis: a figure never reads by colour alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import html
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from loopnb._palette import IDLE, PALETTE
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
@@ -17,7 +20,23 @@ if TYPE_CHECKING:
 
     from loopnb.record._audit import Audit
 
-COLOURS = {"ok": "#2e7d32", "soft": "#f9a825", "hard": "#c62828"}
+PATTERN = {"ok": "", "soft": "/", "hard": "x"}
+"""Each channel's bar fill pattern (plotly's ``marker.pattern.shape``), beside its colour."""
+
+
+def _marker(channel: str) -> dict[str, Any]:
+    """A bar's colour and pattern for ``channel`` (``idle``: greyed, dotted)."""
+    if channel == "idle":
+        return {"color": IDLE, "pattern": {"shape": "."}}
+    return {"color": PALETTE[channel], "pattern": {"shape": PATTERN[channel]}}
+
+
+def _markers(channels: list[str]) -> dict[str, Any]:
+    """One colour and pattern per bar, for a trace whose bars differ in channel."""
+    return {
+        "color": [PALETTE[c] for c in channels],
+        "pattern": {"shape": [PATTERN[c] for c in channels]},
+    }
 
 
 def _go() -> Any:  # plotly ships no annotations
@@ -47,7 +66,7 @@ def by_producer(a: Audit) -> go.Figure:
             name=channel,
             x=_labels(sel["producer"]),
             y=sel["turns"].tolist(),
-            marker_color=COLOURS[channel],
+            marker=_marker(channel),
         )
     return _layout(fig, "Soft and hard turns per producer", "producer", "turns")
 
@@ -57,15 +76,15 @@ def recovery(a: Audit) -> go.Figure:
     go = _go()
     ep = a.recovery_episodes()
     fig = go.Figure()
-    colours = {"recovered": COLOURS["ok"], "ended_hard": COLOURS["hard"], "unfinished": "#9e9e9e"}
+    channels = {"recovered": "ok", "ended_hard": "hard", "unfinished": "idle"}
     producers = [p for p in ep["producer"].cat.categories if (ep["producer"] == p).any()]
-    for outcome, colour in colours.items():
+    for outcome, channel in channels.items():
         sel = ep[ep["outcome"] == outcome]
         fig.add_bar(
             name=outcome,
             x=_labels(producers),
             y=[int((sel["producer"] == p).sum()) for p in producers],
-            marker_color=colour,
+            marker=_marker(channel),
         )
     return _layout(fig, "Did the model recover on its own?", "producer of the first error", "streaks")
 
@@ -76,13 +95,11 @@ def retries(a: Audit) -> go.Figure:
     r = a.retries()
     counts = [int((r["retries"] == k).sum()) for k in range(MAX_RECOVERY_ATTEMPTS + 1)]
     fig = go.Figure()
-    fig.add_bar(
-        x=list(range(MAX_RECOVERY_ATTEMPTS + 1)), y=counts, name="calls", marker_color=COLOURS["soft"]
-    )
+    fig.add_bar(x=list(range(MAX_RECOVERY_ATTEMPTS + 1)), y=counts, name="calls", marker=_marker("soft"))
     fig.add_vline(
         x=MAX_RECOVERY_ATTEMPTS,
         line_dash="dash",
-        line_color=COLOURS["hard"],
+        line_color=PALETTE["hard"],
         annotation_text=f"ceiling ({MAX_RECOVERY_ATTEMPTS})",
     )
     return _layout(fig, "Retries per call against the ceiling", "retries", "calls")
@@ -94,8 +111,8 @@ def breakers(a: Audit) -> go.Figure:
     b = a.breakers()
     fig = go.Figure()
     x = _labels(b["target"])
-    fig.add_bar(name="trips", x=x, y=b["trips"].tolist(), marker_color=COLOURS["hard"])
-    fig.add_bar(name="refusals", x=x, y=b["refusals"].tolist(), marker_color=COLOURS["soft"])
+    fig.add_bar(name="trips", x=x, y=b["trips"].tolist(), marker=_marker("hard"))
+    fig.add_bar(name="refusals", x=x, y=b["refusals"].tolist(), marker=_marker("soft"))
     fig.update_layout(barmode="group")
     return _layout(fig, "Circuit breakers", "target", "count").update_layout(barmode="group")
 
@@ -108,9 +125,7 @@ def loops(a: Audit) -> go.Figure:
     fig.add_bar(
         x=_labels(f"{d} {act}" for d, act in zip(t["detector"], t["action"], strict=True)),
         y=t["fired"].tolist(),
-        marker_color=[
-            COLOURS["soft"] if act in ("refuse", "warn") else COLOURS["hard"] for act in t["action"]
-        ],
+        marker=_markers(["soft" if act in ("refuse", "warn") else "hard" for act in t["action"]]),
     )
     return _layout(fig, "Loops caught", "detector and action", "times fired")
 
@@ -125,6 +140,6 @@ def models(a: Audit) -> go.Figure:
             name=channel,
             x=_labels(m["model"]),
             y=m[channel].tolist(),
-            marker_color=COLOURS[channel],
+            marker=_marker(channel),
         )
     return _layout(fig, "Turns per model", "model", "turns")

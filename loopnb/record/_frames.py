@@ -24,7 +24,7 @@ from loopnb.engine._events import Event, RunFinished
 from loopnb.engine._turns import Turn, turns_of
 from loopnb.record._lines import escaped_text
 from loopnb.record._rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
-from loopnb.record._schema import EVENTS, TURNS, Table
+from loopnb.record._schema import ADDED_LATER, EVENTS, TURNS, Table
 
 
 @cache
@@ -257,6 +257,8 @@ def conform(df: pd.DataFrame, table: Table) -> pd.DataFrame:
     Raises ``ValueError`` naming the columns that are missing.
     """
     types = pandas_dtypes(table)
+    for name in ADDED_LATER.intersection(types).difference(df.columns):
+        df[name] = pd.Series(pd.NA, index=df.index, dtype=types[name])
     missing = [c for c in types if c not in df.columns]
     if missing:
         raise ValueError(f"missing columns: {', '.join(missing)}")

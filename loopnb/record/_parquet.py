@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
-from loopnb.record._arrow import arrow_fields, check_columns, check_meta, parse_json, pyarrow, to_frame
+from loopnb.record._arrow import (
+    arrow_fields,
+    check_columns,
+    check_meta,
+    parse_json,
+    present,
+    pyarrow,
+    to_frame,
+)
 from loopnb.record._errors import RecordingError
 from loopnb.record._files import replacing
 from loopnb.record._frames import event_table, turn_table
@@ -174,7 +182,8 @@ def _read_turns_file(pf: Any, pa: Any, path: Path, header: dict[str, Any]) -> Re
         try:
             # Opened again (its footer is small), reading the categories as dictionaries at once.
             coded = _open(pyarrow()[1], path, read_dictionary=list(_CATEGORIES))
-            table = coded.read(columns=list(TURN_COLUMNS)).replace_schema_metadata(None)
+            columns = present(coded.schema_arrow, list(TURN_COLUMNS))
+            table = coded.read(columns=columns).replace_schema_metadata(None)
             return to_frame(_encoded(table, pa), TURNS)
         except (ValueError, TypeError, OverflowError, OSError, pa.ArrowException) as exc:
             raise RecordingError(f"the turns cannot be read: {exc}", path=path) from exc

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
-from loopnb.record._arrow import arrow_fields, check_columns, parse_json, to_frame
+from loopnb.record._arrow import arrow_fields, check_columns, parse_json, present, to_frame
 from loopnb.record._errors import RecordingError
 from loopnb.record._frames import event_frame, turn_frame
 from loopnb.record._schema import EVENT_COLUMNS, EVENTS, TURN_COLUMNS, TURNS, Table
@@ -96,7 +96,8 @@ def _rows(pf: Any, rows: Rows, columns: list[str]) -> Any:
 def _read(pf: Any, rows: Rows, columns: list[str], spec: Table, prefix: str) -> Any:
     if not rows[0]:
         return (turn_frame if spec is TURNS else event_frame)([])
-    return to_frame(_rows(pf, rows, [prefix + c for c in columns]), spec, prefix)
+    names = present(pf.schema_arrow, [prefix + c for c in columns])
+    return to_frame(_rows(pf, rows, names), spec, prefix)
 
 
 def read_mixed(pf: Any, pa: Any, path: Path, header: dict[str, Any]) -> Recording:

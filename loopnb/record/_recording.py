@@ -25,9 +25,10 @@ class Recording:
     """A recording read back: ``turns`` and ``events`` frames, ``meta`` and the typed events.
 
     ``meta`` is the file's header (``format``, ``version``, ``loopnb_version``, ``created_at``,
-    ``redacted``) plus ``path``, ``run_ids``, ``n_turns`` and ``n_events``. ``event_objects``
-    are the events revalidated through ``EVENT_ADAPTER``: replay them into a live view. Frames
-    and events are loaded on first use and cached.
+    ``redacted``) plus ``path``, ``run_ids``, ``n_turns``, ``n_events`` and ``source`` (the
+    format the run was read from and its version: ``{"format": "loopnb"}`` for loopnb's own).
+    ``event_objects`` are the events revalidated through ``EVENT_ADAPTER``: replay them into a
+    live view. Frames and events are loaded on first use and cached.
     """
 
     def __init__(
@@ -38,7 +39,7 @@ class Recording:
         events: Callable[[], pd.DataFrame],
         event_objects: Callable[[], list[Event]],
     ) -> None:
-        self.meta = meta
+        self.meta = meta if "source" in meta else {**meta, "source": {"format": "loopnb"}}
         self._loaders: dict[str, Callable[[], Any]] = {
             "turns": turns,
             "events": events,
@@ -110,7 +111,8 @@ class Recording:
         Redacted as every export is: each event goes through the default redactor, whatever the
         header says. Written whole or not at all (a temporary file renamed onto ``path``); a file
         a live ``Recorder`` streams to is never replaced. The header is a new one (the current
-        format version) keeping ``created_at``. Returns the path.
+        format version) keeping ``created_at`` and, for a run read from another framework,
+        ``source``. Returns the path.
         """
         from loopnb.record._jsonl import make_header, write_jsonl
         from loopnb.record._redact import DEFAULT_REDACTOR
@@ -123,6 +125,9 @@ class Recording:
         header = make_header(redacted=True)
         if isinstance(self.meta.get("created_at"), str):
             header["created_at"] = self.meta["created_at"]
+        source = self.meta.get("source")
+        if isinstance(source, dict) and source.get("format") not in (None, "loopnb"):
+            header["source"] = source  # a foreign run, converted, still says where it came from
         if suffix == ".jsonl":
             write_jsonl(path, header, lines)
         else:
@@ -162,34 +167,63 @@ def exported(events: list[Event], redact: Redact | None) -> tuple[list[Event], l
     return objects, lines
 
 
-def _format_of(path: Path) -> Literal["jsonl", "parquet"]:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return "parquet"
-    if suffix == ".jsonl":
-        return "jsonl"
+def _head(path: Path) -> bytes:
+    from loopnb.foreign._formats import HEAD_BYTES
+
     try:
         with path.open("rb") as f:
-            magic = f.read(4)
+            return f.read(HEAD_BYTES)
     except FileNotFoundError as exc:
         raise RecordingError("no such file", path=path) from exc
+    except IsADirectoryError as exc:
+        raise RecordingError("a folder, not a recording (load_many reads folders)", path=path) from exc
     except OSError as exc:
         raise RecordingError(f"cannot read: {exc}", path=path) from exc
-    return "parquet" if magic == b"PAR1" else "jsonl"
 
 
-def load(path: str | Path) -> Recording:
-    """Read a recording (``.jsonl`` or ``.parquet``; other names are sniffed).
+def _format_of(path: Path) -> str:
+    """``jsonl`` or ``parquet`` for loopnb's own recordings, else the foreign format the file's
+    content is (a ``RecordingError`` listing every known format when none fits)."""
+    suffix = path.suffix.lower()
+    head = _head(path)
+    if head[:4] == b"PAR1" or (suffix == ".parquet" and not head.startswith(b"SQLite format 3")):
+        return "parquet"
+    if b'"loopnb.recording"' in head.split(b"\n", 1)[0]:
+        return "jsonl"
+    from loopnb.foreign._formats import format_of, unrecognised
+
+    found = format_of(path, head)
+    if found is not None:
+        return found
+    if suffix == ".jsonl" or not head.strip():
+        return "jsonl"  # loopnb's reader says what is wrong with it (empty, a damaged header)
+    raise unrecognised(path, "not a recording loopnb knows")
+
+
+def load(path: str | Path, format: str | None = None) -> Recording:
+    """Read a recording: loopnb's own (``.jsonl`` or ``.parquet``) or another framework's run.
+
+    ``format`` is detected from the content unless given: ``"loopnb"``, ``"pydantic-ai"``,
+    ``"inspect"``, ``"openai-agents"``, ``"otlp"`` or ``"langgraph"`` (``loopnb.foreign.FORMATS``).
+    A foreign run's turns carry what its source said in ``source_status``, and ``meta["source"]``
+    names the source's format and version.
 
     Raises ``RecordingError`` naming the path (and line) when the file is missing, empty, not a
-    recording, of an unknown format version, or damaged; a torn last line of a JSON Lines file
-    is tolerated with a ``RecordingWarning``.
+    recording (listing the formats loopnb reads), of an unknown format version, or damaged; a
+    torn last line of a JSON Lines file is tolerated with a ``RecordingWarning``.
     """
     path = Path(path)
-    if _format_of(path) == "parquet":
+    kind = _format_of(path) if format in (None, "loopnb") else format
+    if format == "loopnb" and kind not in ("jsonl", "parquet"):
+        raise RecordingError(f"not a loopnb recording (it reads as {kind})", path=path)
+    if kind == "parquet":
         from loopnb.record._parquet import read_parquet
 
         return read_parquet(path)
+    if kind != "jsonl":
+        from loopnb.foreign._formats import read
+
+        return read(path, kind)
     from loopnb.record._jsonl import read_jsonl
 
     header, events = read_jsonl(path)

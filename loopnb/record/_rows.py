@@ -132,6 +132,7 @@ def _model_failed(e: ModelFailed) -> tuple[Any, ...]:
     "producer",
     "text",
     "latency_ms",
+    "source_status",
 )
 def _tool_dispatched(e: ToolDispatched) -> tuple[Any, ...]:
     result = e.result
@@ -145,6 +146,7 @@ def _tool_dispatched(e: ToolDispatched) -> tuple[Any, ...]:
         result.producer,
         result.content,
         e.latency_ms,
+        e.source_status,
     )
 
 
@@ -195,9 +197,9 @@ def _hard_error_raised(e: HardErrorRaised) -> tuple[Any, ...]:
     return (e.turn, "hard", e.producer, e.message)
 
 
-@_fills(TurnFinished, "turn", "channel", "producer", "dropped")
+@_fills(TurnFinished, "turn", "channel", "producer", "dropped", "source_status")
 def _turn_finished(e: TurnFinished) -> tuple[Any, ...]:
-    return (e.turn, e.channel, e.producer, e.dropped)
+    return (e.turn, e.channel, e.producer, e.dropped, e.source_status)
 
 
 @_fills(RunFinished, "channel", "count", "producer", "text")

@@ -249,6 +249,14 @@ TURNS = Table(
             "When the turn started (UTC).",
             lambda t: t.started_at if t.started_at is not None else t.finished.at,  # type: ignore[union-attr]
         ),
+        Column(
+            "source_status",
+            "string",
+            "What the framework that made the run said of the turn (an OpenTelemetry status code, "
+            "pydantic-ai's tool outcome, Inspect's error type, ...), for runs read from another "
+            "framework; missing for loopnb's own runs.",
+            lambda t: t.finished.source_status,  # type: ignore[union-attr]
+        ),
     ),
     frozenset(
         {"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}
@@ -317,6 +325,12 @@ EVENTS = Table(
         Column("count", "Int64", "Detector's repeat count; compaction's dropped items; a run's turns."),
         Column("delay", "Float64", "Back-off before a recovery retry, in seconds."),
         Column("dropped", "boolean", "A turn_finished event's own dropped flag."),
+        Column(
+            "source_status",
+            "string",
+            "What the framework that made a foreign run said of the call (tool_dispatched) or the "
+            "turn (turn_finished); missing for loopnb's own runs.",
+        ),
     ),
     frozenset({"run_id", "seq", "kind", "at"}),
 )
@@ -326,6 +340,9 @@ _TITLES = {
     "turns": "One turn: one model request and the dispatch of all its tool calls.",
     "events": "One event, flattened. Columns that do not apply to an event's kind are missing.",
 }
+
+ADDED_LATER: frozenset[str] = frozenset({"source_status"})
+"""Columns a file written before they existed lacks: read back as missing values."""
 
 TURN_COLUMNS: tuple[str, ...] = TURNS.names
 EVENT_COLUMNS: tuple[str, ...] = EVENTS.names

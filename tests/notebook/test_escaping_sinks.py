@@ -70,7 +70,7 @@ OUR_ATTRIBUTES = frozenset(
     {"class", "style", "title", "id", "lang", "charset", "content", "http-equiv", "href", "colspan"}
     | {"viewbox", "width", "height", "role", "aria-label", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy"}
     | {"r", "rx", "d", "points", "fill", "stroke", "stroke-width", "stroke-dasharray", "text-anchor"}
-    | {"font-weight", "opacity"}
+    | {"font-weight", "opacity", "transform"}
 )
 
 
@@ -306,8 +306,8 @@ def test_report_is_inert_and_readable(tmp_path, source):
     assert page.tags.count("section") == runs
     hrefs = [v or "" for _t, name, v in page.attrs if name == "href"]
     assert hrefs and all(v[1:] in page.ids for v in hrefs)  # every link finds its row
-    # a timeline mark's title names the turn's tools, escaped
-    assert re.search(r"<title>turn \d+: [^<]*" + re.escape(html.escape(PIECES[0])), markup)
+    # a timeline mark's hover label names the turn's tools, escaped
+    assert re.search(r'<text class="tip[^>]*>turn \d+: [^<]*' + re.escape(html.escape(PIECES[0])), markup)
     shown = page.shown
     assert VISIBLE in shown
     if source == "sent":

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 import time
 
 import pytest
 
 from loopnb import Cancelled, CancelToken
+from loopnb._palette import PALETTE
 from loopnb.notebook import Frames, LiveView, ViewModel, ViewState, replay
-from loopnb.notebook._live import TIMELINE_MARKS
-from loopnb.notebook._markup import BREAKER_COLOR, board_html, inspector_html
+from loopnb.notebook._markup import BREAKER_CHANNEL, board_html, inspector_html
 from loopnb.notebook._state import BreakerView
-from loopnb.notebook._svg import PALETTE, flow_svg
+from loopnb.notebook._svg import flow_svg
+from loopnb.notebook._timeline import TIMELINE_MARKS
 from loopnb.record import Recorder, load
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
@@ -65,8 +67,8 @@ def test_hard_run_is_shown_as_hard():
     assert "dropped from the scratchpad" in view.inspector.value
 
 
-def test_breaker_colours():
-    assert BREAKER_COLOR == {"closed": "#2e9d4a", "half_open": "#e69500", "open": "#d7263d"}
+def test_breaker_states_have_a_word_a_mark_and_a_colour():
+    assert BREAKER_CHANNEL == {"closed": "ok", "half_open": "soft", "open": "hard"}
     state = ViewState(
         breakers=(
             BreakerView("a", "tool", "closed"),
@@ -78,8 +80,11 @@ def test_breaker_colours():
     html = board_html(state)
     assert html.count('data-state="closed"') == 1 and html.count('data-state="open"') == 2
     assert "half-open" in html and "4.2s of 10s" in html and "next call is a trial" in html
-    for state_name, colour in BREAKER_COLOR.items():
-        assert f"color:{colour}" in html, state_name
+    for state_name, channel in BREAKER_CHANNEL.items():  # the state's mark, in its colour, before its word
+        word = {"half_open": "half-open"}.get(state_name, state_name)
+        icon = rf'<svg class="loopnb-svg loopnb-icon"[^>]*aria-label="{channel}"[^>]*>'
+        icon += rf'<\w+ fill="{PALETTE[channel]}"[^<]*/></svg>'
+        assert re.search(rf'{icon}<span class="loopnb-breaker-state"[^>]*>{word}<', html), state_name
 
 
 def test_untrusted_text_is_escaped_everywhere():
@@ -114,10 +119,10 @@ def test_redraws_are_coalesced_and_the_final_state_drawn():
     elapsed = time.perf_counter() - t0
     assert result.turns == 2000
     assert 1 <= view.redraws <= elapsed * 10 + 2
-    shown = marks(view)  # the live timeline draws the last TIMELINE_MARKS turns
-    assert shown["ok"] + shown["soft"] and max(shown["ok"] + shown["soft"]) == 2000
-    assert len(shown["ok"]) + len(shown["soft"]) == TIMELINE_MARKS
-    assert "the last 250 of 2,000 turns" in view.timeline.value
+    shown = marks(view)  # the whole run, in bins of 13 turns: at most TIMELINE_MARKS marks
+    assert len(shown["ok"]) + len(shown["soft"]) == -(-2000 // 13) <= TIMELINE_MARKS
+    assert 'data-turns="1-13"' in view.timeline.value and 'data-turns="1990-2000"' in view.timeline.value
+    assert "2,000 turns in marks of 13, each its worst turn" in view.timeline.value
     assert not any(t.name == "loopnb-painter" and t.is_alive() for t in threading.enumerate())
     assert view.state == ViewModel.fold(events)
 
@@ -277,7 +282,10 @@ def test_mimebundle_has_the_widget_and_a_static_picture():
 
 def test_moving_the_slider_inspects_that_turn():
     view, _, _ = watched(S.typo())
-    assert 'data-turn="1" data-channel="soft"><title>turn 1: soft' in view.timeline.value  # hover
+    hover = re.search(
+        r'data-turn="1" data-channel="soft">.*?</g><text class="tip[^>]*>([^<]*)<', view.timeline.value
+    )
+    assert hover and hover[1].startswith("turn 1: soft (")  # the label hovering the mark shows
     view.slider.value = 1
     assert "turn 1" in view.inspector.value and "file src/mian.rs not found" in view.inspector.value
     assert ringed(view) == (1,)

@@ -7,10 +7,10 @@ import re
 import pytest
 
 from loopnb import scenarios
+from loopnb._palette import PALETTE
 from loopnb.notebook import ViewModel, report_html, to_html
 from loopnb.notebook._markup import esc
 from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
-from loopnb.notebook._svg import PALETTE
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
 from loopnb.record._flowchart import EDGES
@@ -91,7 +91,12 @@ def test_every_turn_shows_what_the_model_read_inline():
 
 def test_a_long_run_shows_its_first_thousand_turns_in_full():
     html = report_html(run_events(S.long_run(FULL_ROWS + 5))[0])
-    assert html.count('class="loopnb-turn"') == html.count('class="loopnb-mark"') == FULL_ROWS + 5
+    assert html.count('class="loopnb-turn"') == FULL_ROWS + 5
+    # the timeline: 1,005 turns in 144 marks of 7 (the last of 6), each a link to its worst turn
+    link = r'<a href="#loopnb-r0-t(\d+)" class="loopnb-mark" data-channel="\w+" data-turns="(\d+)-(\d+)"'
+    bins = re.findall(link, html)
+    assert len(bins) == 144 and bins[0][1:] == ("1", "7") and bins[-1][1:] == ("1002", "1005")
+    assert all(int(a) <= int(t) <= int(b) for t, a, b in bins)
     assert html.count('<pre class="loopnb-read') == FULL_ROWS  # every read of the first 1,000
     assert html.count('colspan="2"') == 5 and f"past the first {FULL_ROWS:,}" in html
     assert f'id="loopnb-r0-t{FULL_ROWS + 5}"' in html  # the last mark still has its row
@@ -122,9 +127,10 @@ def test_channels_pair_colour_with_shape_and_word():
     for channel, colour in PALETTE.items():
         assert f".k-{channel}{{fill:{colour}}}" in html
     assert PALETTE == {"ok": "#009E73", "soft": "#E69F00", "hard": "#D55E00"}
-    assert re.search(r'data-channel="soft"><title>[^<]*</title><path class="k-soft"', html)
-    assert re.search(r'data-channel="ok"><title>[^<]*</title><circle class="k-ok"', html)
-    assert re.search(r'data-channel="hard"><title>[^<]*</title><rect class="k-hard"', html)
+    hit = r'<rect class="hit"[^>]*/>'
+    assert re.search(rf'data-channel="soft">{hit}<path class="m k-soft"', html)
+    assert re.search(rf'data-channel="ok">{hit}<circle class="m k-ok"', html)
+    assert re.search(rf'data-channel="hard">{hit}<rect class="m k-hard"', html)
     for word in ("soft", "ok", "hard"):  # the badge in a row says its channel in words
         assert re.search(rf'<td><span class="word"[^>]*><svg[^>]*>.*?</svg>{word}</span></td>', html)
 

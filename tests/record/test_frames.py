@@ -68,6 +68,7 @@ def reference_turn_row(turn) -> dict:
         "input_tokens": usage.input_tokens if usage else None,
         "output_tokens": usage.output_tokens if usage else None,
         "started_at": datetime.fromtimestamp(turn.started_at, UTC),
+        "source_status": turn.finished.source_status,
     }
 
 

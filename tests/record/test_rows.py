@@ -64,7 +64,7 @@ def test_event_kinds_match_the_engine():
 def test_declared_dtypes():
     t = TURNS.dtypes()
     assert t["channel"] == ("category", ("ok", "soft", "hard"))
-    assert t["producer"] == ("category", (*SOFT_PRODUCERS, *HARD_PRODUCERS))
+    assert t["producer"] == ("category", (*SOFT_PRODUCERS, *HARD_PRODUCERS, "source_error"))
     assert t["turn"] == "Int64" and t["latency_ms"] == "Float64" and t["dropped"] == "bool"
     assert t["started_at"] == "datetime64[us, UTC]" and t["error_text"] == "string"
     assert EVENTS.dtypes()["executed"] == "boolean"
@@ -75,7 +75,7 @@ def test_frames_have_the_declared_dtypes_even_when_empty():
         assert list(df.columns) == list(TURNS.names)
         assert isinstance(df["channel"].dtype, pd.CategoricalDtype)
         assert list(df["channel"].cat.categories) == ["ok", "soft", "hard"]
-        assert len(df["producer"].cat.categories) == 18
+        assert len(df["producer"].cat.categories) == 19  # 12 soft, 6 hard, source_error
         assert str(df["turn"].dtype) == "Int64"
         assert str(df["started_at"].dtype) == "datetime64[us, UTC]"
         assert str(df["error_text"].dtype) == "string"

@@ -1,0 +1,204 @@
+"""The turn timeline as inline SVG: each turn's mark at its place in the run, at its latency.
+
+The x axis is the run, scaled to the pane (a 3-turn run fills it, ticked 1, 2, 3); the y axis
+is each turn's latency in milliseconds (``Turn.latency_ms``). A run of more than
+``TIMELINE_MARKS`` turns is drawn in bins of consecutive turns, each bin as its worst channel's
+mark (hard over soft over ok) at its slowest turn's latency, and saying its counts when hovered.
+A hovered mark's label is drawn in a band above the marks, never over a neighbouring one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from loopnb.notebook._layout import mark
+from loopnb.notebook._markup import esc
+from loopnb.notebook._state import TurnView
+from loopnb.notebook._svg import legend, svg
+
+TIMELINE_MARKS = 160
+"""The most marks the timeline draws: a longer run's turns are binned, so that a pane of a
+20,000-turn run stays readable and a few kilobytes."""
+_WORST = {"ok": 0, "soft": 1, "hard": 2}
+_W, _X0, _X1 = 860, 62, 846
+_TOP, _BOTTOM = 52, 132  # the plot's band (marks); the hover labels go above it
+_Scale = Callable[[float], float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Bin:
+    """Consecutive turns drawn as one mark (a single turn when the run fits), summed up once."""
+
+    first: int  # index of its first turn in the run
+    turns: Sequence[TurnView]
+    worst: TurnView  # the turn the mark stands for: the first of its worst channel
+    latency: float  # its slowest turn's, in ms (0 when none is known)
+    counts: dict[str, int]
+
+    @classmethod
+    def of(cls, first: int, turns: Sequence[TurnView]) -> _Bin:
+        worst, rank, latency = turns[0], -1, 0.0
+        counts = dict.fromkeys(_WORST, 0)
+        for t in turns:
+            counts[t.channel] = counts.get(t.channel, 0) + 1
+            if _WORST.get(t.channel, 0) > rank:
+                worst, rank = t, _WORST.get(t.channel, 0)
+            ms = t.latency_ms
+            if ms is not None and ms > latency:
+                latency = ms
+        return cls(first, turns, worst, latency, counts)
+
+    def tip(self) -> str:
+        if len(self.turns) == 1:
+            return _turn_tip(self.turns[0])
+        said = ", ".join(f"{n:,} {c}" for c, n in self.counts.items())
+        return (
+            f"turns {self.turns[0].turn:,}–{self.turns[-1].turn:,}: {said} · slowest {self.latency:,.1f} ms"
+        )
+
+
+def _turn_tip(t: TurnView) -> str:
+    what = t.producer or ("final reply" if not t.tools else "tool calls ok")
+    tools = f" · {', '.join(t.tools)}" if t.tools else ""
+    ms = f"{t.latency_ms:,.1f} ms" if t.latency_ms is not None else "latency unknown"
+    return f"turn {t.turn}: {t.channel} ({what}){tools} · {ms}"
+
+
+def _bins(turns: Sequence[TurnView]) -> tuple[list[_Bin], int]:
+    """The marks to draw, and how many turns each holds."""
+    per = max(1, math.ceil(len(turns) / TIMELINE_MARKS))
+    return [_Bin.of(i, turns[i : i + per]) for i in range(0, len(turns), per)], per
+
+
+def nice(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at least ``value`` (1 for nothing)."""
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= value * (1 - 1e-9))
+
+
+def _tick_step(n: int) -> int:
+    """A turn every this many gets a tick: at most about ten."""
+    return int(nice(n / 10)) if n > 10 else 1
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:g}"
+
+
+def timeline_svg(turns: Sequence[TurnView], anchor: str | None, *, selected: int | None = None) -> str:
+    """Every turn of the run as its channel's mark, at its latency; hover a mark for its turn.
+
+    With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``, a bin's to its worst
+    turn), as in the report; without, the marks are plain (the live view selects turns with its
+    slider). ``selected`` rings that turn (or its bin) and greys the turns after it.
+    """
+    n = len(turns)
+    bins, per = _bins(turns)
+    said = f"{n:,} turn{'' if n == 1 else 's'}"
+    if per > 1:
+        said += f" in marks of {per:,}, each its worst turn"
+    said += "; a mark links to its row" if anchor is not None else "; hover a mark for its turn"
+    parts = [
+        f'<text class="cap" x="12" y="20">turn timeline</text>'
+        f'<text x="130" y="20">{said}</text>{legend(_W - 180, 20)}'
+    ]
+    if not turns:
+        parts.append('<text class="small" x="12" y="46">no turn finished</text>')
+        return svg(_W, 60, "loopnb-timeline", "turn timeline", "".join(parts))
+    slot = (_X1 - _X0) / n  # one turn's width
+
+    def x_of(index: float) -> float:
+        return _X0 + (index + 0.5) * slot
+
+    top = max(b.latency for b in bins)
+    ceiling = nice(top)
+    size = max(4.0, min(11.0, slot * per * 0.8))
+    low, high = _BOTTOM - size / 2 - 1, _TOP + size / 2 + 1
+
+    def y_of(ms: float) -> float:
+        return low - (low - high) * min(ms, ceiling) / ceiling
+
+    parts.append(_axes(turns, ceiling, x_of, y_of))
+    for b in bins:
+        parts.append(_mark(b, x_of(b.first + (len(b.turns) - 1) / 2), y_of(b.latency), size,
+                           slot * len(b.turns), anchor, selected))  # fmt: skip
+    return svg(_W, _BOTTOM + 40, "loopnb-timeline", "turn timeline", "".join(parts))
+
+
+def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale) -> str:
+    first, n = turns[0].turn, len(turns)
+    out = []
+    for ms in (0.0, ceiling / 2, ceiling):
+        y = y_of(ms)
+        out.append(
+            f'<line class="grid" x1="{_X0}" y1="{y:.1f}" x2="{_X1}" y2="{y:.1f}"/>'
+            f'<text class="small" x="{_X0 - 5}" y="{y + 3:.1f}" text-anchor="end">{_ms(ms)}</text>'
+        )
+    mid = (_TOP + _BOTTOM) / 2
+    out.append(
+        f'<text class="small" x="14" y="{mid:g}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {mid:g})">latency (ms)</text>'
+        f'<line class="axis" x1="{_X0}" y1="{_BOTTOM}" x2="{_X1}" y2="{_BOTTOM}"/>'
+    )
+    step = _tick_step(n)
+    for turn in range(step * math.ceil(first / step), first + n, step):
+        x = x_of(turn - first)
+        out.append(
+            f'<line class="axis" x1="{x:.1f}" y1="{_BOTTOM}" x2="{x:.1f}" y2="{_BOTTOM + 4}"/>'
+            f'<text class="small" x="{x:.1f}" y="{_BOTTOM + 15}" text-anchor="middle">{turn:,}</text>'
+        )
+    out.append(
+        f'<text class="small" x="{(_X0 + _X1) / 2:g}" y="{_BOTTOM + 32}" text-anchor="middle">turn</text>'
+    )
+    return "".join(out)
+
+
+def _tip(text: str, x: float) -> str:
+    """The hover label, in the band above the marks, kept inside the pane."""
+    room = 3.4 * len(text)  # about half its width at 11 px
+    if x - room < 8:
+        anchor, x = "start", max(x - 6, 8)
+    elif x + room > _W - 8:
+        anchor, x = "end", min(x + 6, _W - 8)
+    else:
+        anchor = "middle"
+    return (
+        f'<text class="tip halo" x="{x:.1f}" y="{_TOP - 10}" text-anchor="{anchor}">{esc(text, 200)}</text>'
+    )
+
+
+def _mark(
+    b: _Bin, x: float, y: float, size: float, width: float, anchor: str | None, selected: int | None
+) -> str:
+    t = b.worst
+    turns = f' data-turns="{b.turns[0].turn}-{b.turns[-1].turn}"' if len(b.turns) > 1 else ""
+    inside = selected is not None and b.turns[0].turn <= selected <= b.turns[-1].turn
+    ring = ""
+    if inside:
+        r = size / 2 + 3
+        ring = (
+            f'<rect class="loopnb-selected" data-turn="{selected}" x="{x - r:.1f}" y="{y - r:.1f}" '
+            f'width="{2 * r:.1f}" height="{2 * r:.1f}"/>'
+        )
+    hit = (
+        f'<rect class="hit" x="{x - width / 2:.1f}" y="{_TOP}" width="{width:.1f}" '
+        f'height="{_BOTTOM - _TOP}"/>'
+    )
+    body, tip = f"{hit}{mark(t.channel, x, y, size)}", _tip(b.tip(), x)
+    # the label follows its mark (shown by ``.loopnb-mark:hover + .tip``): the mark's box, the
+    # place a click lands, holds the mark alone
+    if anchor is not None:
+        return (
+            f'{ring}<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}"'
+            f"{turns}>{body}</a>{tip}"
+        )
+    later = selected is not None and b.turns[0].turn > selected  # after the selected turn: greyed
+    kind, grey = ("loopnb-mark loopnb-later", ' opacity="0.3"') if later else ("loopnb-mark", "")
+    return (
+        f'{ring}<g class="{kind}" data-turn="{t.turn}" data-channel="{esc(t.channel)}"{turns}{grey}>'
+        f"{body}</g>{tip}"
+    )
