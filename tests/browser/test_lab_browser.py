@@ -214,18 +214,27 @@ NEEDED = (
 
 FITS_JS = """
 (view) => {
-  // the right edge of the widest thing drawn in the board, against its pane's and the inspector's
+  // where the board's drawing ends on screen: each box, cut at the nearest box between it and
+  // the board that clips or scrolls it sideways, against the board's pane and the inspector
   const board = view.querySelector(".loopnb-board");
   const pane = board.closest(".widget-html") || board.parentElement;
-  const inside = [board, ...board.querySelectorAll("*")].flatMap((e) => [...e.getClientRects()]);
+  const shown = (e) => {
+    let right = Math.max(...[...e.getClientRects()].map((r) => r.right), -Infinity);
+    for (let a = e.parentElement; a && board.contains(a); a = a.parentElement) {
+      const clips = getComputedStyle(a).overflowX !== "visible";
+      if (clips) right = Math.min(right, a.getBoundingClientRect().right);
+    }
+    return right;
+  };
   return {
-    drawn: Math.max(...inside.map((r) => r.right)),
+    drawn: Math.max(...[board, ...board.querySelectorAll("*")].map(shown)),
     pane: pane.getBoundingClientRect().right,
     inspector: view.querySelector(".loopnb-inspector").getBoundingClientRect().left,
   };
 }
 """
-"""Page JS (``locator.evaluate``): where the breaker board's text ends, and where its pane does."""
+"""Page JS (``locator.evaluate``): where the breaker board's drawing ends (what a scroll box
+hides aside), where its pane ends and where the inspector begins."""
 
 
 def measure(view) -> list[dict[str, object]]:
