@@ -27,8 +27,9 @@ from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
 
-_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}"
-"""The gauge's words at the panes' text size (``_markup``'s 13 px)."""
+_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}.loopnb-view .widget-html-content{min-width:0}"
+"""The gauge's words at the panes' text size (``_markup``'s 13 px); a pane's content no wider
+than its pane (a flex item would grow to its widest table, over the pane beside it)."""
 _BUTTONS = (("Pause", "❚❚"), ("Step", "▶\ufe0e❚"), ("Resume", "▶\ufe0e"), ("Stop", "■"))
 """The control buttons and their glyphs, as text (U+FE0E: not as emoji). An ipywidgets ``icon``
 is a Font Awesome name, a font Voila's page asks a CDN for: nothing in the view needs the network."""
@@ -114,7 +115,7 @@ class LiveView:
             bar.append(self.play)
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
-        self._page = Page()
+        self._page = Page(on_select=self.select)  # a click on a timeline mark selects its turn
         self.board.layout = widgets.Layout(width="40%")
         self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(

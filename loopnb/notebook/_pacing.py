@@ -86,6 +86,9 @@ class Page(anywidget.AnyWidget):
     ``resize``. This invisible widget watches the view's width and dispatches that event when it
     changes.
 
+    Selecting: a click on one of the view's timeline marks sends ``{"select": turn}``, which
+    calls ``on_select(turn)`` (the view moves its slider there).
+
     Pacing: after each redraw the painter sends ``{"frame": n}``; the page answers
     ``{"drawn": n}`` on its next animation frame, that is once it has applied every update sent
     before and painted. While a page answers, the painter waits for the answer before the next
@@ -97,10 +100,18 @@ class Page(anywidget.AnyWidget):
     _esm = """
     function render({ model, el }) {
       el.style.display = "none";
-      let observer = null, last = -1, tries = 0;
+      const style = document.createElement("style");  // a mark says it can be clicked
+      style.textContent = ".loopnb-view .loopnb-timeline .loopnb-mark[data-turn]{cursor:pointer}";
+      el.appendChild(style);
+      let observer = null, host = null, last = -1, tries = 0;
       const poke = () => window.dispatchEvent(new Event("resize"));
+      // a click on one of the view's timeline marks selects its turn (the kernel moves the slider)
+      const pick = (event) => {
+        const mark = event.target.closest(".loopnb-timeline .loopnb-mark[data-turn]");
+        if (mark) model.send({ select: Number(mark.dataset.turn) });
+      };
       const watch = () => {
-        const host = el.closest(".loopnb-view");
+        host = el.closest(".loopnb-view");
         if (!host) {
           if (tries++ < 600) requestAnimationFrame(watch);
           return;
@@ -114,6 +125,7 @@ class Page(anywidget.AnyWidget):
           }
         });
         observer.observe(host);
+        host.addEventListener("click", pick);
       };
       requestAnimationFrame(watch);
       const answer = (msg) => {
@@ -125,14 +137,16 @@ class Page(anywidget.AnyWidget):
       return () => {
         model.off("msg:custom", answer);
         if (observer) observer.disconnect();
+        if (host) host.removeEventListener("click", pick);
       };
     }
     export default { render };
     """
 
-    def __init__(self, *, patience: float = 2.0) -> None:
+    def __init__(self, *, patience: float = 2.0, on_select: Callable[[int], None] | None = None) -> None:
         super().__init__()
         self.patience = patience
+        self.on_select = on_select
         self.sent = 0
         self.drawn = 0
         self.answering = False  # a page answered lately: wait for it
@@ -147,6 +161,9 @@ class Page(anywidget.AnyWidget):
         self.send({"frame": frame})
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        picked = content.get("select") if isinstance(content, dict) else None
+        if isinstance(picked, int) and not isinstance(picked, bool) and self.on_select is not None:
+            self.on_select(picked)
         drawn = content.get("drawn") if isinstance(content, dict) else None
         if isinstance(drawn, int) and not isinstance(drawn, bool):
             with self._changed:

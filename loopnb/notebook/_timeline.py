@@ -93,15 +93,16 @@ def timeline_svg(turns: Sequence[TurnView], anchor: str | None, *, selected: int
     """Every turn of the run as its channel's mark, at its latency; hover a mark for its turn.
 
     With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``, a bin's to its worst
-    turn), as in the report; without, the marks are plain (the live view selects turns with its
-    slider). ``selected`` rings that turn (or its bin) and greys the turns after it.
+    turn), as in the report; without, a mark is a group with its ``data-turn`` (a bin's worst
+    turn), which the live view selects when it is clicked. ``selected`` rings that turn (or its
+    bin) and greys the turns after it.
     """
     n = len(turns)
     bins, per = _bins(turns)
     said = f"{n:,} turn{'' if n == 1 else 's'}"
     if per > 1:
         said += f" in marks of {per:,}, each its worst turn"
-    said += "; a mark links to its row" if anchor is not None else "; hover a mark for its turn"
+    said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
     parts = [
         f'<text class="cap" x="12" y="20">turn timeline</text>'
         f'<text x="130" y="20">{said}</text>{legend(_W - 180, 20)}'

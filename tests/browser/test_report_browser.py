@@ -8,35 +8,21 @@ scrolls its row into view, and narrow cells hold one line. The page's picture go
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 import pytest
 
-from tests.browser.test_view_browser import ARGS, CHROMIUM, REPO, assert_inert, offline, unavailable
+from tests.browser._serve import SHOTS, assert_inert, offline
 
 pytestmark = pytest.mark.browser
-SHOTS = REPO / "build" / "screenshots"
 
 
 @pytest.fixture
-def page(tmp_path):
-    if not os.path.exists(CHROMIUM):
-        unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
-    try:
-        from playwright.sync_api import expect, sync_playwright
-    except ImportError:
-        unavailable("playwright is not installed (the browser extra)")
-    expect.set_options(timeout=30_000)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.set_default_timeout(60_000)
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
-        page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))  # type: ignore[attr-defined]
-        yield page
-        browser.close()
+def page(page):
+    """The shared page, also collecting console errors (a static report logs none)."""
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    return page
 
 
 def report(tmp_path: pathlib.Path, *scenarios) -> pathlib.Path:

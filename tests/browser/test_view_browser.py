@@ -1,163 +1,54 @@
-"""The live view in a real browser: chromium driven by playwright, offline (the report: its own file).
+"""The live view in Voila: chromium driven by playwright, offline (JupyterLab, the report: own files).
 
-Three things are checked where only a browser can check them: the panes render (inline SVG, the
-timeline's marks, the breaker states as text), hostile HTML in a tool's output stays inert text
-(it would set ``window.__pwned`` and the page title), and a button click reaches a running run.
-Screenshots go to the test's tmp dir; with ``LOOPNB_UPDATE_SCREENSHOT=1`` the live view's also
-replaces ``docs/live_view.png`` (the README's picture), so that a plain test run leaves the
-checkout as it was.
-
-Without chromium or playwright these tests skip, unless ``LOOPNB_REQUIRE_BROWSER`` is set (CI):
-then they fail, so that a broken install cannot pass silently.
+Checked where only a browser can check them: the panes render (inline SVG, the timeline's marks,
+the breaker states as text), hostile HTML in a tool's output stays inert text (it would set
+``window.__pwned`` and the page title), the inspector's code blocks are monospace, a button click
+reaches a running run, and no request leaves 127.0.0.1 (no font CDN either). Screenshots go to
+``build/screenshots/``; with ``LOOPNB_UPDATE_SCREENSHOT=1`` the demo's also replaces
+``docs/live_view.png`` (the README's picture) and ``docs/live_view_voila.png``, so that a plain
+test run leaves the checkout as it was.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import pathlib
-import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 
+from tests.browser._serve import (
+    DOCS,
+    IMPORTS,
+    SHOTS,
+    TOKEN,
+    assert_inert,
+    free_port,
+    offline,
+    require,
+    scroll_to,
+    server,
+    shoot,
+    write_notebook,
+)
+
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-REPO = pathlib.Path(__file__).resolve().parents[2]
-BIN = pathlib.Path(sys.executable).parent
-DOCS_SHOT = REPO / "docs" / "live_view.png"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("LOOPNB_REQUIRE_BROWSER"):
-        pytest.fail(f"LOOPNB_REQUIRE_BROWSER is set but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def page(tmp_path):
-    if not os.path.exists(CHROMIUM):
-        unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
-    try:
-        from playwright.sync_api import expect, sync_playwright
-    except ImportError:
-        unavailable("playwright is not installed (the browser extra)")
-    # A loaded CI machine can take longer than playwright's default 5 s to apply a widget update;
-    # a check that times out here should mean "never", not "slow".
-    expect.set_options(timeout=30_000)
-    with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=ARGS,
-            viewport={"width": 1280, "height": 1100},
-        )
-        page = ctx.new_page()
-        page.set_default_timeout(60_000)
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
-        yield page
-        ctx.close()
-
-
-def offline(page) -> list[str]:
-    """Abort every http(s) request that is not to 127.0.0.1; returns the list of those refused."""
-    refused: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith(("http://127.0.0.1", "ws://127.0.0.1")):
-            r.continue_()
-        else:
-            refused.append(r.request.url)
-            r.abort()
-
-    page.route(re.compile(r"^https?://"), route)
-    return refused
-
-
-def assert_inert(page, title: str) -> None:
-    assert page.evaluate("typeof window.__pwned") == "undefined"
-    assert page.title() == title
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def server(cmd, ready_url, log):
-    with open(log, "w") as out:
-        # its own session, so that the server and every kernel it started can be ended together
-        proc = subprocess.Popen(
-            [str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            deadline = time.time() + 60
-            while True:
-                assert proc.poll() is None, log.read_text()
-                try:
-                    urllib.request.urlopen(ready_url, timeout=1).close()
-                    break
-                except urllib.error.HTTPError:
-                    break  # any HTTP status means it is serving
-                except OSError:
-                    assert time.time() < deadline, "server did not start"
-                    time.sleep(0.25)
-            yield
-        finally:
-            stop_group(proc)
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """End the server and its kernels: politely, then for good."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=15)
-
-
-def scroll_to(locator) -> None:
-    """Scroll an element into view without waiting for it to be "stable": on a page whose live
-    views keep redrawing, playwright's own scrolling can wait for that in vain on a busy machine."""
-    locator.evaluate("element => element.scrollIntoView({block: 'start'})")
-
-
-def shoot(page, locator, path: pathlib.Path) -> None:
-    """A screenshot of one view's box (a page whose widgets keep updating is never "stable",
-    which an element screenshot would wait for)."""
-    scroll_to(locator)
-    box = locator.bounding_box()
-    assert box is not None
-    page.screenshot(path=str(path), clip=box, full_page=True, timeout=60_000)
+MONOSPACE_JS = """
+(elements) => elements.map((el) => {
+  // monospace as drawn: in the element's own font, a row of i is as wide as a row of M
+  const style = getComputedStyle(el);
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = `${style.fontSize} ${style.fontFamily}`;
+  const [narrow, wide] = ["iiiiiiiiii", "MMMMMMMMMM"].map((t) => ctx.measureText(t).width);
+  return { tag: el.tagName.toLowerCase(), family: style.fontFamily, narrow, wide };
+})
+"""
+"""Page JS (``locator.evaluate_all``): each element's font family and the widths of ten i and ten M in it."""
 
 
 NOTEBOOK_CELLS = [
-    "import sys\nsys.path.insert(0, {repo!r})\n"
-    "from loopnb.notebook import NotebookRunner\nfrom tests.notebook import scenarios as S",
+    IMPORTS,
     "engine, task = S.demo()\ndemo = NotebookRunner(engine)\ndemo.run(task);",
     "engine, task = S.payload()\nhostile = NotebookRunner(engine)\nhostile.run(task);",
     "import time\nengine, task = S.endless(delay=0.05)\nforever = NotebookRunner(engine)\n"
@@ -170,15 +61,6 @@ NOTEBOOK_CELLS = [
 ]
 
 
-def write_notebook(path: pathlib.Path) -> None:
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c.format(repo=str(REPO))) for c in NOTEBOOK_CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-
-
 # This test used to time out about one run in three: the endless run's view sent up to 10 frames a
 # second, each with the whole growing timeline, faster than software-rendered Chromium on two cores
 # could draw them; the queue grew until the page stopped answering the server's pings. The view now
@@ -186,23 +68,22 @@ def write_notebook(path: pathlib.Path) -> None:
 # everything started afresh, stays as a guard against the machine itself stalling.
 @pytest.mark.flaky(reruns=1)
 def test_live_view_in_voila(page, tmp_path):
-    if not (BIN / "voila").exists():
-        unavailable("voila is not installed (the browser extra)")
+    voila = require("voila")
     from playwright.sync_api import expect
 
-    write_notebook(tmp_path / "live.ipynb")
-    port, token = free_port(), "test-token"
+    write_notebook(tmp_path / "live.ipynb", NOTEBOOK_CELLS)
+    port = free_port()
     cmd = [
-        BIN / "voila",
+        voila,
         tmp_path / "live.ipynb",
         "--no-browser",
         "--Voila.ip=127.0.0.1",
         f"--port={port}",
-        f"--token={token}",
+        f"--token={TOKEN}",
     ]
     with server(cmd, f"http://127.0.0.1:{port}/voila/static/", tmp_path / "voila.log"):
         refused = offline(page)
-        page.goto(f"http://127.0.0.1:{port}/?token={token}")
+        page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
         views = page.locator(".loopnb-view")
         expect(views).to_have_count(3, timeout=90_000)
         demo, hostile, forever = views.nth(0), views.nth(1), views.nth(2)
@@ -228,12 +109,11 @@ def test_live_view_in_voila(page, tmp_path):
         except Exception:
             print("plot widths:", page.evaluate(widths))
             raise
-        shoot(page, demo, tmp_path / "voila_demo.png")
+        shoot(page, demo, SHOTS / "voila_demo.png")
         if os.environ.get("LOOPNB_UPDATE_SCREENSHOT"):
-            shutil.copy(tmp_path / "voila_demo.png", DOCS_SHOT)
+            shutil.copy(SHOTS / "voila_demo.png", DOCS / "live_view.png")
 
-        # the inspector shows the selected (last) turn; selecting other turns is covered by the
-        # widget tests in tests/notebook (the slider selects; a mark's title names its turn)
+        # the inspector shows the selected (last) turn (selecting others: test_lab_browser.py)
         expect(demo.locator(".loopnb-inspector")).to_contain_text("turn 8")
 
         # hostile text stays text: in the status line, the inspector and the charts
@@ -241,7 +121,7 @@ def test_live_view_in_voila(page, tmp_path):
         expect(hostile.locator(".loopnb-inspector")).to_contain_text("<script>window.__pwned=2")
         assert hostile.locator(".loopnb-inspector img, .loopnb-status img").count() == 0
         assert hostile.locator(".loopnb-svg img, .loopnb-svg script").count() == 0
-        shoot(page, hostile, tmp_path / "voila_hostile.png")
+        shoot(page, hostile, SHOTS / "voila_hostile.png")
         assert_inert(page, page.title())
         assert page.title() != "pwned"
 
@@ -255,7 +135,83 @@ def test_live_view_in_voila(page, tmp_path):
         forever.get_by_role("button", name="Stop").click()
         expect(forever.locator(".loopnb-status")).to_contain_text("Cancelled", timeout=30_000)
         expect(forever.locator(".loopnb-status")).to_contain_text("stopped from the live view")
-        shoot(page, forever, tmp_path / "voila_stopped.png")
+        shoot(page, forever, SHOTS / "voila_stopped.png")
         assert page.evaluate("typeof window.__pwned") == "undefined"
-        assert all("127.0.0.1" not in url for url in refused)
-        (tmp_path / "refused.json").write_text(json.dumps(refused))
+        assert page.errors == [], page.errors  # type: ignore[attr-defined]
+        assert not [url for url in refused if url not in VOILA_OWN], refused  # (see the next test)
+
+
+VOILA_OWN = (
+    "https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@%5E5/css/all.min.css",
+    "https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@%5E5/css/v4-shims.min.css",
+)
+"""What Voila 0.5's own "lab" template links from a CDN on every page, whatever the notebook shows
+(``templates/lab/index.html.j2``): the next test checks that a notebook with no loopnb asks for
+exactly these, so that the view is held to asking for nothing."""
+ICONS_JS = """
+(icons) => icons.map((el) => {
+  // an icon-font icon is drawn only if a font face of its family has loaded (from the page)
+  const before = getComputedStyle(el, "::before");
+  const family = before.fontFamily.replace(/["']/g, "");
+  const faces = [...document.fonts].filter((f) => f.family.replace(/["']/g, "") === family);
+  const drawn = faces.some((f) => f.status === "loaded") && el.getBoundingClientRect().width > 0;
+  return { icon: el.className, family, faces: faces.map((f) => `${f.weight} ${f.status}`), drawn };
+})
+"""
+"""Page JS: for each icon element, its font family, that family's font faces and whether one loaded."""
+READS = [
+    IMPORTS,
+    "engine, task = S.demo()\ndemo = NotebookRunner(engine)\ndemo.run(task);",
+    # a background run, held before its first turn: the view with its Pause / Step / Resume / Stop
+    "engine, task = S.endless()\nheld = NotebookRunner(engine)\nhandle = held.start(task, paused=True)",
+]
+BASELINE = ["print('a notebook without loopnb')"]
+
+
+def test_the_view_in_voila_needs_no_network_and_shows_code_as_code(page, tmp_path):
+    """Render, nothing fetched beyond 127.0.0.1 (but Voila's own links), code in a monospace font."""
+    voila = require("voila")
+    from playwright.sync_api import expect
+
+    write_notebook(tmp_path / "reads.ipynb", READS)
+    write_notebook(tmp_path / "baseline.ipynb", BASELINE)
+    port = free_port()
+    cmd = [voila, tmp_path, "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}", f"--token={TOKEN}"]
+    with server(cmd, f"http://127.0.0.1:{port}/voila/static/", tmp_path / "voila.log"):
+        refused = offline(page)
+        page.goto(f"http://127.0.0.1:{port}/voila/render/baseline.ipynb?token={TOKEN}")
+        expect(page.get_by_text("a notebook without loopnb")).to_be_visible(timeout=90_000)
+        page.wait_for_load_state("networkidle")
+        voila_own, refused[:] = list(refused), []
+        assert sorted(voila_own) == sorted(VOILA_OWN), voila_own  # Voila's template, not loopnb
+
+        page.goto(f"http://127.0.0.1:{port}/voila/render/reads.ipynb?token={TOKEN}")
+        views = page.locator(".loopnb-view")
+        expect(views).to_have_count(2, timeout=90_000)
+        demo, held = views.nth(0), views.nth(1)
+        expect(demo.locator(".loopnb-status")).to_contain_text("finished", timeout=30_000)
+        expect(held.locator(".loopnb-status")).to_contain_text("paused before the first turn")
+        expect(demo.locator(".loopnb-inspector")).to_contain_text("the model said")
+        page.wait_for_load_state("networkidle")
+        shot = shoot(page, demo, SHOTS / "live_view_voila.png")
+        if os.environ.get("LOOPNB_UPDATE_SCREENSHOT"):
+            shutil.copy(shot, DOCS / shot.name)
+        shoot(page, held, SHOTS / "voila_held.png")
+
+        # the buttons say what they do in words; an icon, if any, is drawn by a font the page
+        # itself serves (Voila bundles Font Awesome's solid face; the CDN links above are refused)
+        for name in ("Pause", "Step", "Resume", "Stop"):
+            expect(held.get_by_role("button", name=name)).to_be_visible()
+        icons = held.locator("button i, button [class*='fa-']").evaluate_all(ICONS_JS)
+        unfed = [icon for icon in icons if not icon["drawn"]]
+
+        # code is monospace, as drawn: the inspector's blocks and names
+        code = demo.locator(".loopnb-inspector pre, .loopnb-inspector code").evaluate_all(MONOSPACE_JS)
+        assert len(code) >= 2, code  # "the model said" block and the model's name
+        beyond = [url for url in refused if url not in voila_own]  # asked for by the view
+        (SHOTS / "voila_refused.json").write_text(json.dumps({"voila": voila_own, "view": beyond}, indent=1))
+        assert beyond == [], f"the view asked beyond 127.0.0.1 for {beyond}"
+        assert not unfed, f"the view's buttons have icons no font on the page draws: {unfed}"
+        proportional = [c for c in code if not c["narrow"] == c["wide"] > 0]
+        assert not proportional, f"the inspector's code is not monospace in Voila: {proportional}"
+        assert page.errors == [], page.errors  # type: ignore[attr-defined]
