@@ -24,13 +24,18 @@ from loopnb.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 # Sections whose Python blocks need an API key or a model server, with what they need.
-NEEDS_A_REAL_MODEL = {"Real models": "OPENAI_API_KEY / ANTHROPIC_API_KEY or a local model server"}
+NEEDS_A_REAL_MODEL = {
+    "Real models": "OPENAI_API_KEY / ANTHROPIC_API_KEY or a local model server",
+    "Exporting to OpenTelemetry": "an OTLP/HTTP endpoint (tests/otel checks the same calls against one)",
+}
 # `loopnb` command lines that need the same.
 REAL_MODEL_COMMANDS = (
     "loopnb demo --model openai:gpt-4o-mini",
     "loopnb demo --model ollama:llama3.1 --base-url http://127.0.0.1:11434/v1",
 )
-MENTIONS_A_REAL_MODEL = re.compile(r"API_KEY|base_url|--base-url|--model|OpenAIChatModel|AnthropicModel")
+MENTIONS_A_REAL_MODEL = re.compile(
+    r"API_KEY|base_url|--base-url|--model|OpenAIChatModel|AnthropicModel|http_provider|export=\"http"
+)
 # `expr   # "literal"`: a line whose comment states the value of its expression.
 STATED_VALUE = re.compile(r"^(?P<expr>[^#\s][^#]*?)\s+#\s*(?P<value>\"[^\"]*\")\s*$")
 
