@@ -1,4 +1,8 @@
-"""Fixtures of the browser tests: one headless Chromium for the session, a fresh context per test.
+"""Fixtures of the browser tests: one headless Chromium for this package, a fresh context per test.
+
+Playwright's sync API keeps an event loop running on the main thread while it is open, so the
+browser is closed when the last browser test is done (package scope): the rest of the suite
+(``asyncio.run`` in the engine's tests) must find no loop running.
 
 Without chromium or playwright these tests skip, unless ``LOOPNB_REQUIRE_BROWSER`` is set (CI):
 then they fail, so that a broken install cannot pass silently.
@@ -13,7 +17,7 @@ import pytest
 from tests.browser._serve import ARGS, CHROMIUM, unavailable
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium():
     """The browser, started once: a test gets its own context (cookies, storage) from it."""
     if not os.path.exists(CHROMIUM):
