@@ -69,9 +69,11 @@ MARKS: dict[str, Mark] = {
     "guardrail": "ended",
     "model_error": "ended",
     "agent_error": "ended",
+    "unanswered": "ended",
 }
 """Every status written: per call ``ok`` / ``error`` (the span's ``error``) / ``missing`` (no
-span); per turn ``ok`` / ``error`` (the turn span's), and on the hard turn what ended the run."""
+span); per turn ``ok`` / ``error`` (the turn span's), and on the hard turn what ended the run
+(``unanswered``: the trace ends on calls no span answers)."""
 
 _TIMEOUT = re.compile(r"Tool '.*' timed out after [0-9.]+ seconds\.", re.DOTALL)
 _BAD_ARGUMENTS = "Invalid JSON input for tool"
@@ -252,6 +254,10 @@ class _Run:
             return _End("source_error", str(said), "model_error", True, kind, model.end)
         if escaped is not None and failed is not None:
             return _End("source_error", escaped, "agent_error", True, at=failed.end)
+        unanswered = [call.name for call, span in self._calls(last, self._reply(last)) if span is None]
+        if unanswered:  # a trace without turn spans, or one cut short: the run ended on these calls
+            message = f"the trace ends before {', '.join(unanswered)} ran"
+            return _End("source_error", message, "unanswered", True, at=last.end)
         return None
 
     def _start(self, replies: list[Reply]) -> RunWriter:
