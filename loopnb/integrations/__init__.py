@@ -7,4 +7,4 @@ when one of its names is first used, so this package stays light:
   that appends every finished span and trace to a JSON Lines file ``loopnb.load`` reads.
 """
 
-__all__: list[str] = []
+__all__ = []  # each integration is a subpackage: loopnb.integrations.<framework>

@@ -5,19 +5,22 @@
 imported when ``JsonlProcessor`` is first used, not when this package is.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from loopnb.integrations.openai_agents._processor import JsonlProcessor
 
 __all__ = ["JsonlProcessor"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "JsonlProcessor":
-        from loopnb.integrations.openai_agents._processor import JsonlProcessor
+def __getattr__(name: str) -> object:
+    if name != "JsonlProcessor":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module("loopnb.integrations.openai_agents._processor"), name)
+    globals()[name] = value
+    return value
 
-        return JsonlProcessor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
