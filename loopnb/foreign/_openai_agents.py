@@ -361,22 +361,27 @@ def _listed(value: Any) -> list[Any] | None:
 
 def read(path: Path) -> Recording:
     """The runs in an Agents SDK trace file (JSON Lines, a JSON list, or ``{"data": [...]}``)."""
+    from loopnb.record._frames import collector_paused
+
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise RecordingError(f"cannot read: {exc}", path=path) from exc
-    try:
-        whole = _listed(json.loads(data))
-    except ValueError:
-        whole = None  # JSON Lines: more than one document
-    if whole is not None:
-        return _recording(traces(enumerate(whole, 1), lines=False, path=path), path)
-    return _recording(traces(parse_lines(data, path), lines=True, path=path), path)
+    with collector_paused():  # spans and events hold no cycles: see collector_paused
+        try:
+            whole = _listed(json.loads(data))
+        except ValueError:
+            whole = None  # JSON Lines: more than one document
+        if whole is not None:
+            return _recording(traces(enumerate(whole, 1), lines=False, path=path), path)
+        return _recording(traces(parse_lines(data, path), lines=True, path=path), path)
 
 
 def from_openai_agents(spans: Iterable[Any]) -> Recording:
     """A recording of Agents SDK spans and traces: ``Span`` / ``Trace`` objects (a processor's,
     in the order it saw them end) or their ``export()`` dicts."""
+    from loopnb.record._frames import collector_paused
+
     items: list[tuple[int, Any]] = []
     for index, item in enumerate(spans, 1):
         exported = item if isinstance(item, dict) else getattr(item, "export", None)
@@ -384,4 +389,5 @@ def from_openai_agents(spans: Iterable[Any]) -> Recording:
             exported = exported()
         if exported is not None:  # the SDK's no-op spans and traces export nothing
             items.append((index, exported))
-    return _recording(traces(items, lines=False), None)
+    with collector_paused():
+        return _recording(traces(items, lines=False), None)
