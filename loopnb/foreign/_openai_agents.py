@@ -25,6 +25,7 @@ the function and handoff spans in it. What the SDK does, and how it reads here:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable
@@ -128,11 +129,13 @@ def _turns(spans: list[Span]) -> list[_Turn]:
                 )
             )
         return turns
-    turns = [_Turn(None, [s]) for s in spans if s.kind in MODEL_KINDS]
+    models = sorted((s for s in spans if s.kind in MODEL_KINDS), key=lambda s: s.start or 0.0)
+    turns = [_Turn(None, [s]) for s in models]
+    starts = [t.start or 0.0 for t in turns]
     for span in spans:
         if span.kind in ("function", "handoff") and turns:
-            later = [t for t in turns if (t.start or 0.0) <= (span.start or 0.0)]
-            (later[-1] if later else turns[0]).calls.append(span)
+            after = bisect.bisect_right(starts, span.start or 0.0)  # the last model span before it
+            turns[max(after - 1, 0)].calls.append(span)
     return turns
 
 
@@ -220,7 +223,7 @@ class _Run:
             if span.error_message == "Max turns exceeded":
                 limit = span.error_data("max_turns")
                 message = f"Max turns ({limit}) exceeded"
-                return _End("loop_detected", message, "max_turns", on_last=False, error="MaxTurnsExceeded")
+                return _End("loop_detected", message, "max_turns", False, "MaxTurnsExceeded", span.end)
         last = self.turns[-1] if self.turns else None
         marked = [last.span] if last is not None and last.span is not None else []
         for span in [*marked, *self.outer]:
