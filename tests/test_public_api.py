@@ -28,6 +28,8 @@ PACKAGES = [
     "loopnb.engine",
     "loopnb.engine.models",
     "loopnb.foreign",
+    "loopnb.integrations",
+    "loopnb.integrations.openai_agents",
     "loopnb.notebook",
     "loopnb.otel",
     "loopnb.record",
@@ -149,6 +151,8 @@ EXPECTED = {
         "from_pydantic_ai",
     ],
     "loopnb.engine": ENGINE,
+    "loopnb.integrations": [],
+    "loopnb.integrations.openai_agents": ["JsonlProcessor"],
     "loopnb.engine.models": [
         "AnthropicModel",
         "FallbackChain",
