@@ -48,6 +48,33 @@ def audit_lines(a: Audit, *, width: int = 100, simulated: Iterable[tuple[str, ..
         (f"Runs that ended hard ({hard})", _hard_runs(a, width)),
     ):
         lines += [_text(""), _text(title, style="bold"), *body]
+    if a.events is not None and a.turns["source_status"].notna().any():
+        rows = a.disagreements()
+        title = f"Where the source's own marking disagrees with the channel table ({len(rows)})"
+        lines += [_text(""), _text(title, style="bold"), *_disagreements(rows, width)]
+    return lines
+
+
+def _disagreements(rows: pd.DataFrame, width: int) -> list[Text]:
+    """One line per disagreement (run, turn, tool, reason, what the source said), then the text
+    the model read, in full, when there is one."""
+    if not len(rows):
+        return [_text("  (none: the source marks every call as the table does)")]
+    lines: list[Text] = []
+    for row in rows.head(HARD_SHOWN).astype(object).to_dict("records"):
+        tool = row["tool"] if isinstance(row["tool"], str) else "-"
+        head = _text(f"  run {row['run_id']}  turn {row['turn']}  {tool}  ")
+        head.append_text(terminal.channel(str(row["channel"]), str(row["channel"])))
+        head.append(f"  {row['reason']}  (source: {row['source_status']})")
+        lines.append(head)
+        detail = row["detail"]
+        if isinstance(detail, str) and detail:
+            for paragraph in detail.splitlines():
+                lines += [_text(t) for t in _wrap(paragraph, width, "    ", "    ")]
+    if len(rows) > HARD_SHOWN:
+        lines.append(
+            _text(f"  and {plural(len(rows) - HARD_SHOWN, 'more')}: audit(rec).disagreements() has them all")
+        )
     return lines
 
 
