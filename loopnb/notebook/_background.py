@@ -42,6 +42,10 @@ class BackgroundRun:
     While it runs ``result``, ``error`` and ``failure`` are None; at the end ``result`` is the
     ``RunResult`` of a run that finished, ``error`` the ``LoopError`` of one that ended hard, and
     ``failure`` anything else that went wrong below the engine's API (also shown in the view).
+
+    Displayed (a cell's last expression), it is a line the run keeps current while the kernel
+    lives; its ``repr`` is always the state as of now. To see how a run ended in a cell, whatever
+    the front end: ``bg.wait()`` then ``bg``, e.g. ``BackgroundRun(done: ok, turns=3)``.
     """
 
     def __init__(self, *, cancel: CancelToken, paused: bool = False) -> None:
@@ -239,12 +243,17 @@ class BackgroundRun:
             shown.refresh(view)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """A cell's output of the run: a line kept current as the run goes on and ends (a plain
-        ``repr`` would stay as it was when the cell ran)."""
+        """A cell's output of the run: a line kept current as the run goes on and ends.
+
+        With a live kernel the line is a widget that the run rewrites as it goes; the text beside
+        it (what a front end without widgets, or a saved notebook, shows) is the state when the
+        cell displayed it: ``bg.wait()`` then ``bg`` shows how the run ended.
+        """
         import ipywidgets as widgets
 
         label = widgets.HTML(self._label_html())
         self._labels.append(label)
+        self._relabel()  # the run may have moved on (or ended) before the line was in the list
         bundle = dict(label._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = repr(self)
         return bundle
@@ -253,15 +262,32 @@ class BackgroundRun:
         return f"<code>{html.escape(repr(self))}</code>"
 
     def _relabel(self) -> None:
-        """Bring every displayed line of this run up to date."""
+        """Bring every displayed line of this run up to date.
+
+        Any thread may call it (the worker as the run goes, a cell displaying the run): a thread
+        that wrote an outdated line finds the state moved on when it looks again, and writes the
+        newer one, so the line written last always shows the latest state.
+        """
         text = self._label_html()
-        for label in list(self._labels):
-            if label.value != text:
-                label.value = text
+        while True:
+            for label in list(self._labels):
+                if label.value != text:
+                    label.value = text
+            latest = self._label_html()
+            if latest == text:
+                return
+            text = latest
 
     def __repr__(self) -> str:
+        """``BackgroundRun(<state>, turns=N)``, the state as of now: ``running``, ``paused``, and at
+        the end ``done: ok``, ``done: hard (<producer>)`` or ``failed`` (a bug below the engine)."""
         if self.done:
-            state = "failed" if self.failure is not None else "done"
+            if self.failure is not None:
+                state = "failed"
+            elif self.error is not None:
+                state = f"done: hard ({self.error.producer})"
+            else:
+                state = "done: ok"
         else:
             state = "paused" if self._paused else "running"
         return f"BackgroundRun({state}, turns={self.turns})"

@@ -193,14 +193,14 @@ def breakers_from_turns(
     t = _chronological(turns, keys, "started_at", "turn")
     for _, run in t.groupby(keys, sort=False, observed=True):
         before: dict[str, str] = {}
-        for raw, producer, tools in zip(
-            run["breaker_states"], run["producer"].astype(object), run["tools"], strict=True
+        for raw, refusal, tools in zip(
+            run["breaker_states"], run["producer"].eq("breaker_open"), run["tools"], strict=True
         ):
             now = json.loads(raw) if isinstance(raw, str) else {}
             for target, state in now.items():
                 if state != before.get(target, "closed"):
                     transitions.append((target, state))
-            if producer == "breaker_open":
+            if refusal:
                 names = str(tools).split(", ") if isinstance(tools, str) else ["?"]
                 open_ = [n for n in names if "open" in (before.get(n), now.get(n))]
                 refused.append((open_ or names)[0])

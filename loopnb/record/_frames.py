@@ -33,7 +33,9 @@ def pandas_dtypes(table: Table) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, spec in table.dtypes().items():
         if isinstance(spec, tuple):
-            out[name] = pd.CategoricalDtype(list(spec[1]), ordered=False)
+            # categories of the nullable ``string`` dtype: a missing value shows as ``<NA>``,
+            # as in every other column (pandas' default ``str`` categories show ``NaN``)
+            out[name] = pd.CategoricalDtype(pd.Index(list(spec[1]), dtype="string"), ordered=False)
         else:
             out[name] = pd.api.types.pandas_dtype(spec)
     return out

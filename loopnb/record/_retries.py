@@ -193,7 +193,7 @@ def retries_from_turns(turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         else "recovered"
         if c == "ok"
         else "still_failing"
-        for p, c in zip(t["producer"].astype(object), t["channel"].astype(str), strict=True)
+        for p, c in zip(t["producer"].astype(str), t["channel"].astype(str), strict=True)
     ]
     return pd.DataFrame(
         {

@@ -13,10 +13,11 @@ Dtypes: ``category`` (every allowed value declared, in order), ``Int64`` and ``F
 (nullable), ``bool``, ``boolean`` (nullable), ``string`` (``pd.NA`` for missing) and
 ``datetime64[us, UTC]`` (epoch seconds as read, converted a whole column at once). Reading the frames:
 
-- Missing values: pandas shows a missing category as ``NaN`` and a missing text, number or
-  flag as ``<NA>``; ``isna()`` / ``notna()`` treat both alike. Filter whole columns with ``eq``
-  or ``isin`` (``turns[turns.producer.eq("timeout")]``): a single missing text is ``pd.NA``,
-  and ``if value == "x"`` raises on it.
+- Missing values show as ``<NA>`` in every column (a category's values are of the nullable
+  ``string`` dtype, so a missing producer reads like a missing text, number or flag);
+  ``isna()`` / ``notna()`` find them. Filter whole columns with ``eq`` or ``isin``
+  (``turns[turns.producer.eq("timeout")]``): iterated, a missing value is ``pd.NA`` and
+  ``if value == "x"`` raises on it (one picked out of a category with ``iloc`` is ``NaN``).
 - ``tools`` is one string per turn, the names joined by ``", "``; one row per call, to filter
   or group by tool: ``turns.assign(tool=turns.tools.str.split(", ")).explode("tool")``.
 - ``breaker_states`` is a JSON object per turn; one column per breaker, on the turns' index:

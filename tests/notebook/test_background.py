@@ -139,7 +139,7 @@ def test_controls_after_the_end_do_nothing():
     turns.wait_began()
     turns.end()
     assert run.wait(WAIT) and run.result == "1 turns" and run.error is None
-    assert enabled(view) == set() and view.note is None and repr(run) == "BackgroundRun(done, turns=1)"
+    assert enabled(view) == set() and view.note is None and repr(run) == "BackgroundRun(done: ok, turns=1)"
     for button in ("Stop", "Pause", "Step", "Resume", "Stop"):
         view.buttons[button].click()  # the front end may still deliver a click
     run.stop()
@@ -251,4 +251,4 @@ def test_the_pill_says_paused_and_a_displayed_run_keeps_its_line_current():
     assert view.paused is None
     turns.end()
     assert run.wait(WAIT)
-    assert label.value == "<code>BackgroundRun(done, turns=2)</code>" and view.paused is None
+    assert label.value == "<code>BackgroundRun(done: ok, turns=2)</code>" and view.paused is None
