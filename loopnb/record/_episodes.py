@@ -14,8 +14,9 @@ from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 if TYPE_CHECKING:
     import pandas as pd
 
-PRODUCERS = (*SOFT_PRODUCERS, *HARD_PRODUCERS)
-"""Every producer, soft ones first: the categories (and row order) of the audit's producer columns."""
+PRODUCERS = (*SOFT_PRODUCERS, *HARD_PRODUCERS, "source_error")
+"""Every producer, soft ones first (and ``source_error``, a foreign run's end, last): the
+categories (and row order) of the audit's producer columns."""
 _OUTCOMES = tuple(["recovered", "ended_hard", "unfinished"])
 
 
