@@ -165,6 +165,7 @@ class SampleReader:
             tools=tools,
             settings=self.settings,
         )
+        raised = self._raised(agent, error)
         for where, ev in agent:
             if ev["event"] == "model":
                 self._settle()
@@ -181,11 +182,25 @@ class SampleReader:
             elif self.turn is not None:
                 call_id = str(expect(ev.get("id"), str, f"{where}.id"))
                 self.waiting.pop(call_id, None)
-                if ev.get("failed") and not ev.get("error"):
+                if ev is raised:
                     self.crashed = True  # the tool raised: the sample ends on this turn, with no result
                 else:
                     self._result(call_id, ev.get("function"), ev.get("result"), ev.get("error"), ev, where)
         return self._end(run, events, error, limit)
+
+    def _raised(self, agent: list[tuple[str, dict[str, Any]]], error: Any) -> dict[str, Any] | None:
+        """The tool event whose tool raised and ended the sample: the one marked ``failed`` (its
+        ``error`` stays empty), or in a log from before that mark, when the sample's traceback
+        runs through Inspect's tool call, the last unfailed tool event of the last turn."""
+        tools = [ev for _, ev in agent if ev["event"] == "tool"]
+        marked = next((ev for ev in tools if ev.get("failed") and not ev.get("error")), None)
+        if marked is not None or not isinstance(error, dict):
+            return marked
+        if not _TOOL_FRAME.search(self.text(error.get("traceback"))):
+            return None
+        last = max((i for i, (_, ev) in enumerate(agent) if ev["event"] == "model"), default=-1)
+        after = [ev for _, ev in agent[last + 1 :] if ev["event"] == "tool" and not ev.get("error")]
+        return after[-1] if after else None
 
     def _end(self, run: RunWriter, events: list[Any], error: Any, limit: Any) -> list[Event]:
         end = run.when(_time(self.sample.get("completed_at"), "completed_at"))
@@ -223,7 +238,8 @@ class SampleReader:
         assert self.turn is not None
         output = expect(ev.get("output") or {}, dict, f"{where}.output")
         choices = expect(output.get("choices") or [{}], list, f"{where}.output.choices")
-        message = expect(choices[0].get("message") or {}, dict, f"{where}.output.choices[0].message")
+        choice = expect(choices[0], dict, f"{where}.output.choices[0]")
+        message = expect(choice.get("message") or {}, dict, f"{where}.output.choices[0].message")
         calls = []
         for j, c in enumerate(expect(message.get("tool_calls") or [], list, f"{where} tool_calls")):
             at = f"{where} tool_calls[{j}]"
@@ -235,11 +251,12 @@ class SampleReader:
             calls.append(ToolCall(name, args if isinstance(args, dict | str) else {}, id=call_id))
         usage = output.get("usage")
         start = _time(ev.get("timestamp"), f"{where}.timestamp")
+        model = ev.get("model") or output.get("model")
         self.turn.reply(
             self.text(message.get("content")) or None,
             calls,
-            model=ev.get("model") or output.get("model"),
-            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+            model=None if model is None else str(model),
+            usage=Usage(_count(usage, "input_tokens", where), _count(usage, "output_tokens", where))
             if isinstance(usage, dict)
             else None,
             at=start,
@@ -288,6 +305,13 @@ class SampleReader:
                 self._result(call_id, call.name, m.get("content"), m.get("error"), None, where)
         self.waiting = {}
         turn.finish(source_status=self.said)
+
+
+def _count(usage: dict[str, Any], key: str, where: str) -> int:
+    value = usage.get(key) or 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Bad(f"{where}.output.usage.{key}: expected a number of tokens, found {value!r}")
+    return int(value)
 
 
 def _prompt(value: Any) -> Any:

@@ -30,7 +30,7 @@ INVALID = (
     "Found 2 validation errors parsing tool input arguments:\n- 'path' is a required property\n"
     "- Additional properties are not allowed ('pth' was unexpected)"
 )
-I = "inspect:"
+S = "inspect:"
 M = "mockllm/model"
 
 TURNS: dict[str, list[list[Any]]] = {
@@ -40,46 +40,46 @@ TURNS: dict[str, list[list[Any]]] = {
             "tool_error",
             "read_file",
             "file nots.txt not found; did you mean notes.txt?",
-            I + "unknown",
+            S + "unknown",
             0,
         ],
-        ["ok", None, "read_file, read_file", None, I + "ok", 0],
-        ["soft", "not_advertised", "serch", "Tool serch not found", I + "parsing", 0],
-        ["soft", "invalid_arguments", "read_file", INVALID, I + "parsing", 0],
-        ["soft", "timeout", "fetch", "Command timed out before completing.", I + "timeout", 0],
+        ["ok", None, "read_file, read_file", None, S + "ok", 0],
+        ["soft", "not_advertised", "serch", "Tool serch not found", S + "parsing", 0],
+        ["soft", "invalid_arguments", "read_file", INVALID, S + "parsing", 0],
+        ["soft", "timeout", "fetch", "Command timed out before completing.", S + "timeout", 0],
         [
             "soft",
             "hook_veto",
             "delete_file",
             "delete_file is blocked: the files are read-only",
-            I + "approval",
+            S + "approval",
             0,
         ],
         ["ok", None, None, None, None, 0],
     ],
     "crash": [
-        ["ok", None, "read_file", None, I + "ok", 0],
-        ["hard", "source_error", "explode", "KeyError('x')", I + "failed", 0],
+        ["ok", None, "read_file", None, S + "ok", 0],
+        ["hard", "source_error", "explode", "KeyError('x')", S + "failed", 0],
     ],
     "tokens": [
-        ["ok", None, "read_file", None, I + "ok", 0],
+        ["ok", None, "read_file", None, S + "ok", 0],
         [
             "hard",
             "context_exceeded",
             "read_file",
             "Token limit exceeded. value: 6,180; limit: 5,000",
-            I + "token_limit",
+            S + "token_limit",
             0,
         ],
     ],
     "loop": [
-        *[["ok", None, "read_file", None, I + "ok", 0]] * 10,
+        *[["ok", None, "read_file", None, S + "ok", 0]] * 10,
         [
             "hard",
             "loop_detected",
             None,
             "Message limit exceeded. count: 21; limit: 20",
-            I + "message_limit",
+            S + "message_limit",
             0,
         ],
     ],
@@ -137,14 +137,14 @@ def test_every_sample_reads_turn_by_turn(golden):
             (golden.events["kind"] == "tool_dispatched")
             & (golden.events["run_id"] == samples_of(golden)[sample])
         ]
-        assert calls["source_status"].tolist() == [I + s for s in CALLS[sample]], sample
+        assert calls["source_status"].tolist() == [S + s for s in CALLS[sample]], sample
 
 
 def test_the_disagreements_row_by_row():
     rows = loopnb.audit(load(EVAL)).disagreements()
     crash = samples_of(load(EVAL))["crash"]
     assert [[_cell(v) for v in r] for r in rows.values.tolist()] == [
-        [crash, 2, None, "explode", I + "failed", "hard", "panic_ended_run", "KeyError('x')"]
+        [crash, 2, None, "explode", S + "failed", "hard", "panic_ended_run", "KeyError('x')"]
     ]
     assert loopnb.audit(load(JSON)).disagreements().empty  # Inspect keeps soft errors apart
 
@@ -213,7 +213,7 @@ def test_every_status_written_has_a_mark():
     for path in (EVAL, JSON):
         rec = load(path)
         said = set(rec.events["source_status"].dropna()) | set(rec.turns["source_status"].dropna())
-        assert said and all(s.startswith(I) and s.removeprefix(I) in MARKS for s in said)
+        assert said and all(s.startswith(S) and s.removeprefix(S) in MARKS for s in said)
     assert MARKS["failed"] == "crash" and MARKS["parsing"] == "retry" and MARKS["token_limit"] == "ended"
 
 
@@ -254,7 +254,7 @@ def test_each_limit_ends_the_sample_with_its_producer(kind, producer):
         producer,
         "read_file",
         f"the {kind} limit",
-        f"{I}{kind}_limit",
+        f"{S}{kind}_limit",
         0,
     ]
 
@@ -270,11 +270,21 @@ def test_an_error_that_no_tool_raised_ends_the_sample_as_source_error():
     }
     rec = from_inspect(log)
     assert rows(rec, "tokens", COLUMNS)[1] == [
-        "hard", "source_error", "read_file", "RuntimeError('the solver broke')", I + "error", 0,
+        "hard", "source_error", "read_file", "RuntimeError('the solver broke')", S + "error", 0,
     ]  # fmt: skip
     finished = [e for e in rec.event_objects if e.kind == "run_finished"][-1]
     assert finished.error == "RuntimeError" and finished.producer == "source_error"
     assert loopnb.audit(rec).disagreements().empty  # an ended run, not a tool's crash
+
+
+def test_a_tool_crash_is_told_by_its_traceback_where_the_event_does_not_say():
+    log, _ = read_eval_log(EVAL)
+    crash = next(s for s in log["samples"] if s["id"] == "crash")
+    for event in crash["events"]:
+        event.pop("failed", None)  # as logs before ToolEvent.failed have it
+    rec = from_inspect(log)
+    assert rows(rec, "crash", COLUMNS) == TURNS["crash"]
+    assert loopnb.audit(rec).disagreements()["reason"].tolist() == ["panic_ended_run"]
 
 
 def test_a_failed_attempt_the_eval_retried_is_a_run_of_its_own():
@@ -287,7 +297,7 @@ def test_a_failed_attempt_the_eval_retried_is_a_run_of_its_own():
     attempt = f"{tokens['uuid']}/attempt1"
     assert rec.run_ids == [_sample(log, "recover")["uuid"], attempt, tokens["uuid"]]
     t = rec.turns[rec.turns["run_id"] == attempt]
-    assert t["channel"].tolist() == ["ok", "hard"] and t["source_status"].tolist()[1] == I + "error"
+    assert t["channel"].tolist() == ["ok", "hard"] and t["source_status"].tolist()[1] == S + "error"
 
 
 def test_a_sample_without_events_is_read_from_its_messages():
@@ -315,7 +325,7 @@ def test_a_call_the_log_kept_no_result_for_is_missing():
     call_id = recover["events"].pop(first_tool)["id"]
     recover["messages"] = [m for m in recover["messages"] if m.get("tool_call_id") != call_id]
     rec = from_inspect(log)
-    assert rows(rec, "recover", COLUMNS)[0] == ["ok", None, "read_file", None, I + "missing", 0]
+    assert rows(rec, "recover", COLUMNS)[0] == ["ok", None, "read_file", None, S + "missing", 0]
     gone = loopnb.audit(rec).disagreements()
     assert gone["reason"].tolist() == ["missing_tool_record"] and gone["call_id"].tolist() == [call_id]
 
@@ -381,6 +391,10 @@ def test_reading_an_eval_log_without_zstandard_names_the_extra(tmp_path, monkeyp
         (
             lambda s: s["events"][8].update(timestamp="noon"),
             r"events\[8\]\.timestamp: expected an ISO 8601 time",
+        ),
+        (
+            lambda s: s["events"][8]["output"]["usage"].update(input_tokens="many"),
+            r"events\[8\]\.output\.usage\.input_tokens: expected a number of tokens, found 'many'",
         ),
         (
             lambda s: s["events"][8]["output"]["choices"][0]["message"].update(tool_calls=[7]),
