@@ -59,16 +59,32 @@ MARKS: dict[str, Mark] = {
 keeps a tool error the model read (a ``ToolCallError``) apart from one that ended the sample."""
 
 
-def _order(log: dict[str, Any], wheres: list[str]) -> list[tuple[dict[str, Any], str]]:
+def _field(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...``, or ``None`` where a level is missing or not an object."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _order(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[tuple[dict[str, Any], str]]:
     """The samples in dataset order, epoch by epoch (an .eval zip holds them as they finished)."""
-    samples = expect(log.get("samples") or [], list, "samples")
-    ids = ((log.get("eval") or {}).get("dataset") or {}).get("sample_ids") or []
-    rank = {str(s): i for i, s in enumerate(ids)}
-    pairs = [
-        (expect(s, dict, w), w)
-        for s, w in zip(samples, wheres or [f"samples[{i}]" for i in range(len(samples))], strict=True)
-    ]
-    return sorted(pairs, key=lambda p: (p[0].get("epoch") or 0, rank.get(str(p[0].get("id")), len(rank))))
+    samples = log.get("samples")
+    if not isinstance(samples, list):
+        raise RecordingError(f"samples: expected a list, found {type(samples).__name__}", path=path)
+    wheres = wheres or [f"samples[{i}]" for i in range(len(samples))]
+    for sample, where in zip(samples, wheres, strict=True):
+        if not isinstance(sample, dict):
+            raise RecordingError(
+                f"{where}: expected a sample object, found {type(sample).__name__}", path=path
+            )
+    ids = _field(log, "eval", "dataset", "sample_ids")
+    rank = {str(s): i for i, s in enumerate(ids if isinstance(ids, list) else [])}
+
+    def key(pair: tuple[dict[str, Any], str]) -> tuple[int, int]:
+        epoch = pair[0].get("epoch")
+        return (epoch if isinstance(epoch, int) else 0, rank.get(str(pair[0].get("id")), len(rank)))
+
+    return sorted(zip(samples, wheres, strict=True), key=key)
 
 
 def _log_events(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[Event]:
@@ -76,7 +92,7 @@ def _log_events(log: dict[str, Any], wheres: list[str], path: Path | None) -> li
     if not isinstance(spec, dict):
         raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=path)
     events: list[Event] = []
-    for sample, where in _order(log, wheres):
+    for sample, where in _order(log, wheres, path):
         sid, epoch = sample.get("id"), sample.get("epoch")
         run_id = str(sample.get("uuid") or f"{sid}/epoch{epoch}")
         settings = {
@@ -87,12 +103,13 @@ def _log_events(log: dict[str, Any], wheres: list[str], path: Path | None) -> li
         }
         try:
             reader = SampleReader(sample, spec, run_id, settings)
-            for i, retry in enumerate(sample.get("error_retries") or []):
+            for i, retry in enumerate(expect(sample.get("error_retries") or [], list, "error_retries")):
                 if isinstance(retry, dict) and retry.get("events"):
                     attempt = SampleReader(
                         sample, spec, f"{run_id}/attempt{i + 1}", {**settings, "attempt": i + 1}
                     )
-                    events += attempt.events(retry["events"], error=retry, limit=None)
+                    at = f"error_retries[{i}].events"
+                    events += attempt.events(expect(retry["events"], list, at), error=retry, limit=None)
             evs = expect(sample.get("events") or [], list, "events")
             events += reader.events(evs, error=sample.get("error"), limit=sample.get("limit"))
         except Bad as exc:
@@ -113,15 +130,13 @@ def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
             raise RecordingError(f"the Inspect AI log holds no samples ({why})", path=path)
         first = first or log
         events += _log_events(log, wheres, path)
-    spec = (first or {}).get("eval") or {}
+    version = _field(first, "eval", "packages", "inspect_ai")
     meta = {
-        "source": {"format": NAME, "version": (spec.get("packages") or {}).get("inspect_ai")},
+        "source": {"format": NAME, "version": None if version is None else str(version)},
         "inspect": {
-            "log_version": (first or {}).get("version"),
-            "status": (first or {}).get("status"),
-            "task": spec.get("task"),
-            "eval_id": spec.get("eval_id"),
-            "model": spec.get("model"),
+            "log_version": _field(first, "version"),
+            "status": _field(first, "status"),
+            **{key: _field(first, "eval", key) for key in ("task", "eval_id", "model")},
         },
     }
     return Recording.from_events(events, meta=meta, path=path)

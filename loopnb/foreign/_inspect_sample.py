@@ -85,7 +85,7 @@ class SampleReader:
         self.messages = [
             m for m in expect(sample.get("messages") or [], list, "messages") if isinstance(m, dict)
         ]
-        self.tool_messages = {m.get("tool_call_id"): m for m in self.messages if m.get("role") == "tool"}
+        self.tool_messages = {str(m.get("tool_call_id")): m for m in self.messages if m.get("role") == "tool"}
         self.turn: TurnWriter | None = None
         self.waiting: dict[str, ToolCall] = {}  # the open turn's calls with no result yet
         self.offered: set[str] | None = None  # the tools the open turn's request offered
@@ -111,14 +111,14 @@ class SampleReader:
 
     def _agent(self, events: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         """The model and tool events of the agent itself, each with where it is."""
-        skipped: set[Any] = set()
+        skipped: set[str] = set()
         depth = 0  # older logs mark the scorers with step events instead of spans
         kept: list[tuple[str, dict[str, Any]]] = []
         for i, ev in enumerate(events):
             kind = expect(ev, dict, f"events[{i}]").get("event")
             if kind == "span_begin":
-                if ev.get("type") in _SKIPPED_SPANS or ev.get("parent_id") in skipped:
-                    skipped.add(ev.get("id"))
+                if str(ev.get("type")) in _SKIPPED_SPANS or str(ev.get("parent_id")) in skipped:
+                    skipped.add(str(ev.get("id")))
             elif kind == "step" and ev.get("type") in ("scorer", "scorers"):
                 depth += 1 if ev.get("action") == "begin" else -1
             elif kind in ("model", "tool") and self._agents(ev, depth, skipped):
@@ -126,9 +126,9 @@ class SampleReader:
         return kept
 
     @staticmethod
-    def _agents(ev: dict[str, Any], depth: int, skipped: set[Any]) -> bool:
+    def _agents(ev: dict[str, Any], depth: int, skipped: set[str]) -> bool:
         """Whether a model or tool event is the agent's own (finished, outside scorers and tools)."""
-        return depth <= 0 and ev.get("span_id") not in skipped and not ev.get("pending")
+        return depth <= 0 and str(ev.get("span_id")) not in skipped and not ev.get("pending")
 
     def _from_messages(self) -> list[tuple[str, dict[str, Any]]]:
         """Model events made up from the assistant messages, for a sample whose events are gone
@@ -148,10 +148,13 @@ class SampleReader:
         models = [str(self.spec["model"])] if self.spec.get("model") else []
         tools: list[str] = []
         for _, ev in agent:
-            if ev["event"] == "model" and ev.get("model") and ev["model"] not in models:
+            if ev["event"] != "model":
+                continue
+            if ev.get("model") and str(ev["model"]) not in models:
                 models.append(str(ev["model"]))
-            for t in ev.get("tools") or [] if ev["event"] == "model" else []:
-                if isinstance(t, dict) and t.get("name") not in tools:
+            offered = ev.get("tools")
+            for t in offered if isinstance(offered, list) else []:
+                if isinstance(t, dict) and str(t.get("name")) not in tools:
                     tools.append(str(t.get("name")))
         first = next((t for t in (_time(e.get("timestamp"), f"{w}.timestamp") for w, e in agent) if t), 0.0)
         run = RunWriter(
