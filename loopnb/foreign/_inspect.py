@@ -28,6 +28,7 @@ A call whose result the log kept nowhere (no event, no tool message) is ``inspec
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._events import Event
 from loopnb.foreign._disagree import Mark
 from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
-from loopnb.record._errors import RecordingError
+from loopnb.record._errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
     from loopnb.record._recording import Recording
@@ -87,7 +88,9 @@ def _order(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[tu
     return sorted(zip(samples, wheres, strict=True), key=key)
 
 
-def _log_events(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[Event]:
+def _log_events(
+    log: dict[str, Any], wheres: list[str], path: Path | None, seen: set[str], twice: list[str]
+) -> list[Event]:
     spec = log.get("eval")
     if not isinstance(spec, dict):
         raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=path)
@@ -95,6 +98,10 @@ def _log_events(log: dict[str, Any], wheres: list[str], path: Path | None) -> li
     for sample, where in _order(log, wheres, path):
         sid, epoch = sample.get("id"), sample.get("epoch")
         run_id = str(sample.get("uuid") or f"{sid}/epoch{epoch}")
+        if run_id in seen:
+            twice.append(f"sample {sid!r} epoch {epoch} (run {run_id})")
+            continue
+        seen.add(run_id)
         settings = {
             "task": spec.get("task"),
             "sample_id": sid,
@@ -122,6 +129,8 @@ def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
 
     events: list[Event] = []
     first: dict[str, Any] | None = None
+    seen: set[str] = set()  # the runs read: a sample given twice is read once
+    twice: list[str] = []
     for log, wheres in logs:
         if not log.get("samples"):
             why = f"status {log.get('status')!r}" + (
@@ -129,7 +138,11 @@ def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
             )
             raise RecordingError(f"the Inspect AI log holds no samples ({why})", path=path)
         first = first or log
-        events += _log_events(log, wheres, path)
+        events += _log_events(log, wheres, path, seen, twice)
+    if twice:
+        shown = ", ".join(twice[:3]) + (f" and {len(twice) - 3} more" if len(twice) > 3 else "")
+        where = path or "from_inspect"
+        warnings.warn(f"{where}: {shown} given twice, read once", RecordingWarning, stacklevel=3)
     version = _field(first, "eval", "packages", "inspect_ai")
     meta = {
         "source": {"format": NAME, "version": None if version is None else str(version)},

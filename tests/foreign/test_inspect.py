@@ -7,6 +7,7 @@ written out by hand from the channel table and the texts Inspect gives a model.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import sys
@@ -308,6 +309,15 @@ def test_a_sample_without_events_is_read_from_its_messages():
     assert [r[4] for r in rows_] == [r[4] for r in TURNS["recover"]]
 
 
+def test_a_sample_given_twice_is_read_once():
+    log = _log()
+    with pytest.warns(
+        loopnb.RecordingWarning, match=r"from_inspect: sample 'recover' epoch 1 .* given twice"
+    ):
+        rec = from_inspect([log, copy.deepcopy(log)])
+    assert rec.turns.equals(from_inspect(log).turns)
+
+
 def test_a_model_call_of_a_scorer_is_not_a_turn():
     log = _log()
     recover = _sample(log, "recover")
@@ -426,3 +436,31 @@ def test_a_log_that_is_not_json_or_holds_no_samples(tmp_path):
         load(empty)
     with pytest.raises(TypeError, match="from_inspect: expected an EvalLog"):
         from_inspect(42)
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
+    return [prefix, *(p for k, v in items for p in _paths(v, (*prefix, k)))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_edits_read_or_fail_as_a_recording_error(seed):
+    """Any value of any type anywhere in a log: its runs, or a ``RecordingError`` naming where."""
+    import random
+
+    pick = random.Random(seed)
+    base, _ = read_eval_log(EVAL)
+    spots = [p for p in _paths(base) if p]
+    for _ in range(100):
+        log = copy.deepcopy(base)
+        for spot in pick.sample(spots, 3):
+            with contextlib.suppress(KeyError, IndexError, TypeError):  # an earlier edit moved it
+                parent: Any = log
+                for key in spot[:-1]:
+                    parent = parent[key]
+                parent[spot[-1]] = pick.choice([None, 7, "x", [], {}, True, -1.5, [1], {"a": 1}])
+        try:
+            rec = from_inspect(log)
+            assert len(rec.turns) == rec.meta["n_turns"]
+        except RecordingError as exc:
+            assert "samples" in str(exc) or "expected" in str(exc)

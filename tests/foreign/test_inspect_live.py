@@ -11,7 +11,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from inspect_ai.log import EvalSampleLimit, write_eval_log
+from inspect_ai.log import EvalSampleLimit, read_eval_log, write_eval_log
 from inspect_ai.tool import ToolCallError
 
 import loopnb
@@ -61,6 +61,19 @@ def test_from_inspect_reads_the_log_in_memory_as_its_file(evaluated, tmp_path):
     assert as_json is not None
     again = loopnb.load(tmp_path / "notes.json")
     assert again.turns.equals(from_file.turns)
+
+
+def test_a_log_read_without_its_samples_is_read_from_its_file(evaluated):
+    log, _ = evaluated
+    header = read_eval_log(log.location, header_only=True)
+    assert header.samples is None
+    assert loopnb.from_inspect(header).turns.equals(loopnb.load(log.location).turns)
+    with pytest.warns(
+        loopnb.RecordingWarning,
+        match=r"from_inspect: sample 'recover' epoch 1 \(run \w+\), .* and 1 more given twice",
+    ):
+        both = loopnb.from_inspect([header, log])
+    assert both.turns.equals(loopnb.load(log.location).turns)
 
 
 def test_every_error_type_and_limit_inspect_knows_has_a_mark():
