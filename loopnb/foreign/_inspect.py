@@ -1,0 +1,188 @@
+"""Inspect AI logs read as loopnb turns: one run per sample (and per failed attempt it retried).
+
+A turn is one ``ModelEvent`` of the sample's solvers (scorers' and tools' own model calls are not
+the agent's turns) and the ``ToolEvent``s of its calls. What the model read of a failed call is
+the ``ToolCallError``'s message; its ``type`` decides the producer:
+
+=====================================  =====================  ==============================
+Inspect                                 loopnb                 ``source_status``
+=====================================  =====================  ==============================
+``parsing``, tool not offered           soft not_advertised    ``inspect:parsing``
+``parsing``, offered, "Tool x not       soft registry_miss     ``inspect:parsing``
+found" at dispatch
+``parsing`` of the arguments            soft invalid_arguments ``inspect:parsing``
+``timeout``                             soft timeout           ``inspect:timeout``
+``approval`` (an approver rejected)     soft hook_veto         ``inspect:approval``
+any other type                          soft tool_error        ``inspect:<type>``
+a tool that raised (``failed``, no      hard source_error      ``inspect:failed`` (crash)
+``error``; the sample's error)
+any other error that ended the sample   hard source_error      ``inspect:error``
+``limit`` token / context / cost        hard context_exceeded  ``inspect:token_limit`` ...
+``limit`` message / turn                hard loop_detected     (loopnb's ``max_turns``)
+``limit`` time / working / operator     hard cancelled
+``limit`` custom                        hard source_error
+=====================================  =====================  ==============================
+
+A call whose result the log kept nowhere (no event, no tool message) is ``inspect:missing``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopnb.engine._events import Event
+from loopnb.foreign._disagree import Mark
+from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
+from loopnb.record._errors import RecordingError, RecordingWarning
+
+if TYPE_CHECKING:
+    from loopnb.record._recording import Recording
+
+_TOOL_ERRORS = (
+    *("parsing", "timeout", "unicode_decode", "permission", "file_not_found", "is_a_directory"),
+    *("limit", "approval", "cancelled", "sandbox_unavailable", "unknown", "output_limit"),
+)
+"""``ToolCallError.type``'s values (``inspect_ai/tool/_tool_call.py``): each one given back to
+the model as a tool result."""
+
+MARKS: dict[str, Mark] = {
+    "ok": "ok",
+    **dict.fromkeys(_TOOL_ERRORS, "retry"),
+    "missing": "missing",
+    "failed": "crash",
+    "error": "ended",
+    **{f"{kind}_limit": "ended" for kind in LIMITS},
+}
+"""Every ``source_status`` this reader writes (after ``inspect:``) and what it means: Inspect
+keeps a tool error the model read (a ``ToolCallError``) apart from one that ended the sample."""
+
+
+def _field(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...``, or ``None`` where a level is missing or not an object."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _order(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[tuple[dict[str, Any], str]]:
+    """The samples in dataset order, epoch by epoch (an .eval zip holds them as they finished)."""
+    samples = log.get("samples")
+    if not isinstance(samples, list):
+        raise RecordingError(f"samples: expected a list, found {type(samples).__name__}", path=path)
+    wheres = wheres or [f"samples[{i}]" for i in range(len(samples))]
+    for sample, where in zip(samples, wheres, strict=True):
+        if not isinstance(sample, dict):
+            raise RecordingError(
+                f"{where}: expected a sample object, found {type(sample).__name__}", path=path
+            )
+    ids = _field(log, "eval", "dataset", "sample_ids")
+    rank = {str(s): i for i, s in enumerate(ids if isinstance(ids, list) else [])}
+
+    def key(pair: tuple[dict[str, Any], str]) -> tuple[int, int]:
+        epoch = pair[0].get("epoch")
+        return (epoch if isinstance(epoch, int) else 0, rank.get(str(pair[0].get("id")), len(rank)))
+
+    return sorted(zip(samples, wheres, strict=True), key=key)
+
+
+def _log_events(
+    log: dict[str, Any], wheres: list[str], path: Path | None, seen: set[str], twice: list[str]
+) -> list[Event]:
+    spec = log.get("eval")
+    if not isinstance(spec, dict):
+        raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=path)
+    events: list[Event] = []
+    for sample, where in _order(log, wheres, path):
+        sid, epoch = sample.get("id"), sample.get("epoch")
+        run_id = str(sample.get("uuid") or f"{sid}/epoch{epoch}")
+        if run_id in seen:
+            twice.append(f"sample {sid!r} epoch {epoch} (run {run_id})")
+            continue
+        seen.add(run_id)
+        settings = {
+            "task": spec.get("task"),
+            "sample_id": sid,
+            "epoch": epoch,
+            "eval_id": spec.get("eval_id"),
+        }
+        try:
+            reader = SampleReader(sample, spec, run_id, settings)
+            for i, retry in enumerate(expect(sample.get("error_retries") or [], list, "error_retries")):
+                if isinstance(retry, dict) and retry.get("events"):
+                    attempt = SampleReader(
+                        sample, spec, f"{run_id}/attempt{i + 1}", {**settings, "attempt": i + 1}
+                    )
+                    at = f"error_retries[{i}].events"
+                    events += attempt.events(expect(retry["events"], list, at), error=retry, limit=None)
+            evs = expect(sample.get("events") or [], list, "events")
+            events += reader.events(evs, error=sample.get("error"), limit=sample.get("limit"))
+        except Bad as exc:
+            raise RecordingError(f"{where} (sample {sid!r}, epoch {epoch}), {exc}", path=path) from exc
+    return events
+
+
+def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
+    from loopnb.record._recording import Recording
+
+    events: list[Event] = []
+    first: dict[str, Any] | None = None
+    seen: set[str] = set()  # the runs read: a sample given twice is read once
+    twice: list[str] = []
+    for log, wheres in logs:
+        if not log.get("samples"):
+            why = f"status {log.get('status')!r}" + (
+                ", written without samples" if log.get("status") == "success" else ""
+            )
+            raise RecordingError(f"the Inspect AI log holds no samples ({why})", path=path)
+        first = first or log
+        events += _log_events(log, wheres, path, seen, twice)
+    if twice:
+        shown = ", ".join(twice[:3]) + (f" and {len(twice) - 3} more" if len(twice) > 3 else "")
+        where = path or "from_inspect"
+        warnings.warn(f"{where}: {shown} given twice, read once", RecordingWarning, stacklevel=3)
+    version = _field(first, "eval", "packages", "inspect_ai")
+    meta = {
+        "source": {"format": NAME, "version": None if version is None else str(version)},
+        "inspect": {
+            "log_version": _field(first, "version"),
+            "status": _field(first, "status"),
+            **{key: _field(first, "eval", key) for key in ("task", "eval_id", "model")},
+        },
+    }
+    return Recording.from_events(events, meta=meta, path=path)
+
+
+def _file_log(path: Path) -> tuple[dict[str, Any], list[str]]:
+    from loopnb.foreign._inspect_files import read_eval_log, read_json_log
+
+    with path.open("rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"
+    return read_eval_log(path) if zipped else read_json_log(path)
+
+
+def read(path: Path) -> Recording:
+    """The runs of an Inspect AI log file (``.eval`` or ``.json``), one per sample."""
+    return _recording([_file_log(path)], path)
+
+
+def from_inspect(log: Any) -> Recording:
+    """The runs of an Inspect AI ``EvalLog`` in memory (or its ``model_dump()``, or a list of
+    either), one per sample; a log returned without its samples is read from its file."""
+    logs = list(log) if isinstance(log, list | tuple) else [log]
+    dumped: list[tuple[dict[str, Any], list[str]]] = []
+    for one in logs:
+        if isinstance(one, dict):
+            dumped.append((one, []))
+        elif not hasattr(one, "model_dump"):
+            raise TypeError(
+                "from_inspect: expected an EvalLog, its model_dump() dict or a list of them, "
+                f"got {type(one).__name__}"
+            )
+        elif getattr(one, "samples", None) is None and getattr(one, "location", None):
+            dumped.append(_file_log(Path(one.location)))
+        else:
+            dumped.append((one.model_dump(mode="json"), []))
+    return _recording(dumped, None)
