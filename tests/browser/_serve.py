@@ -1,13 +1,16 @@
 """What the browser tests share: servers on 127.0.0.1, notebooks to serve, the page's checks.
 
-``server`` runs a Jupyter server (Voila, JupyterLab) in its own process group until it answers;
-``offline`` refuses every request that would leave 127.0.0.1 and lists it; ``CONTRAST_JS``
-measures text against the background it is drawn on (the WCAG 2 contrast ratio).
+``server`` runs a Jupyter server (Voila, JupyterLab, Notebook 7) in its own process group until it
+answers; ``SETTINGS`` are the user settings that make JupyterLab and Notebook 7 reliable to drive;
+``offline`` refuses every request that would leave 127.0.0.1 and lists it; ``measure`` (with
+``CONTRAST_JS``) gives the contrast of the view's texts against the background each is drawn on
+(the WCAG 2 ratio); ``board_overrun`` how far the breaker board draws past its pane.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
 import re
@@ -39,6 +42,15 @@ ARGS = [
     "--disable-sync",
 ]
 TOKEN = "test-token"
+AA = 4.5
+"""WCAG 2 AA: the least contrast ratio of body text against its background."""
+SETTINGS = {
+    # without autoStart a "Select Kernel" dialog can block Run All; the default windowing
+    # ("contentVisibility") skips laying out cells off screen, whose text then has no box to measure
+    "notebook-extension/tracker": {"autoStartDefaultKernel": True, "windowingMode": "none"},
+    "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+"""User settings of ``@jupyterlab/*`` plugins, for JupyterLab and Notebook 7 (built on the same ones)."""
 
 
 def unavailable(reason: str) -> None:
@@ -98,6 +110,13 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=15)
 
 
+def user_setting(settings_dir: pathlib.Path, name: str, value: dict[str, object]) -> None:
+    """Write the user setting of ``@jupyterlab/{name}`` (read by pages opened from now on)."""
+    path = settings_dir / "@jupyterlab" / f"{name}.jupyterlab-settings"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+
+
 def offline(page) -> list[str]:
     """Abort every request that is not to 127.0.0.1; returns the (growing) list of those refused."""
     refused: list[str] = []
@@ -146,6 +165,8 @@ def write_notebook(path: pathlib.Path, cells: Sequence[str]) -> pathlib.Path:
     return path
 
 
+DEMO = "engine, task = S.demo()\ndemo = NotebookRunner(engine)\ndemo.run(task);"
+"""A cell: the demo run (8 turns; its last a final reply, "the model said")."""
 IMPORTS = (
     "import sys\nsys.path.insert(0, {repo!r})\n"
     "from loopnb.notebook import NotebookRunner\nfrom tests.notebook import scenarios as S"
@@ -203,3 +224,50 @@ CONTRAST_JS = """
 """Page JS (``locator.evaluate_all``): for each element given that shows text of its own (SVG
 aside), that text, its colour, the colour behind it (the backgrounds of it and its
 ancestors, composited) and the WCAG 2 contrast ratio of the two (1 to 21; AA asks 4.5 of body text)."""
+
+
+def measure(view) -> list[dict[str, object]]:
+    """The contrast of every text in the view's status line and inspector (``CONTRAST_JS``)."""
+    scroll_to(view)
+    return view.locator(".loopnb-status *, .loopnb-inspector, .loopnb-inspector *").evaluate_all(CONTRAST_JS)
+
+
+def faint(measured: list[dict[str, object]]) -> list[str]:
+    """The texts of ``measured`` below ``AA``, one line each (ratio, text, colours)."""
+    return [
+        f"  {m['ratio']:.2f}:1  {m['text']!r} ({m['tag']}, {m['color']} on {m['background']})"
+        for m in measured
+        if float(m["ratio"]) < AA  # type: ignore[arg-type]
+    ]
+
+
+FITS_JS = """
+(view) => {
+  // where the board's drawing ends on screen: each box, cut at the nearest box between it and
+  // the board that clips or scrolls it sideways, against the board's pane and the inspector
+  const board = view.querySelector(".loopnb-board");
+  const pane = board.closest(".widget-html") || board.parentElement;
+  const shown = (e) => {
+    let right = Math.max(...[...e.getClientRects()].map((r) => r.right), -Infinity);
+    for (let a = e.parentElement; a && board.contains(a); a = a.parentElement) {
+      const clips = getComputedStyle(a).overflowX !== "visible";
+      if (clips) right = Math.min(right, a.getBoundingClientRect().right);
+    }
+    return right;
+  };
+  return {
+    drawn: Math.max(...[board, ...board.querySelectorAll("*")].map(shown)),
+    pane: pane.getBoundingClientRect().right,
+    inspector: view.querySelector(".loopnb-inspector").getBoundingClientRect().left,
+  };
+}
+"""
+"""Page JS (``locator.evaluate``): where the breaker board's drawing ends (what a scroll box
+hides aside), where its pane ends and where the inspector begins."""
+
+
+def board_overrun(view) -> tuple[float, dict[str, float]]:
+    """How many px the breaker board draws past its pane or over the inspector (<= 0: it fits),
+    and ``FITS_JS``'s measures."""
+    fits = view.evaluate(FITS_JS)
+    return fits["drawn"] - min(fits["pane"], fits["inspector"]), fits

@@ -23,31 +23,26 @@ import time
 import pytest
 
 from tests.browser._serve import (
-    CONTRAST_JS,
+    AA,
+    DEMO,
     DOCS,
     IMPORTS,
+    SETTINGS,
     SHOTS,
     TOKEN,
+    board_overrun,
+    faint,
     free_port,
+    measure,
     offline,
     require,
-    scroll_to,
     server,
     shoot,
+    user_setting,
     write_notebook,
 )
 
 pytestmark = pytest.mark.browser
-
-AA = 4.5
-"""WCAG 2 AA: the least contrast ratio of body text against its background."""
-DEMO = "engine, task = S.demo()\ndemo = NotebookRunner(engine)\ndemo.run(task);"
-SETTINGS = {
-    # without autoStart a "Select Kernel" dialog can block Run All; the default windowing
-    # ("contentVisibility") skips laying out cells off screen, whose text then has no box to measure
-    "notebook-extension/tracker": {"autoStartDefaultKernel": True, "windowingMode": "none"},
-    "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
-}
 
 
 class Lab:
@@ -58,9 +53,7 @@ class Lab:
 
     def setting(self, name: str, value: dict[str, object]) -> None:
         """A user setting of ``@jupyterlab/{name}``, read by the pages opened from now on."""
-        path = self.settings / "@jupyterlab" / f"{name}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
+        user_setting(self.settings, name, value)
 
     def run_all(self, page, name: str, cells: list[str]) -> None:
         from playwright.sync_api import expect
@@ -212,37 +205,6 @@ NEEDED = (
 """Texts that must be among those measured (the start of an element's own text)."""
 
 
-FITS_JS = """
-(view) => {
-  // where the board's drawing ends on screen: each box, cut at the nearest box between it and
-  // the board that clips or scrolls it sideways, against the board's pane and the inspector
-  const board = view.querySelector(".loopnb-board");
-  const pane = board.closest(".widget-html") || board.parentElement;
-  const shown = (e) => {
-    let right = Math.max(...[...e.getClientRects()].map((r) => r.right), -Infinity);
-    for (let a = e.parentElement; a && board.contains(a); a = a.parentElement) {
-      const clips = getComputedStyle(a).overflowX !== "visible";
-      if (clips) right = Math.min(right, a.getBoundingClientRect().right);
-    }
-    return right;
-  };
-  return {
-    drawn: Math.max(...[board, ...board.querySelectorAll("*")].map(shown)),
-    pane: pane.getBoundingClientRect().right,
-    inspector: view.querySelector(".loopnb-inspector").getBoundingClientRect().left,
-  };
-}
-"""
-"""Page JS (``locator.evaluate``): where the breaker board's drawing ends (what a scroll box
-hides aside), where its pane ends and where the inspector begins."""
-
-
-def measure(view) -> list[dict[str, object]]:
-    """The contrast of every text in the view's status line and inspector (``CONTRAST_JS``)."""
-    scroll_to(view)
-    return view.locator(".loopnb-status *, .loopnb-inspector, .loopnb-inspector *").evaluate_all(CONTRAST_JS)
-
-
 @pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
 def test_the_inspector_reads_in_each_theme(lab, page, theme, request):
     from playwright.sync_api import expect
@@ -269,19 +231,16 @@ def test_the_inspector_reads_in_each_theme(lab, page, theme, request):
         assert time.monotonic() < deadline, (missing, [m["text"] for m in measured])
         time.sleep(0.25)
     for view in (demo, typo, wall):  # the board's table stays in its pane, off the inspector
-        fits = view.evaluate(FITS_JS)
-        edge = min(fits["pane"], fits["inspector"])
-        assert fits["drawn"] <= edge + 0.5, (
-            f"{theme}: the breaker board runs {fits['drawn'] - edge:.0f} px past its pane "
+        overrun, fits = board_overrun(view)
+        assert overrun <= 0.5, (
+            f"{theme}: the breaker board runs {overrun:.0f} px past its pane "
             f"(toward or over the inspector): {fits}"
         )
-    low = [m for m in measured if m["ratio"] < AA]
+    low = faint(measured)
     shot = SHOTS / f"live_view_{theme.split()[-1].lower()}.png"
     shoot(page, demo, shot)
     if os.environ.get("LOOPNB_UPDATE_SCREENSHOT"):
         shutil.copy(shot, DOCS / shot.name)
-    assert not low, f"{theme}: text below {AA}:1 against its background:\n" + "\n".join(
-        f"  {m['ratio']:.2f}:1  {m['text']!r} ({m['tag']}, {m['color']} on {m['background']})" for m in low
-    )
+    assert not low, f"{theme}: text below {AA}:1 against its background:\n" + "\n".join(low)
     assert refused == [], refused
     assert page.errors == [], page.errors  # type: ignore[attr-defined]
