@@ -96,7 +96,7 @@ def _owners(messages: list[Any], base: str) -> list[str]:
     """The run each message belongs to: its ``run_id``; for a request without one (pydantic-ai's
     repair of an interrupted history writes such), the run of the next message that names one,
     which is the run that sent it; else the run before it (``base`` when none names any)."""
-    named = [m.get("run_id") if isinstance(m, dict) else None for m in messages]
+    named = [str(m["run_id"]) if isinstance(m, dict) and m.get("run_id") else None for m in messages]
     ahead: list[str | None] = [None] * len(messages)
     nxt: str | None = None
     for i in range(len(messages) - 1, -1, -1):
@@ -106,8 +106,8 @@ def _owners(messages: list[Any], base: str) -> list[str]:
     current = base
     for i, msg in enumerate(messages):
         kind = msg.get("kind") if isinstance(msg, dict) else None
-        current = named[i] or (ahead[i] if kind == "request" and ahead[i] else current)
-        owners.append(str(current))
+        current = named[i] or (ahead[i] if kind == "request" and ahead[i] else None) or current
+        owners.append(current)
     return owners
 
 
