@@ -7,16 +7,13 @@ calls is the run's final answer. pydantic-ai marks every return with an ``outcom
 one with its ``retry`` cause and counter, which give each call's producer and ``source_status``
 (``"pydantic-ai:retried/unknown_tool"``):
 
-=========================  ===========================  ================================
-outcome / retry cause      producer (soft)              why
-=========================  ===========================  ================================
-``retried/model_retry``    ``tool_error``               the tool raised ``ModelRetry``
-``retried/validation_error`` ``invalid_arguments``      arguments failed the tool's schema
-``retried/unknown_tool``   ``not_advertised``           a name the agent never offered
-``retried/unavailable_tool`` ``not_advertised``         offered to no model yet (tool search)
-``failed``                 ``tool_error``               ``ToolFailed``, an MCP error result
-``denied``                 ``hook_veto``                refused by the approval step
-=========================  ===========================  ================================
+- ``retried/model_retry``: soft ``tool_error`` (the tool raised ``ModelRetry``);
+- ``retried/validation_error``: soft ``invalid_arguments`` (the arguments failed the tool's schema);
+- ``retried/unknown_tool``: soft ``not_advertised`` (a name the agent never offered the model);
+- ``retried/unavailable_tool``: soft ``not_advertised`` (a tool registered but not yet offered, e.g.
+  before tool search revealed it: the model was never told of it, so not ``registry_miss``);
+- ``failed``: soft ``tool_error`` (``ToolFailed``, an MCP error result);
+- ``denied``: soft ``hook_veto`` (the approval step refused the call before it ran).
 
 How a run ended is not written down; the history's last messages show it. Calls left without a
 return (``capture_run_messages()`` after an exception) are the turn the run ended on: hard
@@ -56,8 +53,8 @@ _SOFT: dict[str, SoftProducer] = {
     "retried": "tool_error",
     "failed": "tool_error",
     "denied": "hook_veto",
+    "interrupted": "tool_error",
 }
-_NOT_OFFERED = frozenset({"retried/unknown_tool", "retried/unavailable_tool"})
 _NOT_RUN = frozenset(
     {"retried/validation_error", "retried/unknown_tool", "retried/unavailable_tool", "denied"}
 )
@@ -87,6 +84,8 @@ MARKS: dict[str, Mark] = {
 """Every ``source_status`` this reader writes (after ``"pydantic-ai:"``) and what it means: a
 call's outcome (and retry cause), or, on the turn a run ended on, what the history shows of it."""
 
+_STATUS = {said: f"{NAME}:{said}" for said in MARKS}
+
 
 def read(path: Path) -> Recording:
     """The runs of a pydantic-ai history saved as JSON (``result.all_messages_json()``)."""
@@ -100,7 +99,7 @@ def read(path: Path) -> Recording:
         ) from exc
     except OSError as exc:
         raise RecordingError(f"cannot read: {exc}", path=path) from exc
-    return _recording(messages, path=path, base=path.stem, version=None, error=None)
+    return _recording(messages, path=path, base=path.stem, version=None, error=None, consume=True)
 
 
 def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_id: str = NAME) -> Recording:
@@ -115,6 +114,7 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
     """
     version = None
     output = None
+    ours = True  # a list parsed or dumped here, not the caller's own
     if hasattr(messages, "all_messages"):
         output = getattr(messages, "output", None)
         messages = messages.all_messages()
@@ -131,8 +131,12 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
 
         version = __version__
         messages = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    else:
+        ours = False
     deferred = type(output).__name__ == "DeferredToolRequests"
-    return _recording(messages, path=None, base=run_id, version=version, error=error, deferred=deferred)
+    return _recording(
+        messages, path=None, base=run_id, version=version, error=error, deferred=deferred, consume=ours
+    )
 
 
 def _recording(
@@ -143,14 +147,23 @@ def _recording(
     version: str | None,
     error: BaseException | None,
     deferred: bool = False,
+    consume: bool = False,
 ) -> Recording:
+    """The recording of ``messages``: one ``RunWriter`` per run, each step written as it comes;
+    ``error`` and ``deferred`` say how the history's last run ended; ``consume`` when the list
+    is the reader's own (parsed here), to be emptied as it is read."""
     from loopnb.record._recording import Recording
 
-    runs = history.runs(messages, path, base)
-    events: list[Event] = []
-    for i, run in enumerate(runs):
-        last = i == len(runs) - 1
-        events.extend(_write(run, path, error if last else None, deferred and last))
+    owners, found = history.runs(messages, path, base)
+    final = next(reversed(found)) if found else None
+    writers: dict[str, _Writer] = {}
+    for run, step, last in history.steps(messages, owners, found, path, consume=consume):
+        writer = writers.get(run.run_id)
+        if writer is None:
+            writer = writers[run.run_id] = _Writer(run)
+        ends = run.run_id == final
+        writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
+    events = [event for rid in found for event in writers[rid].run.events]
     meta = {"source": {"format": NAME, "version": version}}
     return Recording.from_events(events, meta=meta, path=path)
 
@@ -171,79 +184,113 @@ def _legacy_producer(part: dict[str, Any]) -> SoftProducer:
     return "not_advertised" if content.startswith("Unknown tool name:") else "tool_error"
 
 
-def _write(run: history.Run, path: Path | None, error: BaseException | None, deferred: bool) -> list[Event]:
-    """The run's events: every step a turn, then how the run ended."""
-    models = [str(s.message["model_name"]) for s in run.steps if s.message.get("model_name")]
-    offered = [
-        c.name
-        for s in run.steps
-        for c in s.calls
-        if c.id in s.returns and _said(s.returns[c.id][0]) not in _NOT_OFFERED
-    ]
-    writer = RunWriter(
-        run.run_id,
-        task=run.task,
-        at=run.at or 0.0,
-        system=run.system,
-        models=list(dict.fromkeys(models)),
-        tools=list(dict.fromkeys(offered)),
-        settings=run.settings,
-    )
-    spent: dict[str, tuple[int, int]] = {}
-    for n, step in enumerate(run.steps, 1):
-        last = n == len(run.steps)
+class _Writer:
+    """One run's events, a step at a time; the last step also says how the run ended."""
+
+    def __init__(self, run: history.Run) -> None:
+        self.source = run
+        self.run = RunWriter(
+            run.run_id,
+            task=run.task,
+            at=run.at or 0.0,
+            system=run.system,
+            models=list(run.models),
+            tools=list(run.tools),
+            settings=run.settings,
+        )
+        self.spent: dict[str, tuple[int, int]] = {}
+        """Each tool's last retry counter: (attempt, max_retries)."""
+
+    def step(
+        self, step: history.Step | None, *, last: bool, error: BaseException | None, deferred: bool
+    ) -> None:
+        """Write ``step`` as a turn (``None``: the run got no response); end the run on the last."""
+        if step is None:
+            self._stopped(error)
+            return
         msg = step.message
-        replied = history.epoch(msg.get("timestamp"), path, step.where)
-        asked = step.asked_at if step.asked_at is not None else replied
-        turn = writer.turn(at=asked)
+        asked = step.asked_at if step.asked_at is not None else step.at
+        turn = self.run.turn(at=asked)
         turn.reply(
             history.reply_text(msg["parts"]),
             step.calls,
             model=msg.get("model_name"),
             usage=_usage(msg.get("usage")),
-            at=replied,
-            latency_ms=_ms(asked, replied),
+            at=step.at,
+            latency_ms=_ms(asked, step.at),
         )
-        unanswered = [c for c in step.calls if c.id not in step.returns]
-        answered = [c for c in step.calls if c.id in step.returns]
-        cut = [c for c in answered if step.returns[c.id][0].get("outcome") == "interrupted"]
-        later = [c for c in answered if step.returns[c.id][1] != run.run_id and c not in cut]
-        said: list[str] = []
-        for call in step.calls:
-            if last and (call in unanswered or call in cut or call in later):
-                continue
-            if call in unanswered:
-                said.append("missing")
-                turn.result(
-                    call.id, "", name=call.name, source_status=status(NAME, "missing"), executed=False
-                )
+        if last:
+            self._last(turn, step, error, deferred)
+        else:
+            turn.finish(source_status=self._results(turn, step, step.calls))
+
+    def _results(self, turn: TurnWriter, step: history.Step, calls: list[ToolCall]) -> str | None:
+        """Write what the model read for ``calls`` and for the response as a whole; returns the
+        turn's ``source_status``: its first call's that was no success, else ``success``."""
+        provider = step.message.get("provider_name")
+        worst: str | None = None
+        for call in calls:
+            answer = step.returns.get(call.id)
+            if answer is None:
+                said = "missing"
+                turn.result(call.id, "", name=call.name, source_status=_STATUS[said], executed=False)
             else:
-                said.append(
-                    _result(turn, call, step.returns[call.id], msg.get("provider_name"), replied, spent, path)
-                )
-        for part, at in step.feedback:
+                said = _result(turn, call, answer, provider, step.at, self.spent)
+            if worst is None or worst == "success":
+                worst = said
+        for part, at in step.feedback or ():
             render = (
                 text.feedback_text if part.get("part_kind") == "retry-feedback" else text.legacy_retry_text
             )
             turn.feedback(render(part), "completion_rejected", at=at)
-        mark = next((x for x in said if x != "success"), "success" if said else None)
-        if last and (error is not None or unanswered or cut or later):
+        return status(NAME, worst)
+
+    def _last(
+        self, turn: TurnWriter, step: history.Step, error: BaseException | None, deferred: bool
+    ) -> None:
+        """Write the run's last step, and how the run ended."""
+        run = self.source
+        unanswered: list[ToolCall] = []
+        cut: list[ToolCall] = []
+        later: list[ToolCall] = []
+        held: list[ToolCall] = []
+        for call in step.calls:
+            answer = step.returns.get(call.id)
+            if answer is None:
+                unanswered.append(call)
+            elif answer[0].get("outcome") == "interrupted":
+                cut.append(call)
+            elif answer[1] != run.run_id:
+                later.append(call)
+            else:
+                held.append(call)
+        said = self._results(turn, step, held)
+        answered = not run.ends_asking or _final_result(step)  # the run's final answer
+        if unanswered or cut or later or (answered and error is not None):
             if error is not None:
-                return _end_with(writer, error, unanswered)
-            return _end_dangling(writer, unanswered, cut, later, spent, deferred)
-        turn.finish(source_status=status(NAME, mark))
-        if last and (not run.ends_asking or _final_result(step)):
-            output = _final_output(step) if step.calls else history.reply_text(msg["parts"])
-            return writer.finish(output, at=None if run.ends_asking else replied)
-    if error is not None:
-        return _end_with(writer, error, [])
-    return writer.end_hard(
-        "source_error",
-        "the history ends with a request the model never answered: the run stopped before its next"
-        " model request (from_pydantic_ai(..., error=exc) names why)",
-        at=run.asked_at,
-        source_status=status(NAME, "unanswered"),
-    )
+                _end_with(self.run, error, unanswered)
+            else:
+                _end_dangling(self.run, unanswered, cut, later, self.spent, deferred)
+            return
+        turn.finish(source_status=said)
+        if answered:
+            output = _final_output(step) if step.calls else history.reply_text(step.message["parts"])
+            self.run.finish(output, at=None if run.ends_asking else step.at)
+        else:
+            self._stopped(error)
+
+    def _stopped(self, error: BaseException | None) -> None:
+        """End a run whose last request the model never answered."""
+        if error is not None:
+            _end_with(self.run, error, [])
+            return
+        self.run.end_hard(
+            "source_error",
+            "the history ends with a request the model never answered: the run stopped before its next"
+            " model request (from_pydantic_ai(..., error=exc) names why)",
+            at=self.source.asked_at,
+            source_status=status(NAME, "unanswered"),
+        )
 
 
 def _ms(start: float | None, end: float | None) -> float:
@@ -253,15 +300,14 @@ def _ms(start: float | None, end: float | None) -> float:
 def _result(
     turn: TurnWriter,
     call: ToolCall,
-    answer: tuple[dict[str, Any], str, str],
+    answer: history.Answer,
     provider: str | None,
     replied: float | None,
     spent: dict[str, tuple[int, int]],
-    path: Path | None,
 ) -> str:
     """Write what the model read for ``call`` (returning what the source said of it), and note
     the tool's retry counter in ``spent``."""
-    part, _, where = answer
+    part, _, at = answer
     said = _said(part)
     producer: SoftProducer | None
     if said == "retry-prompt":
@@ -272,15 +318,14 @@ def _result(
     attempt, limit = retry.get("attempt"), retry.get("max_retries")
     if isinstance(attempt, int) and isinstance(limit, int):
         spent[call.name] = (attempt, limit)
-    at = history.epoch(part.get("timestamp"), path, where)
-    content_of = part.get("content")
-    skipped = said == "success" and isinstance(content_of, str) and content_of in _SKIPPED
+    raw = part.get("content")
+    skipped = said == "success" and isinstance(raw, str) and raw in _SKIPPED
     turn.result(
         call.id,
         content,
         name=call.name,
         producer=producer,
-        source_status=status(NAME, said),
+        source_status=_STATUS.get(said) or status(NAME, said),
         attempt=attempt if isinstance(attempt, int) else 0,
         executed=said not in _NOT_RUN and not skipped,
         at=at,

@@ -329,6 +329,7 @@ def test_histories_without_run_ids_are_one_run_named_by_the_caller():
             'message 1: "kind" is \'reply\', expected "request" or "response"',
         ),
         (b'[{"kind": "request", "parts": [3]}]', "message 1, part 1: expected an object"),
+        (b'[{"kind": "request", "parts": []}, {"kind": "response", "parts": [{}, []]}]', "message 2, part 2"),
         (b'[{"kind": "request", "parts": [], "timestamp": "noon"}]', "message 1: timestamp 'noon'"),
     ],
 )
