@@ -84,7 +84,9 @@ MARKS: dict[str, Mark] = {
 """Every ``source_status`` this reader writes (after ``"pydantic-ai:"``) and what it means: a
 call's outcome (and retry cause), or, on the turn a run ended on, what the history shows of it."""
 
+_MESSAGES = ("ModelRequest", "ModelResponse")
 _STATUS = {said: f"{NAME}:{said}" for said in MARKS}
+_SUCCESS = _STATUS["success"]
 
 
 def read(path: Path) -> Recording:
@@ -125,7 +127,7 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
             raise RecordingError(
                 f"not a pydantic-ai history: invalid JSON ({exc.msg}, line {exc.lineno})"
             ) from exc
-    elif isinstance(messages, Sequence) and any(not isinstance(m, dict) for m in messages):
+    elif isinstance(messages, Sequence) and messages and all(type(m).__name__ in _MESSAGES for m in messages):
         from pydantic_ai import __version__
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
@@ -308,6 +310,19 @@ def _result(
     """Write what the model read for ``call`` (returning what the source said of it), and note
     the tool's retry counter in ``spent``."""
     part, _, at = answer
+    if part.get("outcome") == "success" and part.get("part_kind") == "tool-return":  # most returns
+        content = part.get("content")
+        shown = content if isinstance(content, str) else text.content_text(content)
+        turn.result(
+            call.id,
+            shown,
+            name=call.name,
+            source_status=_SUCCESS,
+            executed=shown not in _SKIPPED,
+            at=at,
+            latency_ms=_ms(replied, at),
+        )
+        return "success"
     said = _said(part)
     producer: SoftProducer | None
     if said == "retry-prompt":

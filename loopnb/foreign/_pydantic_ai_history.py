@@ -70,12 +70,15 @@ def fail(path: Path | None, message: int | None, part: int | None, what: str) ->
     return RecordingError(f"{where}{'' if part is None else f', part {part}'}: {what}", path=path)
 
 
+_parse = datetime.fromisoformat
+
+
 def epoch(value: Any, path: Path | None, message: int, part: int | None = None) -> float | None:
     """An ISO 8601 timestamp as epoch seconds (``None`` when the source kept none)."""
     if value is None:
         return None
     try:
-        return datetime.fromisoformat(value).timestamp()
+        return _parse(value).timestamp()
     except (TypeError, ValueError) as exc:
         raise fail(path, message, part, f"timestamp {value!r} is not an ISO 8601 time") from exc
 

@@ -339,3 +339,20 @@ def test_damaged_content_names_the_path_where_and_what(tmp_path, content, where)
     with pytest.raises(RecordingError) as info:
         load(path, format="pydantic-ai")
     assert str(path) in str(info.value) and where in str(info.value)
+
+
+def test_a_history_whose_first_prompt_runs_past_the_sniffed_head_is_still_detected(tmp_path):
+    long = "a" * 100_000
+    path = tmp_path / "long.json"
+    first = {
+        "parts": [{"content": long, "part_kind": "user-prompt"}],
+        "kind": "request",
+    }  # pydantic-ai's order
+    path.write_bytes(history(first, response(DONE)))
+    rec = load(path)
+    assert rec.meta["source"]["format"] == "pydantic-ai"
+    assert rec.events[rec.events["kind"] == "run_started"]["text"].iloc[0] == long
+    gemini = tmp_path / "gemini.json"
+    gemini.write_bytes(json.dumps([{"parts": [{"text": "hi"}], "role": "user"}]).encode())
+    with pytest.raises(RecordingError, match="not a recording loopnb knows"):
+        load(gemini)
