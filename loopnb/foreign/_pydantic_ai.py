@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
-from loopnb.engine._events import Event
+from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import ToolCall, Usage
+from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
 from loopnb.foreign import _pydantic_ai_text as text
 from loopnb.foreign._disagree import Mark
@@ -43,7 +43,7 @@ from loopnb.record._errors import RecordingError
 if TYPE_CHECKING:
     from loopnb.record._recording import Recording
 
-NAME = "pydantic-ai"
+NAME = history.NAME
 
 _SOFT: dict[str, SoftProducer] = {
     "retried/model_retry": "tool_error",
@@ -270,9 +270,9 @@ class _Writer:
         answered = not run.ends_asking or _final_result(step)  # the run's final answer
         if unanswered or cut or later or (answered and error is not None):
             if error is not None:
-                _end_with(self.run, error, unanswered)
+                ends.end_with(self.run, error, unanswered)
             else:
-                _end_dangling(self.run, unanswered, cut, later, self.spent, deferred)
+                ends.end_dangling(self.run, unanswered, cut, later, self.spent, deferred)
             return
         turn.finish(source_status=said)
         if answered:
@@ -284,7 +284,7 @@ class _Writer:
     def _stopped(self, error: BaseException | None) -> None:
         """End a run whose last request the model never answered."""
         if error is not None:
-            _end_with(self.run, error, [])
+            ends.end_with(self.run, error, [])
             return
         self.run.end_hard(
             "source_error",
@@ -368,76 +368,3 @@ def _final_output(step: history.Step) -> str | None:
         if part is not None and part[0].get("content") == _FINAL:
             return call.arguments if isinstance(call.arguments, str) else text.dumps(call.arguments)
     return None
-
-
-def _end_dangling(
-    writer: RunWriter,
-    unanswered: list[ToolCall],
-    cut: list[ToolCall],
-    later: list[ToolCall],
-    spent: dict[str, tuple[int, int]],
-    deferred: bool,
-) -> list[Event]:
-    """End the run on a turn whose calls it never saw answered: left without a result (an
-    exception, or a tool past its last retry), cut off (``interrupted``), or resumed by a later
-    run (deferred for approval or an external result)."""
-    if unanswered and not deferred:
-        names = _names(unanswered)
-        used = next(
-            (c.name for c in unanswered if c.name in spent and spent[c.name][0] >= spent[c.name][1]), None
-        )
-        if used is not None:
-            return writer.end_hard(
-                "tool_recovery_exhausted",
-                f"Tool {used!r} exceeded max retries count of {spent[used][1]}: the history ends with"
-                f" {names} called again after its last allowed retry",
-                error="UnexpectedModelBehavior",
-                source_status=status(NAME, "retries_exceeded"),
-            )
-        return writer.end_hard(
-            "source_error",
-            f"the history ends with {names} called and no result: an exception escaped the tool and"
-            " ended the run",
-            source_status=status(NAME, "unreturned"),
-        )
-    if cut:
-        return writer.end_hard(
-            "source_error",
-            f"the run ended with {_names(cut)} in flight: pydantic-ai marked the calls interrupted",
-            source_status=status(NAME, "interrupted"),
-        )
-    return writer.end_hard(
-        "user_input_required",
-        f"the run stopped for approval or an external result of {_names(unanswered + later)}"
-        " (DeferredToolRequests)",
-        error="DeferredToolRequests",
-        source_status=status(NAME, "deferred"),
-    )
-
-
-def _names(calls: list[ToolCall]) -> str:
-    return ", ".join(f"{c.name}()" for c in calls)
-
-
-def _end_with(writer: RunWriter, error: BaseException, unanswered: list[ToolCall]) -> list[Event]:
-    """End the run on the exception the caller gave: the producer its class fits."""
-    names = {cls.__name__ for cls in type(error).__mro__}
-    message = f"{type(error).__name__}: {error}"
-    producer: HardProducer | SourceProducer
-    if "UsageLimitExceeded" in names:
-        limit = str(error)
-        producer = (
-            "loop_detected" if "request_limit" in limit or "tool_calls_limit" in limit else "context_exceeded"
-        )
-        said = "usage_limit"
-    elif "OutputTokenLimitExceeded" in names:
-        producer, said = "context_exceeded", "usage_limit"
-    elif "UnexpectedModelBehavior" in names and "retries" in str(error):
-        producer, said = "tool_recovery_exhausted", "retries_exceeded"
-    elif names & {"ModelAPIError", "ModelHTTPError", "FallbackExceptionGroup"}:
-        producer, said = "fallback_exhausted", "model_error"
-    elif names & {"CancelledError", "KeyboardInterrupt"}:
-        producer, said = "cancelled", "cancelled"
-    else:
-        producer, said = "source_error", "unreturned" if unanswered else "raised"
-    return writer.end_hard(producer, message, error=type(error).__name__, source_status=status(NAME, said))

@@ -23,6 +23,9 @@ from typing import Any
 from loopnb.engine._messages import ToolCall
 from loopnb.record._errors import RecordingError
 
+NAME = "pydantic-ai"
+"""The format's name in ``loopnb.foreign.FORMATS`` and in every ``source_status`` it writes."""
+
 NOT_OFFERED = frozenset({"unknown_tool", "unavailable_tool"})
 """Retry causes for a call of a tool the model was not offered."""
 
