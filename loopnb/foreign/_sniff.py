@@ -20,12 +20,16 @@ def _opening(head: bytes) -> bytes:
 
 
 def pydantic_ai(head: bytes, path: Path) -> bool:
-    """A JSON list of messages, each ``{"parts": [...], ..., "kind": "request" | "response"}``."""
+    """A JSON list of messages, each ``{"parts": [...], ..., "kind": "request" | "response"}``;
+    or one whose first part's ``content`` (a long prompt) runs past the head: pydantic-ai writes
+    ``parts`` first and a prompt part's ``content`` first."""
     start = _opening(head)
-    return (
-        start.startswith(b"[")
-        and re.search(rb'"kind"\s*:\s*"(request|response)"', start) is not None
-        and re.search(rb'"part_kind"\s*:', start) is not None
+    return start.startswith(b"[") and (
+        (
+            re.search(rb'"kind"\s*:\s*"(request|response)"', start) is not None
+            and re.search(rb'"part_kind"\s*:', start) is not None
+        )
+        or re.match(rb'\[\s*\{\s*"parts"\s*:\s*\[\s*\{\s*"content"\s*:', start) is not None
     )
 
 

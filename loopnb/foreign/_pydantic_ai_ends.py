@@ -1,0 +1,88 @@
+"""How a pydantic-ai run ended, told from its history's last step or from the exception it raised.
+
+The history writes down no end: calls left without a return, cut off (``interrupted``) or answered
+only by a later run show where and how the run stopped, and an exception the caller kept names
+what the history cannot (a usage limit, a failed model request, a cancellation).
+"""
+
+from __future__ import annotations
+
+from loopnb.engine._errors import HardProducer, SourceProducer
+from loopnb.engine._events import Event
+from loopnb.engine._messages import ToolCall
+from loopnb.foreign._pydantic_ai_history import NAME
+from loopnb.foreign._transcript import RunWriter, status
+
+
+def end_dangling(
+    writer: RunWriter,
+    unanswered: list[ToolCall],
+    cut: list[ToolCall],
+    later: list[ToolCall],
+    spent: dict[str, tuple[int, int]],
+    deferred: bool,
+) -> list[Event]:
+    """End the run on a turn whose calls it never saw answered: left without a result (an
+    exception, or a tool past its last retry), cut off (``interrupted``), or resumed by a later
+    run (deferred for approval or an external result)."""
+    if unanswered and not deferred:
+        names = names_of(unanswered)
+        used = next(
+            (c.name for c in unanswered if c.name in spent and spent[c.name][0] >= spent[c.name][1]), None
+        )
+        if used is not None:
+            return writer.end_hard(
+                "tool_recovery_exhausted",
+                f"Tool {used!r} exceeded max retries count of {spent[used][1]}: the history ends with"
+                f" {names} called again after its last allowed retry",
+                error="UnexpectedModelBehavior",
+                source_status=status(NAME, "retries_exceeded"),
+            )
+        return writer.end_hard(
+            "source_error",
+            f"the history ends with {names} called and no result: an exception escaped the tool and"
+            " ended the run",
+            source_status=status(NAME, "unreturned"),
+        )
+    if cut:
+        return writer.end_hard(
+            "source_error",
+            f"the run ended with {names_of(cut)} in flight: pydantic-ai marked the calls interrupted",
+            source_status=status(NAME, "interrupted"),
+        )
+    return writer.end_hard(
+        "user_input_required",
+        f"the run stopped for approval or an external result of {names_of(unanswered + later)}"
+        " (DeferredToolRequests)",
+        error="DeferredToolRequests",
+        source_status=status(NAME, "deferred"),
+    )
+
+
+def names_of(calls: list[ToolCall]) -> str:
+    """``read_file(), delete()``: the calls' tools, for a message."""
+    return ", ".join(f"{c.name}()" for c in calls)
+
+
+def end_with(writer: RunWriter, error: BaseException, unanswered: list[ToolCall]) -> list[Event]:
+    """End the run on the exception the caller gave: the producer its class fits."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    message = f"{type(error).__name__}: {error}"
+    producer: HardProducer | SourceProducer
+    if "UsageLimitExceeded" in names:
+        limit = str(error)
+        producer = (
+            "loop_detected" if "request_limit" in limit or "tool_calls_limit" in limit else "context_exceeded"
+        )
+        said = "usage_limit"
+    elif "OutputTokenLimitExceeded" in names:
+        producer, said = "context_exceeded", "usage_limit"
+    elif "UnexpectedModelBehavior" in names and "retries" in str(error):
+        producer, said = "tool_recovery_exhausted", "retries_exceeded"
+    elif names & {"ModelAPIError", "ModelHTTPError", "FallbackExceptionGroup"}:
+        producer, said = "fallback_exhausted", "model_error"
+    elif names & {"CancelledError", "KeyboardInterrupt"}:
+        producer, said = "cancelled", "cancelled"
+    else:
+        producer, said = "source_error", "unreturned" if unanswered else "raised"
+    return writer.end_hard(producer, message, error=type(error).__name__, source_status=status(NAME, said))

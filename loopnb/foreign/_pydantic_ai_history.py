@@ -1,0 +1,280 @@
+"""A pydantic-ai message history walked as runs and steps, from its JSON shapes alone.
+
+Each message names the agent run it came from (``run_id``); a step is one response and the
+returns that answered its tool calls, found by call id in the requests after it (in the same run,
+or in a later one: a deferred or interrupted call is answered by the run that resumed it).
+
+``runs`` reads what each run is (its prompts, models and tools) in a first pass that also checks
+the history's shape (a response's parts are checked as ``steps`` reads them); ``steps`` then
+hands over each step as soon as the next response of its run shows it complete, so that no step
+outlives its turn (a long history's steps would otherwise all stay alive, and the garbage
+collector would go through them again and again).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loopnb.engine._messages import ToolCall
+from loopnb.record._errors import RecordingError
+
+NAME = "pydantic-ai"
+"""The format's name in ``loopnb.foreign.FORMATS`` and in every ``source_status`` it writes."""
+
+NOT_OFFERED = frozenset({"unknown_tool", "unavailable_tool"})
+"""Retry causes for a call of a tool the model was not offered."""
+
+Answer = tuple[dict[str, Any], str, float | None]
+"""A call's return part, the run whose request held it, and when it returned."""
+
+
+@dataclass(slots=True)
+class Step:
+    """One response, and the returns (in later requests) that answered its calls."""
+
+    asked_at: float | None
+    """When the request this answers was sent."""
+    at: float | None
+    """When the response came."""
+    message: dict[str, Any]
+    calls: list[ToolCall] = field(default_factory=list)
+    returns: dict[str, Answer] = field(default_factory=dict)
+    feedback: list[tuple[dict[str, Any], float | None]] | None = None
+    """Retry feedback for the response as a whole (no tool call): part and time."""
+
+
+@dataclass(slots=True)
+class Run:
+    """One agent run: what its requests said, the models and tools it used, and how it stopped."""
+
+    run_id: str
+    system: str | None = None
+    task: str = ""
+    at: float | None = None
+    models: dict[str, None] = field(default_factory=dict)
+    tools: dict[str, None] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    asked_at: float | None = None
+    """When its last request was sent."""
+    ends_asking: bool = False
+    """Whether its last message is a request (the run stopped before the model answered)."""
+    steps: int = 0
+
+
+def fail(path: Path | None, message: int | None, part: int | None, what: str) -> RecordingError:
+    """The error for damaged content: where in the history (message and part, 1-based) and what
+    was expected."""
+    where = "top level" if message is None else f"message {message}"
+    return RecordingError(f"{where}{'' if part is None else f', part {part}'}: {what}", path=path)
+
+
+_parse = datetime.fromisoformat
+
+
+def epoch(value: Any, path: Path | None, message: int, part: int | None = None) -> float | None:
+    """An ISO 8601 timestamp as epoch seconds (``None`` when the source kept none)."""
+    if value is None:
+        return None
+    try:
+        return _parse(value).timestamp()
+    except (TypeError, ValueError) as exc:
+        raise fail(path, message, part, f"timestamp {value!r} is not an ISO 8601 time") from exc
+
+
+def runs(messages: Any, path: Path | None, base: str) -> tuple[list[str], dict[str, Run]]:
+    """Each message's run, and the runs in order of first appearance: their prompts, models and
+    tools (those a call was answered for, unless pydantic-ai refused the name). Checks the shape."""
+    if not isinstance(messages, list):
+        raise fail(path, None, None, f"expected a JSON list of messages, got {type(messages).__name__}")
+    owners = _owners(messages, base)
+    found: dict[str, Run] = {}
+    system: str | None = None
+    for i, (msg, rid) in enumerate(zip(messages, owners, strict=True), 1):
+        parts = msg.get("parts") if isinstance(msg, dict) else None
+        if not isinstance(parts, list):
+            raise fail(path, i, None, 'expected an object with "kind" and a "parts" list')
+        run = found.get(rid)
+        if run is None:
+            run = found[rid] = Run(rid, system=system, at=epoch(msg.get("timestamp"), path, i))
+            if msg.get("conversation_id"):
+                run.settings["conversation_id"] = msg["conversation_id"]
+        kind = msg.get("kind")
+        if kind == "request":
+            _scan_request(run, parts, path, i)
+            if run.system is None and isinstance(msg.get("instructions"), str):
+                run.system = msg["instructions"]
+            system = run.system or system
+        elif kind == "response":
+            if msg.get("model_name"):
+                run.models[str(msg["model_name"])] = None
+        else:
+            raise fail(path, i, None, f'"kind" is {kind!r}, expected "request" or "response"')
+    return owners, found
+
+
+def _scan_request(run: Run, parts: list[Any], path: Path | None, i: int) -> None:
+    """Note a request's prompts, and the tools whose calls it answers (the first pass)."""
+    for j, part in enumerate(parts, 1):
+        if not isinstance(part, dict):
+            raise fail(path, i, j, 'expected an object with a "part_kind"')
+        kind = part.get("part_kind")
+        if kind == "tool-return" or _answers_a_call(kind, part):
+            retry = part.get("retry")
+            name = part.get("tool_name")
+            if name and (not isinstance(retry, dict) or retry.get("cause") not in NOT_OFFERED):
+                run.tools[str(name)] = None
+        elif kind == "system-prompt" and run.system is None:
+            run.system = part.get("content")
+        elif kind == "user-prompt" and not run.task:
+            run.task = _prompt(part.get("content"))
+
+
+def steps(
+    messages: list[Any],
+    owners: list[str],
+    found: dict[str, Run],
+    path: Path | None,
+    *,
+    consume: bool = False,
+) -> Iterator[tuple[Run, Step | None, bool]]:
+    """Each run's steps as ``(run, step, last)``: a step as the next response of its run shows
+    it complete, then every run's last step (``None`` for a run that never got a response).
+    ``consume`` lets go of each message as it is read (``messages`` is the reader's own), so that
+    what is written replaces what was parsed instead of piling up beside it."""
+    pending: dict[str, Step] = {}
+    open_: dict[str, Step] = {}
+    for i, (msg, rid) in enumerate(zip(messages, owners, strict=True), 1):
+        if consume:
+            messages[i - 1] = None
+        run = found[rid]
+        at = epoch(msg.get("timestamp"), path, i)
+        if msg["kind"] == "request":
+            _request(run, msg, at, pending, open_.get(rid), path, i)
+            continue
+        done = open_.get(rid)
+        if done is not None:
+            yield run, done, False
+        open_[rid] = _response(run, msg, at, pending, path, i)
+        run.steps += 1
+        run.ends_asking = False
+    for rid, run in found.items():
+        yield run, open_.get(rid), True
+
+
+def _owners(messages: list[Any], base: str) -> list[str]:
+    """The run each message belongs to: its ``run_id``; for a request without one (pydantic-ai's
+    repair of an interrupted history writes such), the run of the next message that names one,
+    which is the run that sent it; else the run before it (``base`` when none names any)."""
+    named = [str(m["run_id"]) if isinstance(m, dict) and m.get("run_id") else "" for m in messages]
+    if "" not in named:
+        return named
+    ahead = [""] * len(messages)
+    nxt = ""
+    for i in range(len(messages) - 1, -1, -1):
+        nxt = named[i] or nxt
+        ahead[i] = nxt
+    owners: list[str] = []
+    current = base
+    for i, msg in enumerate(messages):
+        kind = msg.get("kind") if isinstance(msg, dict) else None
+        current = named[i] or (ahead[i] if kind == "request" else "") or current
+        owners.append(current)
+    return owners
+
+
+def _request(
+    run: Run,
+    msg: dict[str, Any],
+    at: float | None,
+    pending: dict[str, Step],
+    last: Step | None,
+    path: Path | None,
+    i: int,
+) -> None:
+    for j, part in enumerate(msg["parts"], 1):
+        kind = part.get("part_kind")
+        if kind == "tool-return" or _answers_a_call(kind, part):
+            call_id = str(part.get("tool_call_id"))
+            step = pending.pop(call_id, None)
+            if step is not None:
+                step.returns[call_id] = (part, run.run_id, epoch(part.get("timestamp"), path, i, j))
+        elif kind in ("retry-feedback", "retry-prompt") and last is not None:
+            if last.feedback is None:
+                last.feedback = []
+            last.feedback.append((part, epoch(part.get("timestamp"), path, i, j)))
+    run.asked_at = at
+    run.ends_asking = True
+
+
+def _answers_a_call(kind: Any, part: dict[str, Any]) -> bool:
+    """A legacy retry of a tool call, or a typed return (tool search, capability load)."""
+    if kind == "retry-prompt":
+        return part.get("tool_name") is not None
+    return isinstance(kind, str) and kind.endswith("-return") and "tool_call_id" in part
+
+
+def _response(
+    run: Run, msg: dict[str, Any], at: float | None, pending: dict[str, Step], path: Path | None, i: int
+) -> Step:
+    step = Step(run.asked_at, at, msg)
+    for j, part in enumerate(msg["parts"], 1):
+        if not isinstance(part, dict):
+            raise fail(path, i, j, 'expected an object with a "part_kind"')
+        kind = part.get("part_kind")
+        if kind == "tool-call" or (isinstance(kind, str) and kind.endswith("-call") and "tool_name" in part):
+            call = ToolCall(
+                str(part["tool_name"]), _arguments(part.get("args")), id=str(part.get("tool_call_id"))
+            )
+            step.calls.append(call)
+            pending[call.id] = step
+        elif kind == "builtin-tool-return" and part.get("tool_call_id") in pending:
+            del pending[str(part["tool_call_id"])]
+            step.returns[str(part["tool_call_id"])] = (
+                part,
+                run.run_id,
+                epoch(part.get("timestamp"), path, i, j),
+            )
+    return step
+
+
+def _arguments(args: Any) -> dict[str, Any] | str:
+    if args is None:
+        return {}
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return str(args)
+
+
+def _prompt(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(c for c in content if isinstance(c, str))
+    return ""
+
+
+def reply_text(parts: list[Any]) -> str | None:
+    """The response's text as ``ModelResponse.text`` joins it."""
+    texts: list[str] = []
+    adjacent = False
+    for part in parts:
+        if part.get("part_kind") in ("text", "speech") and part.get("content"):
+            if adjacent:
+                texts[-1] += part["content"]
+            else:
+                texts.append(part["content"])
+            adjacent = True
+        else:
+            adjacent = False
+    return "\n\n".join(texts) if texts else None
