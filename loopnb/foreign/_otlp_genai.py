@@ -243,7 +243,14 @@ def usage(span: Span) -> Usage | None:
     )
     if inp is None and out is None:
         return None
-    return Usage(input_tokens=int(inp or 0), output_tokens=int(out or 0))
+    return Usage(input_tokens=_count(inp), output_tokens=_count(out))
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def model(span: Span) -> str | None:

@@ -137,6 +137,10 @@ def _status_code(value: Any) -> str:
     return str(value).removeprefix("STATUS_CODE_").upper()
 
 
+def _plain(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
 def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decoded: Decoded) -> Span:
     if not isinstance(raw, dict):
         raise RecordingError(f"{where}: a span should be an object, found {type(raw).__name__}", path=path)
@@ -145,28 +149,36 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
     if trace_id is None or span_id is None:
         raise RecordingError(f"{where}: a span needs traceId and spanId", path=path)
     parent_id, _ = _hex_id(_key(raw, "parentSpanId", "parent_span_id"), 8, where, path)
-    status = raw.get("status") or {}
+    status = _plain(raw.get("status"))
     code = status.get("code")
     decoded.note("protobuf-json" if enc == "base64" or isinstance(code, str) else "otlp-json")
-    events = [
-        SpanEvent(
-            str(e.get("name", "")),
-            _nanos(_key(e, "timeUnixNano", "time_unix_nano")),
-            _attributes(e.get("attributes") or ()),
-        )
-        for e in raw.get("events") or ()
-        if isinstance(e, dict)
-    ]
+    try:
+        events = [
+            SpanEvent(
+                str(e.get("name", "")),
+                _nanos(_key(e, "timeUnixNano", "time_unix_nano")),
+                _attributes(e.get("attributes") or ()),
+            )
+            for e in raw.get("events") or ()
+            if isinstance(e, dict)
+        ]
+        start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"))
+        end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"))
+        attributes = _attributes(raw.get("attributes") or ())
+    except (ValueError, TypeError) as exc:
+        raise RecordingError(
+            f"{where}: a time or an integer value is not a number ({exc})", path=path
+        ) from exc
     return Span(
         trace_id=trace_id,
         span_id=span_id,
         parent_id=parent_id,
         name=str(raw.get("name", "")),
-        start=_nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano")),
-        end=_nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano")),
+        start=start,
+        end=end,
         status=_status_code(code),
         description=status.get("message") or None,
-        attributes=_attributes(raw.get("attributes") or ()),
+        attributes=attributes,
         events=events,
         scope=scope,
         where=where,
@@ -218,12 +230,13 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
     if trace_id is None or span_id is None:
         raise RecordingError(f"{where}: the span's context needs trace_id and span_id", path=path)
     parent_id, _ = _hex_id(raw.get("parent_id"), 8, where, path)
-    status = raw.get("status") or {}
+    status = _plain(raw.get("status"))
     try:
         start, end = _iso(raw.get("start_time")), _iso(raw.get("end_time"))
         events = [
-            SpanEvent(str(e.get("name", "")), _iso(e.get("timestamp")), dict(e.get("attributes") or {}))
+            SpanEvent(str(e.get("name", "")), _iso(e.get("timestamp")), _plain(e.get("attributes")))
             for e in raw.get("events") or ()
+            if isinstance(e, dict)
         ]
     except (ValueError, TypeError, AttributeError) as exc:
         raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
@@ -236,7 +249,7 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
         end=end,
         status=_status_code(status.get("status_code")),
         description=status.get("description") or None,
-        attributes=dict(raw.get("attributes") or {}),
+        attributes=_plain(raw.get("attributes")),
         events=events,
         where=where,
     )

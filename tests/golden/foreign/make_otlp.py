@@ -56,11 +56,12 @@ RESOURCE = Resource({"service.name": "loopnb-goldens"})
 
 
 class Sequential(IdGenerator):
-    """Trace and span ids 1, 2, 3, ... so that the goldens' ids never change."""
+    """Ids 1, 2, 3, ... after a prefix of the sample's number, so that the goldens' ids never
+    change and no two samples share a trace (their runs can be loaded side by side)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sample: int) -> None:
         self.spans = 0
-        self.traces = 0
+        self.traces = sample << 64
 
     def generate_span_id(self) -> int:
         self.spans += 1
@@ -71,9 +72,9 @@ class Sequential(IdGenerator):
         return self.traces
 
 
-def provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+def provider(sample: int) -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    tp = TracerProvider(resource=RESOURCE, id_generator=Sequential())
+    tp = TracerProvider(resource=RESOURCE, id_generator=Sequential(sample))
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     return tp, exporter
 
@@ -139,7 +140,7 @@ def pydantic_ai_spans(version: int = 5) -> list[ReadableSpan]:
     """pydantic-ai runs, traced by its instrumentation at ``version``: a soft error recovered from,
     an unknown tool and invalid arguments; a tool that crashes the run; (version 5) a request
     limit and a retry budget that end runs; (version 2) a structured output rejected once."""
-    tp, exporter = provider()
+    tp, exporter = provider(version)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # versions before 5 are deprecated, and say so
         if version >= 5:
@@ -227,7 +228,7 @@ def openinference_spans() -> list[ReadableSpan]:
     """A run in OpenInference's shapes: a tool error left ``UNSET`` (an exception event only),
     an unknown tool with no TOOL span, invalid arguments (``ERROR``), a recovery; and a run a
     tool's exception ended."""
-    tp, exporter = provider()
+    tp, exporter = provider(10)
     tracer = tp.get_tracer("loopnb-goldens.openinference", "1")
     steps: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
         (
@@ -324,7 +325,7 @@ def _choice(call_id: str, name: str, args: dict[str, Any]) -> tuple[str, dict[st
 def legacy_genai_spans() -> list[ReadableSpan]:
     """Spans under the previous GenAI names, with no agent span: a tool error marked ``OK`` with
     ``error.type``; an unknown tool; invalid arguments; and a trace a tool's exception ended."""
-    tp, exporter = provider()
+    tp, exporter = provider(11)
     tracer = tp.get_tracer("loopnb-goldens.genai-events", "1")
     calls = [
         (
@@ -499,8 +500,8 @@ def _write(name: str, text: str) -> None:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     spans = normalised(pydantic_ai_spans())
-    _write("pydantic_ai.otlp.json", json.dumps(spec_json(spans), indent=1) + "\n")
-    _write("pydantic_ai.pb.json", json.dumps(protobuf_json(spans), indent=1) + "\n")
+    _write("pydantic_ai.otlp.json", json.dumps(spec_json(spans)) + "\n")
+    _write("pydantic_ai.pb.json", json.dumps(protobuf_json(spans)) + "\n")
     v2 = normalised(pydantic_ai_spans(version=2))
     _write("pydantic_ai_v2.spans.jsonl", "".join(json.dumps(json.loads(s.to_json())) + "\n" for s in v2))
     oi = normalised(openinference_spans())
