@@ -64,6 +64,9 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "GraphRecursionError": "loop_detected",
 }
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
+WITHHELD = "(not recorded: the trace kept no content for this result)"
+"""The text of a result the model read but the trace did not keep (pydantic-ai's
+``include_content=False``): not an empty error, which would name nothing."""
 
 
 @dataclass(slots=True)
@@ -327,9 +330,9 @@ def _result(
 ) -> None:
     """Write what the model read for ``call``, and what the trace said of it."""
     read = responses.get(call.id) if responses is not None else None
+    withheld = read is None and responses is not None and call.id in responses
     producer: SoftProducer | None = None
     if t is None:
-        text = g.dumps(read)
         if call.name in outputs:
             said = "missing" if later else "output"
             producer = "invalid_arguments" if later else None
@@ -337,22 +340,25 @@ def _result(
             said = "missing"
             if later and offered is not None and call.name not in offered:
                 producer = "not_advertised"
+        text = WITHHELD if withheld else g.dumps(read)
         turn.result(
             call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False
         )
         return
     span = t.span
+    attempt = 0
+    if _errored(t):
+        producer = _soft(t)
+        counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
+        attempt = counter if isinstance(counter, int) else 0
     if read is not None:
         text = g.dumps(read)
     elif t.result is not None:
         text = g.dumps(t.result)
     else:
         text = (t.exception[1] if t.exception else None) or span.description or ""
-    attempt = 0
-    if _errored(t):
-        producer = _soft(t)
-        counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
-        attempt = counter if isinstance(counter, int) else 0
+        if not text and (withheld or producer is not None):
+            text = WITHHELD
     turn.result(
         call.id,
         text,
