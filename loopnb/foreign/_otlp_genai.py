@@ -13,6 +13,7 @@ attribute); ``gen_ai.usage.input_tokens`` and ``gen_ai.usage.prompt_tokens``; in
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -273,24 +274,42 @@ def _tool_name(definition: Any) -> str | None:
     return None
 
 
+Names = tuple[tuple[str, ...] | None, tuple[str, ...]]
+
+
+def _declared_values(params: Any, defs: Any) -> Names | None:
+    output: tuple[str, ...] = ()
+    if isinstance(params, dict):
+        output = tuple(n for n in map(_tool_name, params.get("output_tools") or ()) if n)
+    if isinstance(defs, list):
+        return tuple(n for n in map(_tool_name, defs) if n), output
+    if isinstance(params, dict):
+        names = tuple(n for n in map(_tool_name, params.get("function_tools") or ()) if n)
+        return names + output, output
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _declared(params: str | None, defs: str | None) -> Names | None:
+    """``_declared_values`` of the JSON texts (the same few texts recur on every request)."""
+    return _declared_values(loads(params), loads(defs))
+
+
 def tools(span: Span) -> tuple[list[str] | None, list[str]]:
     """The tools a model request offered (``None`` when the span does not say) and, of them,
     pydantic-ai's output tools (``final_result``), whose plain validation makes no span."""
     a = span.attributes
-    params = loads(a.get("model_request_parameters"))
-    output = []
-    if isinstance(params, dict):
-        output = [n for n in map(_tool_name, params.get("output_tools") or ()) if n]
-    defs = loads(a.get("gen_ai.tool.definitions"))
-    if isinstance(defs, list):
-        return [n for n in map(_tool_name, defs) if n], output
-    if isinstance(params, dict):
-        names = [n for n in map(_tool_name, params.get("function_tools") or ()) if n]
-        return names + output, output
+    params, defs = a.get("model_request_parameters"), a.get("gen_ai.tool.definitions")
+    if (params is None or isinstance(params, str)) and (defs is None or isinstance(defs, str)):
+        found = _declared(params, defs)
+    else:
+        found = _declared_values(loads(params), loads(defs))
+    if found is not None:
+        return (None if found[0] is None else list(found[0])), list(found[1])
     schemas = _indexed(a, "llm.tools")
     if schemas:
-        return [n for n in (_tool_name(loads(s.get("tool.json_schema"))) for s in schemas) if n], output
-    return None, output
+        return [n for n in (_tool_name(loads(s.get("tool.json_schema"))) for s in schemas) if n], []
+    return None, []
 
 
 @dataclass(slots=True)
@@ -301,6 +320,7 @@ class ToolSpan:
     name: str
     call_id: str
     arguments: Any
+    """As recorded: a JSON text, most often (parsed only when no request output names the call)."""
     result: Any
     exception: tuple[str, str] | None
     """The recorded exception's type and message."""
@@ -324,7 +344,7 @@ def tool_span(span: Span) -> ToolSpan:
         span=span,
         name=str(name),
         call_id=str(first(a, "gen_ai.tool.call.id", "tool_call.id", "tool.call.id") or ""),
-        arguments=loads(first(a, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")),
+        arguments=first(a, "gen_ai.tool.call.arguments", "tool_arguments", "input.value"),
         result=first(a, "gen_ai.tool.call.result", "tool_response", "output.value"),
         exception=exception(span),
     )

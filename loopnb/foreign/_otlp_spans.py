@@ -120,7 +120,14 @@ def _any_value(value: Any) -> Any:
 
 
 def _attributes(items: Iterable[Any]) -> dict[str, Any]:
-    return {kv["key"]: _any_value(kv.get("value")) for kv in items if isinstance(kv, dict) and "key" in kv}
+    out: dict[str, Any] = {}
+    for kv in items:
+        if type(kv) is not dict or "key" not in kv:
+            continue
+        value = kv.get("value")
+        text = value.get("stringValue") if type(value) is dict else None
+        out[kv["key"]] = text if text is not None else _any_value(value)  # most values are strings
+    return out
 
 
 def _nanos(value: Any) -> float | None:
