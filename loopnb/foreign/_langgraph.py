@@ -109,6 +109,29 @@ def _messages(values: dict[str, Any]) -> tuple[str | None, list[_Message]]:
     return None, []
 
 
+def _replayed(thread: Thread, latest: str) -> tuple[str | None, list[_Message]]:
+    """The messages rebuilt from the writes of every finished step, for a channel whose
+    checkpoints keep no value (LangGraph's ``DeltaChannel`` stores its writes only): each
+    message appended, or put in place of the one with its id; ``RemoveMessage`` deletes."""
+    by_channel: dict[str, list[_Message]] = {}
+    for write in thread.writes:
+        if write.checkpoint_id == latest or write.channel.startswith(("__", "branch:")):
+            continue  # the latest step's writes never reached the state
+        raw = write.value if isinstance(write.value, list) else [write.value]
+        found = [m for m in map(message, raw) if m is not None]
+        if found and len(found) == len(raw):
+            by_channel.setdefault(write.channel, []).extend(found)
+    name = "messages" if "messages" in by_channel else next(iter(by_channel), None)
+    out: dict[str, _Message] = {}
+    for n, m in enumerate(by_channel.get(name or "", [])):
+        key = m.id or f"#{n}"
+        if m.kind == "remove":
+            out = {} if key == "__remove_all__" else {k: v for k, v in out.items() if k != key}
+        else:
+            out[key] = m  # a new id goes last; a known one keeps its place
+    return name, list(out.values())
+
+
 def text_of(content: Any) -> str:
     """A message's content as text: a string, or the text blocks of a list of blocks."""
     if isinstance(content, str):
@@ -203,6 +226,12 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
     if not isinstance(values, dict):
         raise RecordingError(f"{where}: channel_values should be a map", path=path)
     channel, msgs = _messages(values)
+    settings: dict[str, Any] = {"thread_id": thread.thread_id}
+    if channel is None:
+        channel, msgs = _replayed(thread, latest.id)
+        settings["messages_from"] = "writes"
+    if channel is not None:
+        settings["channel"] = channel
     seen = _seen(thread, channel)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
@@ -214,9 +243,7 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
         system=text_of(system.value.get("content")) if system else None,
         models=list(dict.fromkeys(m for m in (_model(a.value) for a in ais) if m)),
         tools=_offered(msgs),
-        settings={"thread_id": thread.thread_id, "channel": channel}
-        if channel
-        else {"thread_id": thread.thread_id},
+        settings=settings,
     )
     answers = {str(m.value.get("tool_call_id")): m for m in msgs if m.kind == "tool"}
     pending = [
