@@ -75,14 +75,20 @@ class Thread:
     writes: list[Write] = field(default_factory=list)
 
 
+_MSGPACK: list[Any] = []
+
+
 def _msgpack() -> Any:
-    try:
-        import msgpack  # type: ignore[import-untyped]  # it ships no annotations
-    except ImportError as exc:  # pragma: no cover - the foreign extra has it
-        raise ImportError(
-            "reading LangGraph checkpoints needs msgpack: pip install 'loopnb[foreign]'"
-        ) from exc
-    return msgpack
+    """The ``msgpack`` module, imported on first use."""
+    if not _MSGPACK:
+        try:
+            import msgpack  # type: ignore[import-untyped]  # it ships no annotations
+        except ImportError as exc:  # pragma: no cover - the foreign extra has it
+            raise ImportError(
+                "reading LangGraph checkpoints needs msgpack: pip install 'loopnb[foreign]'"
+            ) from exc
+        _MSGPACK.append(msgpack)
+    return _MSGPACK[0]
 
 
 def _ext(code: int, data: bytes) -> Any:
