@@ -1,0 +1,334 @@
+"""LangGraph threads, read from a ``SqliteSaver`` database as loopnb turns.
+
+One run per thread: its messages as the latest checkpoint holds them (the ``messages`` channel,
+or whichever channel holds LangChain messages), one turn per ``AIMessage`` with the
+``ToolMessage``s that answer its calls, and the writes still pending on the latest checkpoint.
+LangGraph tells the two channels apart itself: a tool error the model read is a
+``ToolMessage(status="error")`` (kept as ``langgraph:error``, mark ``retry``), and a failure that
+ended the run is an ``__error__`` write (``langgraph:__error__``, or ``__error__:tool_call`` when
+the run failed with a tool call in flight: ``crash``). ``ToolNode``'s own texts name the row of
+the table: an unknown tool is ``not_advertised``, arguments it could not invoke the tool with are
+``invalid_arguments``; either under ``status="success"`` (older ``ToolNode``s set no status) is
+``langgraph:success`` (``soft_shown_as_success``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
+from loopnb.engine._events import Event
+from loopnb.engine._messages import ToolCall, Usage
+from loopnb.foreign._disagree import Mark
+from loopnb.foreign._langgraph_db import Obj, Thread, Write, checkpoint, threads
+from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.record._errors import RecordingError
+from loopnb.record._recording import Recording
+
+NAME = "langgraph"
+
+MARKS: dict[str, Mark] = {
+    "success": "ok",
+    "error": "retry",
+    "missing": "missing",
+    "__error__:tool_call": "crash",
+    "__error__": "ended",
+    "__interrupt__": "ended",
+    "unanswered": "ended",
+}
+"""Every ``source_status`` this reader writes (after ``"langgraph:"``) and what it means: a
+``ToolMessage``'s ``status``; ``missing`` for a call no ``ToolMessage`` answers; on the turn a run
+ended on, the pending write that ended it (``__error__:tool_call`` when its tool calls were in
+flight), or ``unanswered`` for a thread that stops with nothing pending to say why."""
+
+UNKNOWN_TOOL = re.compile(
+    r"^Error: (?P<tool>.+?) is not a valid tool, try one of \[(?P<tools>.*)\]\.?$", re.S
+)
+INVALID_ARGS = re.compile(r"^Error invoking tool '(?P<tool>.+?)' with kwargs .* with error:\n", re.S)
+_KINDS = {"HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool", "SystemMessage": "system"}
+_HARD_BY_ERROR: dict[str, HardProducer] = {
+    "GraphRecursionError": "loop_detected",
+    "CancelledError": "cancelled",
+    "KeyboardInterrupt": "cancelled",
+    "ContextWindowExceededError": "context_exceeded",
+}
+
+
+@dataclass(slots=True)
+class _Message:
+    kind: str
+    value: dict[str, Any]
+
+    @property
+    def id(self) -> str | None:
+        value = self.value.get("id")
+        return None if value is None else str(value)
+
+
+def read(path: Path) -> Recording:
+    """The threads of a LangGraph ``SqliteSaver`` database, one run each."""
+    path = Path(path)
+    found, versions = threads(path)
+    events: list[Event] = []
+    for thread in found:
+        events.extend(_write_thread(thread, path))
+    known = sorted(str(v) for v in versions if v is not None)
+    version = f"checkpoint v{known[-1]}" if known else None
+    return Recording.from_events(events, meta={"source": {"format": NAME, "version": version}}, path=path)
+
+
+def message(obj: Any) -> _Message | None:
+    """A LangChain message as serde stored it (an ``Obj``, or an older ``lc`` JSON constructor)."""
+    if isinstance(obj, Obj):
+        value, cls = obj.value, obj.name
+    elif isinstance(obj, dict) and obj.get("type") == "constructor" and isinstance(obj.get("id"), list):
+        value, cls = obj.get("kwargs"), str(obj["id"][-1])
+    elif isinstance(obj, dict) and "content" in obj and "type" in obj:
+        value, cls = obj, ""
+    else:
+        return None
+    if not isinstance(value, dict):
+        return None
+    kind = str(value.get("type") or _KINDS.get(cls.removesuffix("Chunk"), ""))
+    kind = _KINDS.get(kind.removesuffix("Chunk"), kind)
+    return _Message(kind, value) if kind else None
+
+
+def _messages(values: dict[str, Any]) -> tuple[str | None, list[_Message]]:
+    """The channel holding the thread's messages, and them."""
+    names = ["messages", *(k for k in values if k != "messages")]
+    for name in names:
+        raw = values.get(name)
+        if isinstance(raw, list) and raw:
+            found = [m for m in map(message, raw) if m is not None]
+            if found and len(found) == len(raw):
+                return name, found
+    return None, []
+
+
+def _replayed(thread: Thread, latest: str) -> tuple[str | None, list[_Message]]:
+    """The messages rebuilt from the writes of every finished step, for a channel whose
+    checkpoints keep no value (LangGraph's ``DeltaChannel`` stores its writes only): each
+    message appended, or put in place of the one with its id; ``RemoveMessage`` deletes."""
+    by_channel: dict[str, list[_Message]] = {}
+    for write in thread.writes:
+        if write.checkpoint_id == latest or write.channel.startswith(("__", "branch:")):
+            continue  # the latest step's writes never reached the state
+        raw = write.value if isinstance(write.value, list) else [write.value]
+        found = [m for m in map(message, raw) if m is not None]
+        if found and len(found) == len(raw):
+            by_channel.setdefault(write.channel, []).extend(found)
+    name = "messages" if "messages" in by_channel else next(iter(by_channel), None)
+    out: dict[str, _Message] = {}
+    for n, m in enumerate(by_channel.get(name or "", [])):
+        key = m.id or f"#{n}"
+        if m.kind == "remove":
+            out = {} if key == "__remove_all__" else {k: v for k, v in out.items() if k != key}
+        else:
+            out[key] = m  # a new id goes last; a known one keeps its place
+    return name, list(out.values())
+
+
+def text_of(content: Any) -> str:
+    """A message's content as text: a string, or the text blocks of a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(b.get("text", "")) if isinstance(b, dict) else str(b)
+            for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        ]
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+def _seen(thread: Thread, channel: str | None) -> dict[str, float]:
+    """When each message first appeared: the time of the checkpoint its step made."""
+    ts = {cp.id: cp.ts for cp in thread.checkpoints}
+    made: dict[str | None, float | None] = {}
+    for cp in thread.checkpoints:
+        made.setdefault(cp.parent_id, cp.ts)
+    seen: dict[str, float] = {}
+    for write in thread.writes:
+        if write.channel != channel:
+            continue
+        at = made.get(write.checkpoint_id) or ts.get(write.checkpoint_id)
+        values = write.value if isinstance(write.value, list) else [write.value]
+        for m in map(message, values):
+            if m is not None and m.id is not None and at is not None:
+                seen.setdefault(m.id, at)
+    return seen
+
+
+def _usage(value: dict[str, Any]) -> Usage | None:
+    usage = value.get("usage_metadata")
+    if not isinstance(usage, dict):
+        return None
+    return Usage(
+        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
+    )
+
+
+def _model(value: dict[str, Any]) -> str | None:
+    meta = value.get("response_metadata")
+    if isinstance(meta, dict):
+        name = meta.get("model_name") or meta.get("model")
+        return None if name is None else str(name)
+    return None
+
+
+def _calls(value: dict[str, Any]) -> list[ToolCall]:
+    calls = []
+    for n, call in enumerate(value.get("tool_calls") or ()):
+        if isinstance(call, dict):
+            args = call.get("args")
+            arguments = args if isinstance(args, dict | str) else {}
+            calls.append(
+                ToolCall(str(call.get("name", "")), arguments, id=str(call.get("id") or f"call-{n}"))
+            )
+    return calls
+
+
+def _offered(msgs: list[_Message]) -> list[str]:
+    """The tools the agent had, as far as the thread shows: those ``ToolNode`` listed when it
+    refused an unknown one, and those that answered."""
+    names: list[str] = []
+    for m in msgs:
+        if m.kind != "tool":
+            continue
+        unknown = UNKNOWN_TOOL.match(text_of(m.value.get("content")))
+        listed = (
+            [t.strip() for t in unknown.group("tools").split(",")]
+            if unknown
+            else [str(m.value.get("name") or "")]
+        )
+        names.extend(n for n in listed if n and n not in names)
+    return names
+
+
+def _producer(text: str, said: str) -> SoftProducer | None:
+    """The table's row for a tool's answer: ``ToolNode``'s texts first, then the status."""
+    if UNKNOWN_TOOL.match(text):
+        return "not_advertised"
+    if INVALID_ARGS.match(text):
+        return "invalid_arguments"
+    return "tool_error" if said == "error" else None
+
+
+def _write_thread(thread: Thread, path: Path) -> list[Event]:
+    latest = thread.checkpoints[-1]
+    where = f"thread {thread.thread_id}, checkpoint {latest.id}"
+    values = checkpoint(latest, where, path).get("channel_values") or {}
+    if not isinstance(values, dict):
+        raise RecordingError(f"{where}: channel_values should be a map", path=path)
+    channel, msgs = _messages(values)
+    settings: dict[str, Any] = {"thread_id": thread.thread_id}
+    if channel is None:
+        channel, msgs = _replayed(thread, latest.id)
+        settings["messages_from"] = "writes"
+    if channel is not None:
+        settings["channel"] = channel
+    seen = _seen(thread, channel)
+    first_human = next((m for m in msgs if m.kind == "human"), None)
+    system = next((m for m in msgs if m.kind == "system"), None)
+    ais = [m for m in msgs if m.kind == "ai"]
+    writer = RunWriter(
+        thread.thread_id,
+        task=text_of(first_human.value.get("content")) if first_human else "",
+        at=thread.checkpoints[0].ts or 0.0,
+        system=text_of(system.value.get("content")) if system else None,
+        models=list(dict.fromkeys(m for m in (_model(a.value) for a in ais) if m)),
+        tools=_offered(msgs),
+        settings=settings,
+    )
+    answers = {str(m.value.get("tool_call_id")): m for m in msgs if m.kind == "tool"}
+    pending = [
+        w
+        for w in thread.writes
+        if w.checkpoint_id == latest.id and w.channel in ("__error__", "__interrupt__")
+    ]
+    last_ai = max((i for i, m in enumerate(msgs) if m.kind == "ai"), default=-1)
+    for index, ai in enumerate(msgs):
+        if ai.kind != "ai":
+            continue
+        turn = writer.turn(at=seen.get(ai.id or ""))
+        calls = _calls(ai.value)
+        text = text_of(ai.value.get("content")) or None
+        turn.reply(text, calls, model=_model(ai.value), usage=_usage(ai.value), at=seen.get(ai.id or ""))
+        unanswered = [c for c in calls if c.id not in answers]
+        if index == last_ai and unanswered and (pending or index == len(msgs) - 1):
+            return _end(writer, pending, in_flight=True, latest_ts=latest.ts)
+        for call in calls:
+            _result(turn, call, answers.get(call.id), seen)
+        turn.finish()
+    tail = msgs[last_ai + 1 :] if last_ai >= 0 else msgs
+    if pending or any(m.kind != "ai" for m in tail) or (last_ai >= 0 and _calls(msgs[last_ai].value)):
+        return _end(writer, pending, in_flight=False, latest_ts=latest.ts)
+    return writer.finish(text_of(msgs[last_ai].value.get("content")) if last_ai >= 0 else None, at=latest.ts)
+
+
+def _result(turn: TurnWriter, call: ToolCall, answer: _Message | None, seen: dict[str, float]) -> None:
+    if answer is None:
+        turn.result(call.id, "", name=call.name, source_status=status(NAME, "missing"), executed=False)
+        return
+    text = text_of(answer.value.get("content"))
+    said = str(answer.value.get("status") or "success")
+    producer = _producer(text, said)
+    turn.result(
+        call.id,
+        text,
+        name=call.name,
+        producer=producer,
+        source_status=status(NAME, said),
+        executed=producer not in ("not_advertised", "invalid_arguments"),
+        at=seen.get(answer.id or ""),
+    )
+
+
+def _error_class(text: str) -> str:
+    """``KeyError`` of ``"KeyError('x')"`` (serde keeps an exception as its ``repr``)."""
+    match = re.match(r"^([A-Za-z_][\w.]*)\(", text)
+    return match.group(1).rsplit(".", 1)[-1] if match else "Error"
+
+
+def _end(writer: RunWriter, pending: list[Write], *, in_flight: bool, latest_ts: float | None) -> list[Event]:
+    """End the run hard on what the pending writes say (or on the open turn's unanswered calls)."""
+    error = next((w for w in pending if w.channel == "__error__"), None)
+    interrupt = next((w for w in pending if w.channel == "__interrupt__"), None)
+    producer: HardProducer | SourceProducer
+    if error is not None:
+        message = _value_text(error.value)
+        kind = _error_class(message)
+        producer = _HARD_BY_ERROR.get(kind, "source_error")
+        said = "__error__:tool_call" if in_flight and producer == "source_error" else "__error__"
+        return writer.end_hard(producer, message, error=kind, at=latest_ts, source_status=status(NAME, said))
+    if interrupt is not None:
+        message = f"interrupted, waiting for input: {_value_text(interrupt.value)}"
+        return writer.end_hard(
+            "user_input_required",
+            message,
+            error="GraphInterrupt",
+            at=latest_ts,
+            source_status=status(NAME, "__interrupt__"),
+        )
+    message = (
+        "the thread stops with tool calls no tool answered, and no pending write says why"
+        if in_flight
+        else "the thread stops before the model answered, and no pending write says why"
+    )
+    return writer.end_hard("source_error", message, at=latest_ts, source_status=status(NAME, "unanswered"))
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, Obj):
+        return _value_text(value.value)
+    if isinstance(value, list) and value:
+        return "; ".join(_value_text(v) for v in value)
+    if isinstance(value, dict):
+        inner = value.get("value", value)
+        return inner if isinstance(inner, str) else repr(inner)
+    return value if isinstance(value, str) else repr(value)

@@ -1,0 +1,414 @@
+"""OpenTelemetry traces of agent runs, read as loopnb turns.
+
+One run per agent span (``invoke_agent``, pydantic-ai's ``agent run``, OpenInference's
+``AGENT``), or per trace where a trace has none; one turn per model request span (``chat``),
+with the tool spans that ran its calls. What the model read for a call is taken from the next
+request's input messages, so ``error_text`` is the text the trace says the model was given.
+
+OTel has one error mark, status ``ERROR``, for a tool error the model read and retried and for
+the exception that ended the run: a tool span with ``ERROR`` whose error a next request read
+is soft, and kept as ``otlp:ERROR`` (mark ``error``: ``soft_shown_as_hard``); an error the model
+read under ``UNSET`` or ``OK`` (an ``exception`` event or ``error.type`` on a span left unset)
+is soft, kept as ``otlp:UNSET`` (``soft_shown_as_success``); a call the model made with no tool
+span at all (pydantic-ai's unknown tool) is ``otlp:missing``. The run is hard when its agent
+span is ``ERROR``: ``otlp:ERROR:execute_tool`` when the exception came out of a tool span
+(``crash``), else ``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
+from loopnb.engine._events import Event
+from loopnb.engine._messages import ToolCall
+from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign._disagree import Mark
+from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
+from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.record._recording import Recording
+
+NAME = "otlp"
+
+MARKS: dict[str, Mark] = {
+    "UNSET": "ok",
+    "OK": "ok",
+    "ERROR": "error",
+    "missing": "missing",
+    "output": "ok",
+    "ERROR:execute_tool": "crash",
+    "ERROR:invoke_agent": "ended",
+    "ERROR:chat": "ended",
+    "unanswered": "ended",
+}
+"""Every ``source_status`` this reader writes (after ``"otlp:"``) and what it means: a span's
+status code (on a call, and on a turn for its model request's span); ``missing`` for a call
+with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded on the agent
+span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
+tool span that raised, the agent span, the model request), or ``unanswered`` for a trace that
+ends on tool calls with no agent span saying how the run ended."""
+
+_HARD_BY_ERROR: dict[str, HardProducer] = {
+    "UsageLimitExceeded": "context_exceeded",
+    "ContextWindowExceededError": "context_exceeded",
+    "ContextLengthExceeded": "context_exceeded",
+    "CancelledError": "cancelled",
+    "KeyboardInterrupt": "cancelled",
+    "FallbackExceptionGroup": "fallback_exhausted",
+    "MaxTurnsExceeded": "loop_detected",
+    "GraphRecursionError": "loop_detected",
+}
+_EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
+WITHHELD = "(not recorded: the trace kept no content for this result)"
+"""The text of a result the model read but the trace did not keep (pydantic-ai's
+``include_content=False``): not an empty error, which would name nothing."""
+
+
+@dataclass(slots=True)
+class _Run:
+    run_id: str
+    agent: Span | None
+    chats: list[Span]
+    tools: list[Span]
+
+
+def read(path: Path) -> Recording:
+    """The runs in an OTLP/JSON, protobuf JSON or ``span.to_json()`` file."""
+    path = Path(path)
+    return _recording(read_file(path), path)
+
+
+def from_otel(spans: Iterable[Any]) -> Recording:
+    """The runs in OpenTelemetry SDK spans (``ReadableSpan``s, e.g. ``InMemorySpanExporter``'s
+    ``get_finished_spans()``), or in their dicts of any encoding ``read`` knows."""
+    return _recording(decode_objects(spans), None)
+
+
+def _recording(decoded: Decoded, path: Path | None) -> Recording:
+    events: list[Event] = []
+    for run in _runs(decoded.spans):
+        events.extend(_write(run))
+    scopes = Counter(s.scope for s in decoded.spans if s.scope)
+    source = {
+        "format": NAME,
+        "version": scopes.most_common(1)[0][0] if scopes else None,
+        "encoding": decoded.encodings[0] if len(decoded.encodings) == 1 else decoded.encodings,
+    }
+    return Recording.from_events(events, meta={"source": source}, path=path)
+
+
+def _key(span: Span) -> tuple[float, float]:
+    return (span.start or 0.0, span.end or 0.0)
+
+
+def _runs(spans: list[Span]) -> list[_Run]:
+    """The runs in ``spans``: one per agent span, else one per trace that made model requests."""
+    traces: dict[str, list[Span]] = {}
+    for span in spans:
+        traces.setdefault(span.trace_id, []).append(span)
+    runs: list[tuple[tuple[float, float], _Run]] = []
+    for trace_id, members in traces.items():
+        by_id = {s.span_id: s for s in members}
+        roles = {s.span_id: g.role_of(s) for s in members}
+        groups: dict[str | None, list[Span]] = {}
+        for span in members:
+            groups.setdefault(_owner(span, by_id, roles), []).append(span)
+        if None in groups and not any(roles[s.span_id] == "chat" for s in groups[None]):
+            del groups[None]
+        for owner, group in groups.items():
+            agent = None if owner is None else by_id[owner]
+            run_id = trace_id if len(groups) == 1 or owner is None else f"{trace_id}-{owner}"
+            chats = sorted((s for s in group if _top(s, "chat", by_id, roles, owner)), key=_key)
+            tools = sorted((s for s in group if _top(s, "tool", by_id, roles, owner)), key=_key)
+            first = agent or min(group, key=_key)
+            runs.append((_key(first), _Run(run_id, agent, chats, tools)))
+    runs.sort(key=lambda r: r[0])
+    return [run for _, run in runs]
+
+
+def _owner(span: Span, by_id: dict[str, Span], roles: dict[str, g.Role]) -> str | None:
+    """The id of the nearest agent span at or above ``span``."""
+    current: Span | None = span
+    for _ in range(len(by_id) + 1):
+        if current is None:
+            return None
+        if roles[current.span_id] == "agent":
+            return current.span_id
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    return None
+
+
+def _top(span: Span, role: str, by_id: dict[str, Span], roles: dict[str, g.Role], owner: str | None) -> bool:
+    """Whether ``span`` has ``role`` and no model request or tool above it in its run (a
+    model called inside a tool is the tool's business, not a turn of the run)."""
+    if roles[span.span_id] != role:
+        return False
+    current = by_id.get(span.parent_id) if span.parent_id else None
+    for _ in range(len(by_id)):
+        if current is None or current.span_id == owner:
+            return True
+        above = roles[current.span_id]
+        if above == "tool" or (above == "chat" and role == "chat"):
+            return False
+        current = by_id.get(current.parent_id) if current.parent_id else None
+    return True
+
+
+def _arguments(value: Any) -> dict[str, Any] | str:
+    value = g.loads(value)
+    if value is None:
+        return {}
+    return value if isinstance(value, dict) else g.dumps(value)
+
+
+def _reply(outputs: list[g.Message] | None, chat: Span) -> tuple[str | None, list[ToolCall]]:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for msg in outputs or ():
+        for part in msg.parts:
+            if part.kind == "text" and part.content:
+                texts.append(g.dumps(part.content))
+            elif part.kind == "tool_call":
+                call_id = part.id or f"{chat.span_id}-{len(calls)}"
+                calls.append(ToolCall(part.name, _arguments(part.content), id=call_id))
+    return ("\n".join(texts) or None), calls
+
+
+def _user_text(inputs: list[g.Message] | None, role: str) -> str | None:
+    for msg in inputs or ():
+        if msg.role == role:
+            texts = [g.dumps(p.content) for p in msg.parts if p.kind == "text" and p.content]
+            if texts:
+                return "\n".join(texts)
+    return None
+
+
+def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall, g.ToolSpan | None]]:
+    """Each call with the tool span that ran it (by call id, else by name in order); a tool
+    span no call names (the request's output was not recorded) adds its own call."""
+    by_id = {t.call_id: t for t in spans if t.call_id}
+    loose = [t for t in spans if not t.call_id or t.call_id not in {c.id for c in calls}]
+    pairs: list[tuple[ToolCall, g.ToolSpan | None]] = []
+    for call in calls:
+        found = by_id.get(call.id)
+        if found is None:
+            found = next((t for t in loose if not t.call_id and t.name == call.name), None)
+            if found is not None:
+                loose.remove(found)
+        pairs.append((call, found))
+    for t in loose:
+        call = ToolCall(t.name, _arguments(t.arguments), id=t.call_id or t.span.span_id)
+        pairs.append((call, t))
+    return pairs
+
+
+def _soft(t: g.ToolSpan) -> SoftProducer:
+    """The table's row for an error a tool span recorded."""
+    a = t.span.attributes
+    cause = a.get("pydantic_ai.tool.retry.cause")
+    if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
+        return "invalid_arguments"
+    if cause in ("unknown_tool", "unavailable_tool"):
+        return "not_advertised"
+    if cause is None:
+        kind = (t.exception[0] if t.exception else str(a.get("error.type") or "")).rsplit(".", 1)[-1]
+        if kind.endswith("ValidationError") or kind == "JSONDecodeError":
+            return "invalid_arguments"
+    return "tool_error"
+
+
+def _errored(t: g.ToolSpan) -> bool:
+    """Whether a tool span recorded an error, whatever its status says."""
+    a = t.span.attributes
+    return (
+        t.span.status == "ERROR"
+        or t.exception is not None
+        or a.get("error.type") is not None
+        or a.get("pydantic_ai.tool.retry.cause") is not None
+    )
+
+
+def _ms(span: Span) -> float:
+    return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
+
+
+def _start(run: _Run) -> float:
+    first = run.agent or (run.chats[0] if run.chats else None)
+    return (first.start if first is not None else None) or 0.0
+
+
+def _write(run: _Run) -> list[Event]:
+    parsed = [g.messages(c) for c in run.chats]
+    first_in = parsed[0][0] if parsed else None
+    offered: list[str] = []
+    outputs: set[str] = set()
+    per_chat: list[list[str] | None] = []
+    for chat in run.chats:
+        names, output_tools = g.tools(chat)
+        per_chat.append(names)
+        outputs.update(output_tools)
+        offered.extend(n for n in names or () if n not in offered)
+    agent = run.agent
+    task = _user_text(first_in, "user")
+    if task is None and agent is not None:
+        task = g.dumps(agent.attributes.get("input.value")) or None
+    name = g.agent_name(agent) if agent is not None else None
+    writer = RunWriter(
+        run.run_id,
+        task=task or "",
+        at=_start(run),
+        system=next((s for s in map(g.system_text, run.chats) if s), None) or _user_text(first_in, "system"),
+        models=list(dict.fromkeys(m for m in map(g.model, run.chats) if m)),
+        tools=offered,
+        settings={"agent": name} if name else {},
+    )
+    starts = [c.start or 0.0 for c in run.chats]
+    windows: list[list[g.ToolSpan]] = [[] for _ in run.chats]
+    for tool in run.tools:
+        i = bisect.bisect_right(starts, tool.start or 0.0) - 1
+        if i >= 0:
+            windows[i].append(g.tool_span(tool))
+    n = len(run.chats)
+    last_text: str | None = None
+    for i, chat in enumerate(run.chats):
+        later = i + 1 < n
+        if later and chat.status == "ERROR" and not parsed[i][1] and not windows[i]:
+            continue  # a failed model request the framework made again
+        turn = writer.turn(at=chat.start)
+        if chat.status == "ERROR" and not parsed[i][1] and not later:
+            break  # the model request that ended the run: ended hard below
+        last_text, calls = _reply(parsed[i][1], chat)
+        pairs = _pair(calls, windows[i])
+        calls = [c for c, _ in pairs]
+        turn.reply(
+            last_text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=_ms(chat)
+        )
+        if not later and _ends_here(run, pairs):
+            break
+        responses = _responses(parsed[i + 1][0]) if later else None
+        for call, t in pairs:
+            _result(turn, call, t, responses, later, per_chat[i], outputs)
+        turn.finish(source_status=status(NAME, chat.status))
+    hard = writer.open_turn is not None or (agent is not None and agent.status == "ERROR")
+    if not hard:
+        output = (g.final_output(agent) if agent is not None else None) or last_text
+        writer.finish(
+            output, at=agent.end if agent is not None else (run.chats[-1].end if run.chats else None)
+        )
+    else:
+        _end_hard(writer, run, windows[-1] if windows else [g.tool_span(t) for t in run.tools])
+    return writer.events
+
+
+def _responses(inputs: list[g.Message] | None) -> dict[str, Any] | None:
+    if inputs is None:
+        return None
+    return {p.id: p.content for m in inputs for p in m.parts if p.kind == "tool_call_response"}
+
+
+def _ends_here(run: _Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
+    """Whether the run ended on its last turn: its agent span failed, or (with no agent span)
+    a tool failed with nothing after it, or calls were made that no request read."""
+    if run.agent is not None:
+        return run.agent.status == "ERROR"
+    return bool(pairs)
+
+
+def _result(
+    turn: TurnWriter,
+    call: ToolCall,
+    t: g.ToolSpan | None,
+    responses: dict[str, Any] | None,
+    later: bool,
+    offered: list[str] | None,
+    outputs: set[str],
+) -> None:
+    """Write what the model read for ``call``, and what the trace said of it."""
+    read = responses.get(call.id) if responses is not None else None
+    withheld = read is None and responses is not None and call.id in responses
+    producer: SoftProducer | None = None
+    if t is None:
+        if call.name in outputs:
+            said = "missing" if later else "output"
+            producer = "invalid_arguments" if later else None
+        else:
+            said = "missing"
+            if later and offered is not None and call.name not in offered:
+                producer = "not_advertised"
+        text = WITHHELD if withheld else g.dumps(read)
+        turn.result(
+            call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False
+        )
+        return
+    span = t.span
+    attempt = 0
+    if _errored(t):
+        producer = _soft(t)
+        counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
+        attempt = counter if isinstance(counter, int) else 0
+    if read is not None:
+        text = g.dumps(read)
+    elif t.result is not None:
+        text = g.dumps(t.result)
+    else:
+        text = (t.exception[1] if t.exception else None) or span.description or ""
+        if not text and (withheld or producer is not None):
+            text = WITHHELD
+    turn.result(
+        call.id,
+        text,
+        name=call.name,
+        producer=producer,
+        source_status=status(NAME, span.status),
+        attempt=attempt,
+        executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
+        at=span.end,
+        latency_ms=_ms(span),
+    )
+
+
+def _error_text(span: Span) -> tuple[str, str]:
+    """An error span's exception class and the message that ended the run."""
+    exc = g.exception(span)
+    kind = (exc[0] if exc else "").rsplit(".", 1)[-1] or "Error"
+    if span.description:
+        return kind, span.description
+    return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind
+
+
+def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
+    lowered = message.lower()
+    if any(words in lowered for words in _EXHAUSTED):
+        return "tool_recovery_exhausted"
+    return _HARD_BY_ERROR.get(kind, "source_error")
+
+
+def _end_hard(writer: RunWriter, run: _Run, last_tools: list[g.ToolSpan]) -> None:
+    """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
+    agent = run.agent
+    last_chat = run.chats[-1] if run.chats else None
+    failed = next((t for t in reversed(last_tools) if t.span.status == "ERROR"), None)
+    source = agent if agent is not None else (failed.span if failed is not None else None)
+    if source is None:
+        writer.end_hard(
+            "source_error",
+            "the trace ends on tool calls no model request read, and no agent span says how the run ended",
+            source_status=status(NAME, "unanswered"),
+        )
+        return
+    kind, message = _error_text(source)
+    producer = _producer(kind, message)
+    exc = g.exception(source)
+    raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
+    if raised and producer == "source_error":
+        origin = "ERROR:execute_tool"  # the tool's own exception, not the framework giving up
+    elif last_chat is not None and last_chat.status == "ERROR":
+        origin = "ERROR:chat"
+    else:
+        origin = "ERROR:invoke_agent"
+    writer.end_hard(producer, message, error=kind, at=source.end, source_status=status(NAME, origin))

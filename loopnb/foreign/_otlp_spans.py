@@ -1,0 +1,363 @@
+"""OpenTelemetry spans, decoded from each way they are written down into one plain shape.
+
+Four sources, all read without the OpenTelemetry packages:
+
+- OTLP/JSON as the specification writes it (what a collector's file exporter writes, one
+  ``{"resourceSpans": ...}`` request a line): hex ids, integer enums, lowerCamelCase keys;
+- protobuf's ``MessageToDict`` of an ``ExportTraceServiceRequest``: base64 ids, enum names
+  (``STATUS_CODE_ERROR``), default fields left out (``snake_case`` keys with
+  ``preserving_proto_field_name``);
+- the SDK's ``span.to_json()`` dicts, in a JSON list, one a line, or one after another as the
+  ``ConsoleSpanExporter`` prints them;
+- SDK ``ReadableSpan`` objects in memory (``from_otel``), read by their attributes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loopnb.record._errors import RecordingError
+
+STATUS_NAMES = ("UNSET", "OK", "ERROR")
+"""OTel's status codes, by their number."""
+
+
+@dataclass(slots=True)
+class SpanEvent:
+    """One event of a span (an ``exception``, a GenAI message event)."""
+
+    name: str
+    at: float | None
+    attributes: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Span:
+    """One span, whatever encoding it came in: ids as lowercase hex, times in epoch seconds."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start: float | None
+    end: float | None
+    status: str
+    """``UNSET``, ``OK`` or ``ERROR``."""
+    description: str | None
+    attributes: dict[str, Any]
+    events: list[SpanEvent] = field(default_factory=list)
+    scope: str | None = None
+    """The instrumentation scope, ``"<name> <version>"`` (``"pydantic-ai 2.68.0"``), if known."""
+    where: str = ""
+    """Where in the source the span was (for error messages)."""
+
+
+@dataclass(slots=True)
+class Decoded:
+    """A file's (or a list's) spans, and which encoding they came in."""
+
+    spans: list[Span] = field(default_factory=list)
+    encodings: list[str] = field(default_factory=list)
+
+    def note(self, encoding: str) -> None:
+        if encoding not in self.encodings:
+            self.encodings.append(encoding)
+
+
+def _key(d: dict[str, Any], camel: str, snake: str) -> Any:
+    value = d.get(camel)
+    return d.get(snake) if value is None else value
+
+
+def _hex_id(value: Any, size: int, where: str, path: Path | None) -> tuple[str | None, str]:
+    """A trace or span id as lowercase hex, and whether it was written as hex or base64."""
+    if value is None or value == "":
+        return None, ""
+    if not isinstance(value, str):
+        raise RecordingError(f"{where}: an id should be a string, found {value!r}", path=path)
+    text = value[2:] if value.startswith("0x") else value
+    if len(text) == 2 * size:
+        try:
+            int(text, 16)
+            return text.lower(), "hex"
+        except ValueError:
+            pass
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != size:
+        raise RecordingError(
+            f"{where}: id {value!r} is neither {2 * size} hex digits nor the base64 of {size} bytes",
+            path=path,
+        )
+    return raw.hex(), "base64"
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...) as Python."""
+    if not isinstance(value, dict):
+        return value
+    for kind, raw in value.items():
+        if kind in ("stringValue", "string_value", "doubleValue", "double_value", "boolValue", "bool_value"):
+            return raw
+        if kind in ("intValue", "int_value"):
+            return int(raw)
+        if kind in ("arrayValue", "array_value"):
+            return [_any_value(v) for v in (raw or {}).get("values", ())]
+        if kind in ("kvlistValue", "kvlist_value"):
+            return _attributes((raw or {}).get("values", ()))
+        if kind in ("bytesValue", "bytes_value"):
+            return raw
+    return None
+
+
+def _attributes(items: Iterable[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kv in items:
+        if type(kv) is not dict or "key" not in kv:
+            continue
+        value = kv.get("value")
+        text = value.get("stringValue") if type(value) is dict else None
+        out[kv["key"]] = text if text is not None else _any_value(value)  # most values are strings
+    return out
+
+
+def _nanos(value: Any) -> float | None:
+    if value is None or value == "" or value == 0 or value == "0":
+        return None
+    return int(value) / 1e9
+
+
+def _status_code(value: Any) -> str:
+    if value is None:
+        return "UNSET"
+    if isinstance(value, int):
+        return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else "UNSET"
+    return str(value).removeprefix("STATUS_CODE_").upper()
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decoded: Decoded) -> Span:
+    if not isinstance(raw, dict):
+        raise RecordingError(f"{where}: a span should be an object, found {type(raw).__name__}", path=path)
+    trace_id, enc = _hex_id(_key(raw, "traceId", "trace_id"), 16, where, path)
+    span_id, _ = _hex_id(_key(raw, "spanId", "span_id"), 8, where, path)
+    if trace_id is None or span_id is None:
+        raise RecordingError(f"{where}: a span needs traceId and spanId", path=path)
+    parent_id, _ = _hex_id(_key(raw, "parentSpanId", "parent_span_id"), 8, where, path)
+    status = _plain(raw.get("status"))
+    code = status.get("code")
+    decoded.note("protobuf-json" if enc == "base64" or isinstance(code, str) else "otlp-json")
+    try:
+        events = [
+            SpanEvent(
+                str(e.get("name", "")),
+                _nanos(_key(e, "timeUnixNano", "time_unix_nano")),
+                _attributes(e.get("attributes") or ()),
+            )
+            for e in raw.get("events") or ()
+            if isinstance(e, dict)
+        ]
+        start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"))
+        end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"))
+        attributes = _attributes(raw.get("attributes") or ())
+    except (ValueError, TypeError) as exc:
+        raise RecordingError(
+            f"{where}: a time or an integer value is not a number ({exc})", path=path
+        ) from exc
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=str(raw.get("name", "")),
+        start=start,
+        end=end,
+        status=_status_code(code),
+        description=status.get("message") or None,
+        attributes=attributes,
+        events=events,
+        scope=scope,
+        where=where,
+    )
+
+
+def _scope_name(scope: Any) -> str | None:
+    if not isinstance(scope, dict) or not scope.get("name"):
+        return None
+    version = scope.get("version")
+    return f"{scope['name']} {version}" if version else str(scope["name"])
+
+
+def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decoded) -> None:
+    """The spans of one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``)."""
+    resources = _key(obj, "resourceSpans", "resource_spans")
+    if not isinstance(resources, list):
+        raise RecordingError(f"{where}: resourceSpans should be a list", path=path)
+    for r, resource in enumerate(resources):
+        scopes = _key(resource, "scopeSpans", "scope_spans") if isinstance(resource, dict) else None
+        if scopes is None and isinstance(resource, dict):  # OTLP before 1.0
+            scopes = _key(resource, "instrumentationLibrarySpans", "instrumentation_library_spans")
+        if not isinstance(scopes, list):
+            raise RecordingError(f"{where}resourceSpans[{r}]: scopeSpans should be a list", path=path)
+        for s, scoped in enumerate(scopes):
+            if not isinstance(scoped, dict):
+                raise RecordingError(f"{where}resourceSpans[{r}].scopeSpans[{s}]: not an object", path=path)
+            scope = _scope_name(
+                scoped.get("scope") or _key(scoped, "instrumentationLibrary", "instrumentation_library")
+            )
+            for i, raw in enumerate(scoped.get("spans") or ()):
+                at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                decoded.spans.append(_otlp_span(raw, scope, at, path, decoded))
+
+
+def _iso(value: Any) -> float | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
+    """One ``span.to_json()`` dict."""
+    context = raw.get("context")
+    if not isinstance(context, dict):
+        raise RecordingError(f"{where}: a span.to_json() dict needs a context object", path=path)
+    trace_id, _ = _hex_id(context.get("trace_id"), 16, where, path)
+    span_id, _ = _hex_id(context.get("span_id"), 8, where, path)
+    if trace_id is None or span_id is None:
+        raise RecordingError(f"{where}: the span's context needs trace_id and span_id", path=path)
+    parent_id, _ = _hex_id(raw.get("parent_id"), 8, where, path)
+    status = _plain(raw.get("status"))
+    try:
+        start, end = _iso(raw.get("start_time")), _iso(raw.get("end_time"))
+        events = [
+            SpanEvent(str(e.get("name", "")), _iso(e.get("timestamp")), _plain(e.get("attributes")))
+            for e in raw.get("events") or ()
+            if isinstance(e, dict)
+        ]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=str(raw.get("name", "")),
+        start=start,
+        end=end,
+        status=_status_code(status.get("status_code")),
+        description=status.get("description") or None,
+        attributes=_plain(raw.get("attributes")),
+        events=events,
+        where=where,
+    )
+
+
+def _value(obj: Any, where: str, path: Path | None, decoded: Decoded) -> None:
+    """Whatever one JSON value holds: a request, a ``to_json()`` dict, or a list of either."""
+    if isinstance(obj, list):
+        for i, item in enumerate(obj):
+            _value(item, f"{where}[{i}]", path, decoded)
+        return
+    if not isinstance(obj, dict):
+        raise RecordingError(f"{where}: expected spans, found {type(obj).__name__}", path=path)
+    if "resourceSpans" in obj or "resource_spans" in obj:
+        _request(obj, f"{where} " if where else "", path, decoded)
+    elif "context" in obj and "name" in obj:
+        decoded.note("sdk-json")
+        decoded.spans.append(_sdk_span(obj, where or "span", path))
+    else:
+        keys = ", ".join(sorted(obj)[:6])
+        raise RecordingError(
+            f"{where or 'top level'}: expected resourceSpans or a span.to_json() dict, found keys {keys}",
+            path=path,
+        )
+
+
+def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
+    """Every JSON value in ``text``: one, or several one after another (JSON Lines, or the
+    console exporter's indented objects), each with where it starts."""
+    try:
+        yield json.loads(text), ""
+        return
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    decoder = json.JSONDecoder()
+    pos, n = 0, 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text):
+            return
+        line = text.count("\n", 0, pos) + 1
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise RecordingError(f"value {n + 1} is not JSON: {exc.msg}", path=path, line=line) from exc
+        n += 1
+        yield obj, f"line {line}"
+
+
+def read_file(path: Path) -> Decoded:
+    """The spans in the file at ``path``."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    if not text.strip():
+        raise RecordingError("empty: no spans", path=path)
+    decoded = Decoded()
+    for obj, where in _values(text, path):
+        _value(obj, where, path, decoded)
+    return decoded
+
+
+def decode_objects(spans: Iterable[Any]) -> Decoded:
+    """SDK spans in memory (``ReadableSpan``), or the dicts of any encoding above."""
+    decoded = Decoded()
+    for i, span in enumerate(spans):
+        if isinstance(span, (dict, list)):
+            _value(span, f"[{i}]", None, decoded)
+            continue
+        decoded.note("sdk")
+        decoded.spans.append(_readable(span, f"span {i} ({getattr(span, 'name', '?')})"))
+    return decoded
+
+
+def _readable(span: Any, where: str) -> Span:
+    """An SDK ``ReadableSpan``, read by its public attributes."""
+    context = getattr(span, "context", None)
+    if context is None:
+        raise RecordingError(f"{where}: expected an OpenTelemetry ReadableSpan, found {type(span).__name__}")
+    parent = getattr(span, "parent", None)
+    scope = getattr(span, "instrumentation_scope", None)
+    status = getattr(span, "status", None)
+    code = getattr(getattr(status, "status_code", None), "name", "UNSET")
+
+    def seconds(ns: int | None) -> float | None:
+        return None if not ns else ns / 1e9
+
+    return Span(
+        trace_id=format(context.trace_id, "032x"),
+        span_id=format(context.span_id, "016x"),
+        parent_id=None if parent is None else format(parent.span_id, "016x"),
+        name=str(span.name),
+        start=seconds(span.start_time),
+        end=seconds(span.end_time),
+        status=str(code),
+        description=getattr(status, "description", None) or None,
+        attributes=dict(span.attributes or {}),
+        events=[SpanEvent(e.name, seconds(e.timestamp), dict(e.attributes or {})) for e in span.events],
+        scope=_scope_name({"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)}),
+        where=where,
+    )

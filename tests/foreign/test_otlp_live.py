@@ -1,0 +1,149 @@
+"""The OpenTelemetry reader on spans made now by the real packages: pydantic-ai's instrumentation
+into the OTel SDK, read in memory (``from_otel``) and through every exporter's encoding.
+
+Needs pydantic-ai-slim, opentelemetry-sdk and opentelemetry-exporter-otlp-proto-common (the
+``test`` extra); ``test_otlp.py`` reads the committed goldens without them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pandas as pd
+import pytest
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.capabilities import Instrumentation
+from pydantic_ai.models.instrumented import InstrumentationSettings
+
+import loopnb
+from loopnb.foreign import _otlp
+from tests.foreign.test_otlp import PYDANTIC, PYDANTIC_TURNS, V2, disagreement_rows, turn_rows
+from tests.golden.foreign import make_otlp as make
+
+SAME = ["run_id", "turn", "channel", "producer", "error_text", "source_status", "tools", "n_calls", "model"]
+
+
+@pytest.fixture(scope="module")
+def spans() -> list[Any]:
+    return make.pydantic_ai_spans()
+
+
+def test_from_otel_reads_live_spans_turn_by_turn(spans):
+    rec = loopnb.from_otel(spans)
+    assert turn_rows(rec) == PYDANTIC_TURNS
+    assert rec.meta["source"]["encoding"] == "sdk" and rec.meta["source"]["version"].startswith(
+        "pydantic-ai "
+    )
+    assert [r[-1] for r in disagreement_rows(rec)] == [
+        "soft_shown_as_hard",
+        "missing_tool_record",
+        "soft_shown_as_hard",
+        "panic_ended_run",
+        "soft_shown_as_hard",
+    ]
+
+
+def test_the_golden_is_what_pydantic_ai_writes_today(spans):
+    live = loopnb.from_otel(make.normalised(spans))
+    pd.testing.assert_frame_equal(live.turns, loopnb.load(PYDANTIC).turns)
+    v2 = loopnb.from_otel(make.normalised(make.pydantic_ai_spans(version=2)))
+    pd.testing.assert_frame_equal(v2.turns[SAME], loopnb.load(V2).turns[SAME])
+
+
+@pytest.mark.parametrize("encoding", ["spec", "protobuf", "console", "list"])
+def test_every_exporters_encoding_reads_as_the_spans_do(tmp_path, spans, encoding):
+    path = tmp_path / "spans.json"
+    if encoding == "spec":
+        path.write_text(json.dumps(make.spec_json(spans)))
+    elif encoding == "protobuf":
+        path.write_text(json.dumps(make.protobuf_json(spans)))
+    elif encoding == "console":
+        out = io.StringIO()
+        ConsoleSpanExporter(out=out).export(spans)
+        path.write_text(out.getvalue())
+    else:
+        path.write_text(json.dumps([json.loads(s.to_json()) for s in spans]))
+    read, direct = loopnb.load(path).turns, loopnb.from_otel(spans).turns
+    if encoding in ("spec", "protobuf"):  # nanoseconds kept: the same to the last digit
+        pd.testing.assert_frame_equal(read, direct)
+    else:  # span.to_json() keeps microseconds
+        pd.testing.assert_frame_equal(read[SAME], direct[SAME])
+        assert (read["started_at"] - direct["started_at"]).abs().max() < pd.Timedelta(microseconds=1)
+
+
+def test_version_6_puts_tool_results_in_tool_messages_and_reads_the_same():
+    tp, exporter = make.provider(96)
+    reader = make._agent(tp, "reader", [*make.RECOVERED, make.say("the notes say hi")], version=6, retries=3)
+    make._run(reader, "read the notes")
+    spans = exporter.get_finished_spans()
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert '"role":"tool"' in chats[1].attributes["gen_ai.input.messages"]
+    assert turn_rows(loopnb.from_otel(spans)) == PYDANTIC_TURNS[:5]
+
+
+def test_without_content_the_channels_stay():
+    tp, exporter = make.provider(97)
+    settings = InstrumentationSettings(tracer_provider=tp, include_content=False)
+    reader: Agent[None, str] = Agent(
+        make.scripted([*make.RECOVERED, make.say("done")]),
+        name="reader",
+        retries=3,
+        capabilities=[Instrumentation(settings=settings)],
+    )
+
+    @reader.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        if path != "notes.txt":
+            raise ModelRetry(f"file {path} not found")
+        return "hi"
+
+    reader.run_sync("read the notes")
+    rec = loopnb.from_otel(exporter.get_finished_spans())
+    # the output messages keep the calls' names (not their arguments): the unknown tool still shows
+    assert [r[2:4] for r in turn_rows(rec)] == [
+        ("soft", "tool_error"),
+        ("soft", "not_advertised"),
+        ("soft", "invalid_arguments"),
+        ("ok", None),
+        ("ok", None),
+    ]
+    assert set(rec.turns["error_text"].iloc[:3]) == {_otlp.WITHHELD}  # content withheld, not empty
+    assert [r[-1] for r in disagreement_rows(rec)] == [
+        "soft_shown_as_hard",
+        "missing_tool_record",
+        "soft_shown_as_hard",
+    ]
+
+
+def test_an_agent_run_inside_a_tool_is_a_run_of_its_own():
+    tp, exporter = make.provider(98)
+    settings = InstrumentationSettings(tracer_provider=tp)
+    helper: Agent[None, str] = Agent(
+        make.scripted([make.say("the summary")]),
+        name="helper",
+        capabilities=[Instrumentation(settings=settings)],
+    )
+    lead: Agent[None, str] = Agent(
+        make.scripted([make.call("summarise", {"text": "notes"}, "h1"), make.say("done")]),
+        name="lead",
+        capabilities=[Instrumentation(settings=settings)],
+    )
+
+    @lead.tool_plain
+    async def summarise(text: str) -> str:
+        """Summarise with the helper agent."""
+        return (await helper.run(text)).output
+
+    lead.run_sync("summarise the notes")
+    rec = loopnb.from_otel(exporter.get_finished_spans())
+    assert len(rec.meta["run_ids"]) == 2 and rec.meta["run_ids"][0].endswith("-0000000000000001")
+    lead_turns = rec.turns[rec.turns["run_id"] == rec.meta["run_ids"][0]]
+    assert list(lead_turns["tools"].fillna("")) == ["summarise", ""]
+    started = [e for e in rec.event_objects if e.kind == "run_started"]
+    assert [s.settings["agent"] for s in started] == ["lead", "helper"]
+    finished = [e.output for e in rec.event_objects if e.kind == "run_finished"]
+    assert finished == ["done", "the summary"]
