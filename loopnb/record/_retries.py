@@ -193,7 +193,10 @@ def retries_from_turns(turns: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         else "recovered"
         if c == "ok"
         else "still_failing"
-        for p, c in zip(t["producer"].astype(str), t["channel"].astype(str), strict=True)
+        # str() of each value: a missing producer is pd.NA under either pandas' string categories
+        for p, c in zip(
+            map(str, t["producer"].astype(object)), map(str, t["channel"].astype(object)), strict=True
+        )
     ]
     return pd.DataFrame(
         {
