@@ -116,6 +116,7 @@ def _client(distributed: Any, cluster: Any, workers: int) -> Iterator[Any]:
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # its HTTP server: any free local port
             silence_logs=logging.ERROR,
         )
         target: Any = started
