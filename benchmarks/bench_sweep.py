@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import distributed
+import psutil
 
 import loopnb
 from loopnb import scenarios
@@ -112,11 +113,23 @@ def pool_run(pool: Any, processes: int, seeds: int, batch: int, root: Path) -> d
     }
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes ``pids`` have used."""
+    total = 0.0
+    for pid in pids:
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system
+    return total
+
+
 def one_sweep(client: Any, workers: int, seeds: int, batch: int, root: Path) -> dict[str, float]:
     out = root / f"w{workers}-{time.perf_counter_ns()}"
+    pids = list(client.run(os.getpid).values())
+    cpu = cpu_seconds(pids)
     start = time.perf_counter()
     result = loopnb.sweep(NAMES, seeds=seeds, out=out, cluster=client, batch=batch, progress=False)
     wall = time.perf_counter() - start
+    cores = (cpu_seconds(pids) - cpu) / wall
     f = result.figures
     runs = int(f.runs.sum())
     busy = float(f.run_seconds.sum() + f.write_seconds.sum())
@@ -128,13 +141,14 @@ def one_sweep(client: Any, workers: int, seeds: int, batch: int, root: Path) -> 
         "run": float(f.run_seconds.sum()) / runs,
         "overhead": (wall * workers - busy) / runs,
         "load": os.getloadavg()[0],
+        "cores": cores,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     logging.getLogger("distributed").setLevel(logging.ERROR)  # the clusters' closing words
     seeds = 200 if args.quick else math.ceil(10_000 / len(NAMES))
@@ -168,9 +182,10 @@ def _bench(root: Path, seeds: int, batch: int, repeats: int) -> None:
     c2, client2 = cluster(2)
     context = multiprocessing.get_context("spawn")
     pools = {1: context.Pool(1), 2: context.Pool(2)}
+    pool_pids = {n: [c.pid for c in pool._pool] for n, pool in pools.items()}
     try:
-        for pool in pools.values():
-            pool_run(pool, 2, 4, 1, root)  # warm
+        for n, pool in pools.items():
+            pool_run(pool, pool_pids[n], 4, 1, root)  # warm
         for client in (client1, client2):  # warm: every worker has imported what a batch needs
             loopnb.sweep(
                 NAMES, seeds=4, out=root / f"warm-{id(client)}", cluster=client, batch=1, progress=False
@@ -184,7 +199,7 @@ def _bench(root: Path, seeds: int, batch: int, repeats: int) -> None:
             for workers, client in ((1, client1), (2, client2)):
                 rounds[workers].append(one_sweep(client, workers, seeds, batch, root))
             for processes, pool in pools.items():
-                plain[processes].append(pool_run(pool, processes, seeds, batch, root))
+                plain[processes].append(pool_run(pool, pool_pids[processes], seeds, batch, root))
     finally:
         client1.close(), client2.close(), c1.close(), c2.close()
         for pool in pools.values():
@@ -198,19 +213,23 @@ def _bench(root: Path, seeds: int, batch: int, repeats: int) -> None:
         print(
             f"  {w} worker{'s' if w > 1 else ' '}: {m['wall']:.2f} s, {m['rate']:,.0f} runs/s; a run "
             f"{m['run'] * ms:.3f} ms on the worker; overhead {m['overhead'] * ms:.3f} ms a run = "
-            f"{share:.1%} of a run (load average {m['load']:.2f} after)"
+            f"{share:.1%} of a run; the workers had {m['cores']:.2f} cores (load {m['load']:.2f} after)"
         )
     speedup = med[2]["rate"] / med[1]["rate"]
     print(f"  speed-up, 2 workers over 1: {speedup:.2f}x (target >= 1.5x, aim 1.7x)")
     print(
         "  each round's speed-up: "
-        + ", ".join(f"{b['rate'] / a['rate']:.2f}x" for a, b in zip(rounds[1], rounds[2], strict=True))
+        + ", ".join(
+            f"{b['rate'] / a['rate']:.2f}x ({a['cores']:.2f} / {b['cores']:.2f} cores)"
+            for a, b in zip(rounds[1], rounds[2], strict=True)
+        )
     )
     ceiling = bare[2]["rate"] / bare[1]["rate"]
     print(
         f"  the same batches on a plain process pool (no Dask): 1 process {bare[1]['rate']:,.0f} runs/s "
         f"(a run {bare[1]['run'] * ms:.3f} ms), 2 processes {bare[2]['rate']:,.0f} runs/s "
-        f"(a run {bare[2]['run'] * ms:.3f} ms): {ceiling:.2f}x, the ceiling this machine allows right now"
+        f"(a run {bare[2]['run'] * ms:.3f} ms, {bare[2]['cores']:.2f} cores): {ceiling:.2f}x, the ceiling "
+        "this machine allowed meanwhile"
     )
     print(f"  Dask's 2-worker throughput is {med[2]['rate'] / bare[2]['rate']:.0%} of the 2-process pool's")
     print(f"  {load()} at the end")

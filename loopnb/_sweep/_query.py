@@ -127,12 +127,10 @@ def _turns_view(con: Any, found: _Sources) -> None:
     import pandas as pd
 
     parts = []
-    if found.sweeps:
-        globs = _list([s / "config=*" / "part-*.parquet" for s in found.sweeps])
-        parts.append(
-            f"SELECT * FROM read_parquet({globs}, hive_partitioning = true, "
-            "hive_types = {'config': VARCHAR}, union_by_name = true)"
-        )
+    hive = "hive_partitioning = true, hive_types = {'config': VARCHAR}"
+    for folder in found.sweeps:  # one read per sweep: its files share one schema (union_by_name
+        # would read every file's schema before the query starts)
+        parts.append(f"SELECT * FROM read_parquet({_list([folder / 'config=*' / 'part-*.parquet'])}, {hive})")
     if found.parquet:
         parts.append(f"SELECT * FROM read_parquet({_list(found.parquet)}, union_by_name = true)")
     if found.loaded:
