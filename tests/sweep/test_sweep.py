@@ -10,6 +10,7 @@ import pytest
 
 import loopnb
 from loopnb import scenarios
+from loopnb.record import Recorder
 
 SCENARIOS = ["mistyped_path", "stubborn_loop"]
 
@@ -76,6 +77,22 @@ def test_the_results_are_a_hive_dataset_each_file_a_recording(tmp_path, client):
     ]
     seeds = loopnb.query("select distinct seed from turns where config = 'mistyped_path' order by 1", out)
     assert seeds.seed.tolist() == list(range(5))
+    events = loopnb.query(
+        "select config, seed, count(*) n from events where kind = 'run_finished' group by all order by all",
+        out,
+    )
+    assert events[["config", "seed"]].values.tolist() == [[n, s] for n in SCENARIOS for s in range(5)]
+    assert set(events.n) == {1}
+    # a sweep and a plain recording together: one turns view, the recording's rows without config
+    recorder = Recorder(tmp_path / "one.jsonl")
+    scenarios.get("stubborn_loop").run(observers=[recorder])
+    recorder.close()
+    both = loopnb.query(
+        "select config is null plain, count(*) n from turns group by 1 order by 1",
+        out,
+        tmp_path / "one.jsonl",
+    )
+    assert both.n.tolist() == [len(result.turns), 6]
 
 
 def test_sweep_audit_and_by_config_cover_every_run(tmp_path, client):
