@@ -68,8 +68,8 @@ def cluster(n: int) -> tuple[Any, Any]:
 
 def in_process(seeds: int, batch: int, root: Path) -> dict[str, float]:
     """Every batch of the sweep run and written here, one after the other."""
-    p = plan(NAMES, seeds=seeds, configs=None, batch=batch, workers=1)
-    run_batch(plan(NAMES, seeds=1, configs=None, batch=1, workers=1).batches(str(root / "warm"))[0])
+    p = plan(NAMES, seeds=seeds, configs=None, batch=batch)
+    run_batch(plan(NAMES, seeds=1, configs=None, batch=1).batches(str(root / "warm"))[0])
     shutil.rmtree(root / "warm")  # the first write imports what writing needs: not timed
     figures = [run_batch(b) for b in p.batches(str(root))]
     runs = sum(f["runs"] for f in figures)
@@ -99,7 +99,7 @@ def task_cost(client: Any, n: int) -> float:
 def pool_run(pool: Any, processes: int, seeds: int, batch: int, root: Path) -> dict[str, float]:
     """The same batches on a plain process pool: the speed-up the machine allows this work."""
     out = root / f"p{processes}-{time.perf_counter_ns()}"
-    batches = plan(NAMES, seeds=seeds, configs=None, batch=batch, workers=processes).batches(str(out))
+    batches = plan(NAMES, seeds=seeds, configs=None, batch=batch).batches(str(out))
     start = time.perf_counter()
     figures = pool.map(run_batch, batches, chunksize=1)
     wall = time.perf_counter() - start

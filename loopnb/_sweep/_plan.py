@@ -14,7 +14,7 @@ import math
 import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,13 @@ class Plan:
     task: str | None
     configs: tuple[SweepConfig, ...]
     seeds: tuple[int, ...]
-    batch: int
+    batch: int | None
+    """Runs per batch; ``None`` until loopnb chooses, knowing the cluster (``choose_batch``)."""
 
     def batches(self, out: str) -> list[Batch]:
         """Every batch, config by config, seeds in order."""
         n = self.batch
+        assert n is not None, "the batch size is chosen before the batches are made"
         return [
             Batch(out, self.name, config, self.task, i, self.seeds[start : start + n])
             for config in self.configs
@@ -89,7 +91,6 @@ def plan(
     seeds: Seeds,
     configs: Configs | None,
     batch: int | None,
-    workers: int,
 ) -> Plan:
     """The plan of a sweep; a ``ValueError`` (or ``TypeError``) naming what is wrong with the input."""
     task, scenarios = _task_or_scenarios(task_or_scenarios)
@@ -97,12 +98,18 @@ def plan(
     seed_list = _seeds(seeds)
     for config in chosen:
         build(config, seed_list[0], task, [])  # a config that cannot make an engine fails here, once
-    runs = len(chosen) * len(seed_list)
-    if batch is None:
-        batch = max(1, min(MAX_BATCH, math.ceil(runs / (8 * max(1, workers))), len(seed_list)))
-    elif isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
         raise ValueError(f"sweep: batch must be a number of runs >= 1 or None, got {batch!r}")
     return Plan(_name(chosen, task, seed_list), task, tuple(chosen), seed_list, batch)
+
+
+def choose_batch(p: Plan, workers: int) -> Plan:
+    """``p`` with the runs per batch loopnb chooses for ``workers``: some 8 batches a worker (the
+    last ones balance the load), at most ``MAX_BATCH`` runs, at most one config's seeds."""
+    if p.batch is not None:
+        return p
+    n = max(1, min(MAX_BATCH, math.ceil(p.runs / (8 * max(1, workers))), len(p.seeds)))
+    return replace(p, batch=n)
 
 
 def _task_or_scenarios(value: str | Iterable[str] | None) -> tuple[str | None, list[str]]:
@@ -258,4 +265,11 @@ def check_resumable(out: Path, new: Plan, *, resume: bool, batch_given: bool) ->
                 f"sweep: cannot resume {out}: its {key} differ from this call's "
                 f"({json.dumps(old.get(key))[:120]} written, {json.dumps(mine[key])[:120]} now)"
             )
-    return Plan(str(old.get("name", new.name)), new.task, new.configs, new.seeds, int(mine["batch"]))
+    batch = mine["batch"]
+    return Plan(
+        str(old.get("name", new.name)),
+        new.task,
+        new.configs,
+        new.seeds,
+        None if batch is None else int(batch),
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb._sweep._batch import Batch, run_batch, written
-from loopnb._sweep._plan import PLAN_FILE, Configs, Plan, Seeds, check_resumable, plan
+from loopnb._sweep._plan import PLAN_FILE, Configs, Plan, Seeds, check_resumable, choose_batch, plan
 from loopnb._sweep._results import Sweep
 from loopnb.engine._errors import LoopnbWarning
 
@@ -55,7 +55,8 @@ def sweep(
             ``"tcp://host:8786"`` or a ``distributed.Client`` uses an existing cluster.
         out: the results' folder (default ``sweeps/NAME``): ``config=NAME/part-*.parquet`` and the plan.
         resume: finish a sweep begun in ``out``, skipping the batches already written.
-        batch: runs per batch (per Dask task); ``None`` chooses (written in the plan, kept on resume).
+        batch: runs per batch (per Dask task); ``None`` chooses for the cluster's size (written in
+            the plan, kept on resume).
         progress: see ``Progress``.
         workers: how many worker processes a ``LocalCluster`` started here has.
 
@@ -73,18 +74,32 @@ def sweep(
     if workers is not None and cluster is not None:
         raise ValueError("sweep: workers= sizes a LocalCluster started here; with cluster= it has no effect")
     n_workers = workers or os.cpu_count() or 1
-    draft = plan(task_or_scenarios, seeds=seeds, configs=configs, batch=batch, workers=n_workers)
+    draft = plan(task_or_scenarios, seeds=seeds, configs=configs, batch=batch)
     root = Path(out if out is not None else Path("sweeps") / draft.name).absolute()
     chosen = check_resumable(root, draft, resume=resume, batch_given=batch is not None)
-    _write_plan(root, chosen)
-    batches = chosen.batches(str(root))
-    done = written(root, [c.name for c in chosen.configs])
-    todo = [b for b in batches if (b.config.name, b.index) not in done]
     figures: list[dict[str, Any]] = []
-    if todo:
-        with _client(distributed, cluster, n_workers) as client:
+    with contextlib.ExitStack() as stack:
+        client = None
+        if chosen.batch is None:  # chosen for the cluster's size: connect first
+            client = stack.enter_context(_client(distributed, cluster, n_workers))
+            chosen = choose_batch(chosen, _size(client))
+        _write_plan(root, chosen)
+        batches = chosen.batches(str(root))
+        done = written(root, [c.name for c in chosen.configs])
+        todo = [b for b in batches if (b.config.name, b.index) not in done]
+        if todo:
+            if client is None:
+                client = stack.enter_context(_client(distributed, cluster, n_workers))
             _run(client, distributed, todo, len(batches), progress, figures)
     return Sweep(root, figures=figures)
+
+
+def _size(client: Any) -> int:
+    """How many workers the cluster has now (at least 1)."""
+    try:
+        return max(1, len(client.scheduler_info()["workers"]))
+    except (KeyError, TypeError, OSError):
+        return 1
 
 
 def _distributed() -> Any:

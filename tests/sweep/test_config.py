@@ -121,3 +121,16 @@ def test_sweep_refuses_bad_input_before_starting_anything(tmp_path, args, kwargs
 def test_a_folder_that_is_no_sweep_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not a sweep's folder"):
         loopnb.Sweep(tmp_path)
+
+
+def test_loopnb_chooses_some_eight_batches_a_worker_within_bounds():
+    from loopnb._sweep._plan import MAX_BATCH, choose_batch, plan
+
+    names = [n for n in loopnb.scenarios.names() if n != "hanging_tool"]
+    draft = plan(names, seeds=667, configs=None, batch=None)
+    assert draft.batch is None and draft.runs == 15 * 667
+    assert choose_batch(draft, 2).batch == 626  # 10,005 runs / (8 x 2 workers)
+    assert choose_batch(draft, 1).batch == 667  # never more than one config's seeds
+    assert choose_batch(plan(names, seeds=100_000, configs=None, batch=None), 32).batch == MAX_BATCH
+    assert choose_batch(plan(["mistyped_path"], seeds=3, configs=None, batch=None), 2).batch == 1
+    assert choose_batch(plan(["mistyped_path"], seeds=3, configs=None, batch=2), 2).batch == 2  # as given
