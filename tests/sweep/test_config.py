@@ -134,3 +134,16 @@ def test_loopnb_chooses_some_eight_batches_a_worker_within_bounds():
     assert choose_batch(plan(names, seeds=100_000, configs=None, batch=None), 32).batch == MAX_BATCH
     assert choose_batch(plan(["mistyped_path"], seeds=3, configs=None, batch=None), 2).batch == 1
     assert choose_batch(plan(["mistyped_path"], seeds=3, configs=None, batch=2), 2).batch == 2  # as given
+
+
+def test_the_names_load_neither_dask_nor_duckdb_until_a_sweep_or_query_runs():
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, json, loopnb; loopnb.sweep, loopnb.query, loopnb.Sweep, loopnb.SweepConfig; "
+        "print(json.dumps([m for m in ('dask', 'distributed', 'duckdb', 'tqdm') if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
