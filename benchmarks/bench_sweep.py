@@ -96,21 +96,19 @@ def task_cost(client: Any, n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def pool_run(pool: Any, processes: int, seeds: int, batch: int, root: Path) -> dict[str, float]:
+def pool_run(pool: Any, pids: list[int], seeds: int, batch: int, root: Path) -> dict[str, float]:
     """The same batches on a plain process pool: the speed-up the machine allows this work."""
-    out = root / f"p{processes}-{time.perf_counter_ns()}"
+    out = root / f"p{len(pids)}-{time.perf_counter_ns()}"
     batches = plan(NAMES, seeds=seeds, configs=None, batch=batch).batches(str(out))
+    cpu = cpu_seconds(pids)
     start = time.perf_counter()
     figures = pool.map(run_batch, batches, chunksize=1)
     wall = time.perf_counter() - start
+    cores = (cpu_seconds(pids) - cpu) / wall
     shutil.rmtree(out)
     runs = sum(f["runs"] for f in figures)
-    return {
-        "wall": wall,
-        "runs": runs,
-        "rate": runs / wall,
-        "run": sum(f["run_seconds"] for f in figures) / runs,
-    }
+    run = sum(f["run_seconds"] for f in figures) / runs
+    return {"wall": wall, "runs": runs, "rate": runs / wall, "run": run, "cores": cores}
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -125,11 +123,12 @@ def cpu_seconds(pids: list[int]) -> float:
 def one_sweep(client: Any, workers: int, seeds: int, batch: int, root: Path) -> dict[str, float]:
     out = root / f"w{workers}-{time.perf_counter_ns()}"
     pids = list(client.run(os.getpid).values())
-    cpu = cpu_seconds(pids)
+    cpu, here = cpu_seconds(pids), cpu_seconds([os.getpid()])
     start = time.perf_counter()
     result = loopnb.sweep(NAMES, seeds=seeds, out=out, cluster=client, batch=batch, progress=False)
     wall = time.perf_counter() - start
     cores = (cpu_seconds(pids) - cpu) / wall
+    client_cores = (cpu_seconds([os.getpid()]) - here) / wall  # the client and the scheduler
     f = result.figures
     runs = int(f.runs.sum())
     busy = float(f.run_seconds.sum() + f.write_seconds.sum())
@@ -142,6 +141,7 @@ def one_sweep(client: Any, workers: int, seeds: int, batch: int, root: Path) -> 
         "overhead": (wall * workers - busy) / runs,
         "load": os.getloadavg()[0],
         "cores": cores,
+        "client": client_cores,
     }
 
 
@@ -213,10 +213,21 @@ def _bench(root: Path, seeds: int, batch: int, repeats: int) -> None:
         print(
             f"  {w} worker{'s' if w > 1 else ' '}: {m['wall']:.2f} s, {m['rate']:,.0f} runs/s; a run "
             f"{m['run'] * ms:.3f} ms on the worker; overhead {m['overhead'] * ms:.3f} ms a run = "
-            f"{share:.1%} of a run; the workers had {m['cores']:.2f} cores (load {m['load']:.2f} after)"
+            f"{share:.1%} of a run"
+        )
+        print(
+            f"    CPU: the workers had {m['cores']:.2f} cores, the client and scheduler {m['client']:.2f} "
+            f"(load average {m['load']:.2f} after); {m['rate'] / m['cores']:,.0f} runs a worker CPU-second"
         )
     speedup = med[2]["rate"] / med[1]["rate"]
     print(f"  speed-up, 2 workers over 1: {speedup:.2f}x (target >= 1.5x, aim 1.7x)")
+    best = max(r["rate"] for r in rounds[2]) / max(r["rate"] for r in rounds[1])
+    print(f"  best round against best round: {best:.2f}x")
+    per_cpu = (med[2]["rate"] / med[2]["cores"]) / (med[1]["rate"] / med[1]["cores"])
+    print(
+        f"  per worker CPU-second, 2 workers do {per_cpu:.0%} of what 1 does: with 2 free cores, "
+        f"{2 * per_cpu:.2f}x (what the machine's other load took away, put back)"
+    )
     print(
         "  each round's speed-up: "
         + ", ".join(
