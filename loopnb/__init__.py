@@ -38,6 +38,10 @@ _LAZY = {
     "NotebookRunner": "loopnb.notebook",
     "ViewModel": "loopnb.notebook",
     "replay": "loopnb.notebook",
+    "Sweep": "loopnb._sweep",
+    "SweepConfig": "loopnb._sweep",
+    "query": "loopnb._sweep",
+    "sweep": "loopnb._sweep",
 }
 
 # In the order ruff keeps a literal ``__all__`` (RUF022): constants, then classes, then the rest.

@@ -6,7 +6,8 @@ ok / soft / hard, how the run ended, and a summary. The exit code is 0 when ever
 as it declares.
 
 ``loopnb audit PATH ...`` audits recordings and ``loopnb convert SRC DST`` saves one in the other
-format (both provided by ``loopnb.record``). On a terminal, ok / soft / hard are coloured from
+format (both provided by ``loopnb.record``); ``loopnb query SQL PATH ...`` runs DuckDB SQL over them.
+On a terminal, ok / soft / hard are coloured from
 ``loopnb._palette`` (plain text when piped, with ``NO_COLOR`` or ``TERM=dumb``); the words are
 always there.
 
@@ -269,6 +270,16 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
+def _query(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        from loopnb._sweep._query import query_command
+    except ImportError as exc:
+        print(f"loopnb query: querying is unavailable ({exc})", file=sys.stderr)
+        return 2
+    code: int = query_command(args.sql, args.paths, out=out)
+    return code
+
+
 def _schema(args: argparse.Namespace, out: TextIO) -> int:
     """Print the JSON schema of the turns or the events frame (each column: type, description,
     pandas dtype)."""
@@ -357,6 +368,18 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("src", metavar="SRC", help="a recording (.jsonl or .parquet)")
     convert.add_argument("dst", metavar="DST", help="where to write it: NAME.jsonl or NAME.parquet")
     convert.set_defaults(handler=_convert)
+    query = commands.add_parser(
+        "query",
+        help="run DuckDB SQL over recordings (views turns and events)",
+        description="Run one SQL query (DuckDB) over recordings, with a turns and an events view, and "
+        "print the result. Exit code: 0 when it ran, 1 when a recording could not be read or none was "
+        "found, 2 for SQL that does not run.",
+    )
+    query.add_argument("sql", metavar="SQL", help='e.g. "select channel, count(*) from turns group by 1"')
+    query.add_argument(
+        "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders, sweeps or globs"
+    )
+    query.set_defaults(handler=_query)
     schema = commands.add_parser(
         "schema",
         help="print the JSON schema of the recorded frames",

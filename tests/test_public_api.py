@@ -113,6 +113,7 @@ LAZY = {
     ],
     "loopnb.notebook": ["LiveView", "NotebookRunner", "ViewModel", "replay"],
     "loopnb.foreign": ["from_inspect", "from_openai_agents", "from_otel", "from_pydantic_ai"],
+    "loopnb._sweep": ["Sweep", "SweepConfig", "query", "sweep"],
 }
 """``loopnb``'s names that load their layer on first use."""
 
@@ -124,7 +125,14 @@ def _order(name: str) -> tuple[bool, bool, str]:
 
 EXPECTED = {
     "loopnb": sorted(
-        [*ENGINE, *LAZY["loopnb.record"], *LAZY["loopnb.notebook"], *LAZY["loopnb.foreign"], "__version__"],
+        [
+            *ENGINE,
+            *LAZY["loopnb.record"],
+            *LAZY["loopnb.notebook"],
+            *LAZY["loopnb.foreign"],
+            *LAZY["loopnb._sweep"],
+            "__version__",
+        ],
         key=_order,
     ),
     "loopnb.otel": [

@@ -61,11 +61,14 @@ def write_frames(
     meta: dict[str, Any],
     turns: Iterable[pd.DataFrame],
     lines: Iterable[Sequence[str]],
+    *,
+    extra: Sequence[Any] = (),
 ) -> None:
     """Write turns frames (conforming to ``TURNS``), chunk by chunk, and the events' JSON lines,
-    as a Parquet recording with header ``meta`` (its counts are filled in)."""
+    as a Parquet recording with header ``meta`` (its counts are filled in). ``extra``: Arrow fields
+    of more columns the frames hold, written after the turns' own (a sweep's ``seed``)."""
     pa, pq = pyarrow()
-    schema = pa.schema(arrow_fields(TURNS, pa))
+    schema = pa.schema([*arrow_fields(TURNS, pa), *extra])
     parts = list(compressed_parts(lines, pa))
     with replacing(Path(path)) as tmp:
         with pq.ParquetWriter(tmp, schema, store_schema=False) as writer:

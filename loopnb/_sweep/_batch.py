@@ -1,0 +1,124 @@
+"""One batch of a sweep, as a worker runs it: the runs of one config over some seeds, one file.
+
+A ``Batch`` is plain data (it pickles to any worker). ``run_batch`` runs each seed's engine with
+one ``Recorder`` observing them all, builds the turns frame with the recorder's own builder, adds
+the ``seed`` column and writes the batch as a Parquet recording with the recorder's writer:
+``OUT/config=NAME/part-000003.parquet``, under a temporary name renamed into place, so a reader
+(or a resumed sweep) sees a batch whole or not at all. Each file is a loopnb recording in its own
+right (``loopnb.load`` reads it, events included); its header says which sweep batch it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopnb._sweep._config import SweepConfig, build
+from loopnb.engine._errors import LoopError
+
+PART = "part-{:06d}.parquet"
+
+
+def partition(out: str | Path, config: str) -> Path:
+    """The folder of a config's batches (hive style)."""
+    return Path(out) / f"config={config}"
+
+
+def part_path(out: str | Path, config: str, index: int) -> Path:
+    """Where batch ``index`` of ``config`` is written."""
+    return partition(out, config) / PART.format(index)
+
+
+def run_id(config: str, seed: int) -> str:
+    """The run id of one run of a sweep: its config and its seed, so that a rerun is the same run."""
+    return f"{config}-{seed}"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The runs of one config over some seeds, and where they go."""
+
+    out: str
+    sweep: str
+    config: SweepConfig
+    task: str | None
+    index: int
+    seeds: tuple[int, ...]
+
+    @property
+    def path(self) -> Path:
+        return part_path(self.out, self.config.name, self.index)
+
+    @property
+    def key(self) -> str:
+        return f"loopnb-sweep-{self.sweep}-{self.config.name}-{self.index}"
+
+
+def run_batch(batch: Batch) -> dict[str, Any]:
+    """Run and write ``batch``; returns its figures (runs, turns, seconds spent running and writing)."""
+    from loopnb.record._recorder import Recorder
+
+    started = time.perf_counter()
+    recorder = Recorder()
+    for seed in batch.seeds:
+        engine, task = build(batch.config, seed, batch.task, [recorder])
+        with contextlib.suppress(LoopError):  # a hard ending is a result, recorded like any other
+            engine.run(task, run_id=run_id(batch.config.name, seed))
+    ran = time.perf_counter()
+    turns = write_batch(batch, recorder)
+    return {
+        "config": batch.config.name,
+        "batch": batch.index,
+        "runs": len(batch.seeds),
+        "turns": turns,
+        "run_seconds": ran - started,
+        "write_seconds": time.perf_counter() - ran,
+        "pid": os.getpid(),
+    }
+
+
+def write_batch(batch: Batch, recorder: Any) -> int:
+    """Write what ``recorder`` holds as ``batch``'s file; returns the number of turns."""
+    import pandas as pd
+
+    from loopnb.record._arrow import pyarrow
+    from loopnb.record._frames import turn_table
+    from loopnb.record._jsonl import make_header
+    from loopnb.record._parquet import write_frames
+
+    pa, _ = pyarrow()
+    objects, lines = recorder.exported_events()
+    turns = turn_table(objects)
+    seed_of = {run_id(batch.config.name, s): s for s in batch.seeds}
+    turns["seed"] = pd.array(turns["run_id"].map(seed_of).to_numpy(), dtype="Int64")
+    meta = make_header(
+        redacted=recorder.redact is not None,
+        run_ids=list(dict.fromkeys(e.run_id for e in objects)),
+        sweep={
+            "name": batch.sweep,
+            "config": batch.config.name,
+            "batch": batch.index,
+            "seeds": list(batch.seeds),
+        },
+    )
+    write_frames(batch.path, meta, [turns], [lines], extra=[pa.field("seed", pa.int64())])
+    return len(turns)
+
+
+def written(out: str | Path, configs: Sequence[str]) -> set[tuple[str, int]]:
+    """The ``(config, index)`` of every batch already written under ``out``."""
+    done = set()
+    for config in configs:
+        folder = partition(out, config)
+        if not folder.is_dir():
+            continue
+        for path in folder.glob("part-*.parquet"):
+            stem = path.name.removeprefix("part-").removesuffix(".parquet")
+            if stem.isdigit():
+                done.add((config, int(stem)))
+    return done

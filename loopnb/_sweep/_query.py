@@ -1,0 +1,237 @@
+"""``loopnb.query``: DuckDB SQL over recordings, with a ``turns`` and an ``events`` view.
+
+What each path names is read the way that costs least and writes no turn logic twice:
+
+- a sweep's folder (``config=NAME/part-*.parquet``): DuckDB reads the files itself,
+  ``read_parquet(..., hive_partitioning=true)``, so ``turns`` has ``config`` and ``seed`` columns;
+- loopnb's Parquet recordings: DuckDB reads their turns table (the file *is* the turns frame);
+- JSON Lines (and first-layout Parquet, and other frameworks' runs): the frame loopnb's own builder
+  makes (``loopnb.load(path).turns``), registered as an Arrow table of the Parquet files' types.
+
+The ``events`` view is built from the events each recording keeps, by loopnb's builder, and only
+when the SQL names it. Needs duckdb (``pip install 'loopnb[sql]'``).
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loopnb._sweep._batch import run_id
+from loopnb._sweep._plan import PLAN_FILE
+from loopnb.record._errors import RecordingError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_SUFFIXES = (".jsonl", ".parquet")
+
+
+@dataclass
+class _Sources:
+    sweeps: list[Path] = field(default_factory=list)
+    parquet: list[Path] = field(default_factory=list)
+    loaded: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.sweeps or self.parquet or self.loaded)
+
+
+def _is_sweep(folder: Path) -> bool:
+    return (folder / PLAN_FILE).is_file() or any(folder.glob("config=*/part-*.parquet"))
+
+
+def _sources(paths: Sequence[str | Path]) -> _Sources:
+    """Sort what ``paths`` name into sweeps, Parquet recordings and files loopnb loads."""
+    found = _Sources()
+    files: list[Path] = []
+    for item in paths:
+        path = Path(item)
+        text = str(item)
+        if path.is_dir():
+            if _is_sweep(path):
+                found.sweeps.append(path)
+                continue
+            files.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in _SUFFIXES))
+            found.sweeps.extend(sorted(p for p in path.iterdir() if p.is_dir() and _is_sweep(p)))
+        elif any(ch in text for ch in "*?[") and not path.is_file():
+            for match in sorted(glob.glob(text, recursive=True)):
+                m = Path(match)
+                if m.is_dir() and _is_sweep(m):
+                    found.sweeps.append(m)
+                elif m.is_file() and not m.name.startswith((".", "_")):
+                    files.append(m)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise RecordingError("no such file or folder", path=path)
+    in_sweep = {s.resolve() for s in found.sweeps}
+    for f in dict.fromkeys(files):
+        if f.resolve().parent.parent in in_sweep:
+            continue  # one of a sweep's files, already read with its sweep
+        (found.parquet if _plain_parquet(f) else found.loaded).append(f)
+    if not found:
+        shown = ", ".join(map(str, paths))
+        raise RecordingError(
+            f"no recordings found in {shown} (expected .jsonl or .parquet files, or a sweep's folder)"
+        )
+    return found
+
+
+def _plain_parquet(path: Path) -> bool:
+    """A loopnb Parquet recording DuckDB can read as it is (checked as ``loopnb.load`` checks it;
+    a first-layout file, which mixes events into the table, is loaded instead)."""
+    from loopnb.record._parquet import read_parquet
+
+    if path.suffix.lower() != ".parquet":
+        return False
+    read_parquet(path)  # a file that is no recording is a RecordingError naming it
+    return "record" not in _columns(path)
+
+
+def _columns(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(path).names)
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("SQL over recordings needs duckdb: pip install 'loopnb[sql]'") from exc
+    return duckdb
+
+
+def _list(paths: Sequence[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def _arrow_turns(frame: pd.DataFrame) -> Any:
+    """A turns frame as the Arrow table a Parquet recording holds (categories as plain strings)."""
+    from loopnb.record._arrow import arrow_fields, pyarrow
+    from loopnb.record._schema import TURNS
+
+    pa, _ = pyarrow()
+    schema = pa.schema(arrow_fields(TURNS, pa))
+    return pa.Table.from_arrays(
+        [pa.array(frame[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema
+    )
+
+
+def _turns_view(con: Any, found: _Sources) -> None:
+    import pandas as pd
+
+    parts = []
+    hive = "hive_partitioning = true, hive_types = {'config': VARCHAR}"
+    for folder in found.sweeps:  # one read per sweep: its files share one schema (union_by_name
+        # would read every file's schema before the query starts)
+        parts.append(f"SELECT * FROM read_parquet({_list([folder / 'config=*' / 'part-*.parquet'])}, {hive})")
+    if found.parquet:
+        parts.append(f"SELECT * FROM read_parquet({_list(found.parquet)}, union_by_name = true)")
+    if found.loaded:
+        from loopnb.record._recording import load
+
+        frames = [load(p).turns for p in found.loaded]
+        con.register("loopnb_loaded_turns", _arrow_turns(pd.concat(frames, ignore_index=True)))
+        parts.append("SELECT * FROM loopnb_loaded_turns")
+    con.execute("CREATE VIEW turns AS " + " UNION ALL BY NAME ".join(parts))
+
+
+def _events_view(con: Any, found: _Sources) -> None:
+    import pandas as pd
+
+    from loopnb.record._frames import event_table
+    from loopnb.record._recording import load
+
+    frames = []
+    for folder in found.sweeps:
+        for part in sorted(folder.glob("config=*/part-*.parquet")):
+            rec = load(part)
+            frame = rec.events
+            info = rec.meta.get("sweep") or {}
+            seed_of = {run_id(str(info.get("config")), s): s for s in info.get("seeds", [])}
+            seeds = frame["run_id"].map(seed_of).to_numpy()
+            frame.insert(0, "seed", pd.Series(seeds, index=frame.index, dtype="Int64"))
+            config = part.parent.name.removeprefix("config=")
+            frame.insert(0, "config", pd.Series(config, index=frame.index, dtype="string"))
+            frames.append(frame)
+    for path in [*found.parquet, *found.loaded]:
+        frames.append(load(path).events)
+    events = pd.concat(frames, ignore_index=True) if frames else event_table([])
+    for name in events.columns:
+        if isinstance(events[name].dtype, pd.CategoricalDtype):
+            events[name] = events[name].astype("string")  # as the turns' categories read: plain text
+    con.register("events", events)
+
+
+def _names(duckdb: Any, sql: str) -> set[str]:
+    try:
+        return {str(n).lower() for n in duckdb.get_table_names(sql)}
+    except duckdb.Error:
+        return {"events"}  # the SQL does not parse: DuckDB will say why when it runs
+
+
+def query(sql: str, *paths: str | Path) -> pd.DataFrame:
+    """Run DuckDB ``sql`` over the recordings ``paths`` name; returns a pandas frame.
+
+    Args:
+        sql: one SQL query over the views ``turns`` (the turns frame's columns; a sweep's rows also
+            have ``config`` and ``seed``) and ``events`` (the events frame's).
+        paths: recordings (``.jsonl``, ``.parquet``), folders of them, sweep folders, glob patterns.
+
+    Raises:
+        RecordingError: no recording is found, or one cannot be read (naming it).
+        ValueError: the SQL is not valid or does not run (DuckDB's message, and the views).
+    """
+    duckdb = _duckdb()
+    if not isinstance(sql, str) or not sql.strip():
+        raise ValueError(f"query: sql must be a non-empty SQL query, got {sql!r:.60}")
+    if not paths:
+        raise ValueError("query: give at least one recording, folder, sweep or glob pattern")
+    found = _sources(paths)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        _turns_view(con, found)
+        if "events" in _names(duckdb, sql):
+            _events_view(con, found)
+        try:
+            result = con.sql(sql)
+        except duckdb.Error as exc:
+            raise ValueError(
+                f"query: {type(exc).__name__}: {exc}\n(the views are turns and events: `loopnb schema` "
+                "and `loopnb schema events` list their columns)"
+            ) from exc
+        if result is None:
+            raise ValueError(f"query: {sql.strip()[:60]!r} returns no rows; give a query (SELECT ...)")
+        frame: pd.DataFrame = result.df()
+        return frame
+    finally:
+        con.close()
+
+
+def query_command(
+    sql: str, paths: Sequence[str], *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """``loopnb query SQL PATH...``: print the result; 0 when it ran, 1 when a recording could not
+    be read (or none was found), 2 for SQL that does not run."""
+    import pandas as pd
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        frame = query(sql, *paths)
+    except RecordingError as exc:
+        print(f"loopnb query: error: {exc}", file=err)
+        return 1
+    except ValueError as exc:
+        print(f"loopnb {exc}", file=err)  # the message begins "query: "
+        return 2
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+        out.write((frame.to_string(index=False) if len(frame.columns) else "(no columns)") + "\n")
+    return 0
