@@ -60,7 +60,7 @@ class Progress:
         self.file = file if file is not None else sys.stderr
         self._bar: Any = None  # a tqdm bar (tqdm ships no annotations)
         if shown:
-            from tqdm.auto import tqdm as auto  # type: ignore[import-untyped]
+            from tqdm.auto import tqdm as auto
 
             self._bar = auto(
                 total=total, desc=f"loading {what}", unit=" files", file=self.file, delay=_DELAY, leave=False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 
+import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
@@ -20,7 +21,7 @@ def _runs(turns):
     out = {}
     for (config, seed), rows in turns.groupby(["config", "seed"], observed=True, sort=False):
         out[config, int(seed)] = [
-            (c, None if p != p else p) for c, p in zip(rows.channel, rows.producer, strict=True)
+            (c, None if pd.isna(p) else p) for c, p in zip(rows.channel, rows.producer, strict=True)
         ]
     return out
 
