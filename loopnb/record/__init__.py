@@ -5,7 +5,8 @@ once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. 
 ``load_many`` read recordings back; ``audit`` answers the questions a user would otherwise
 write by hand; ``flow_counts`` counts the decision flow's arrows, as the live view does;
 ``recovery_attempts`` and ``breaker_history`` are the live view's recovery gauge and breaker board
-as frames.
+as frames; ``scripted_from`` makes a recording's replies a ``ScriptedModel`` (a regression test) and
+``what_if`` replays a recording under another policy to where it diverges.
 """
 
 from loopnb.record._audit import Audit, audit
@@ -17,6 +18,8 @@ from loopnb.record._recording import Recording, load, load_many
 from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
 from loopnb.record._rows import event_row, turn_row, turn_rows
 from loopnb.record._schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
+from loopnb.record._scripted import scripted_from
+from loopnb.record._whatif import WhatIf, what_if
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -34,6 +37,7 @@ __all__ = [
     "RecordingWarning",
     "Redactor",
     "Table",
+    "WhatIf",
     "audit",
     "breaker_history",
     "event_row",
@@ -41,6 +45,8 @@ __all__ = [
     "load",
     "load_many",
     "recovery_attempts",
+    "scripted_from",
     "turn_row",
     "turn_rows",
+    "what_if",
 ]
