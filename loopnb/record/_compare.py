@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._turns import turns_of
@@ -282,6 +283,37 @@ class Comparison:
             return turns.head(2 * context + 1).copy(deep=False)
         lo = max(row - 1 - context, 0)
         return turns.iloc[lo : row + context].copy(deep=False)
+
+    def to_html(self, path: str | Path, *, title: str | None = None) -> Path:
+        """Write the comparison as a standalone, offline HTML page (no script; every text from a
+        run redacted by the default redactor, then escaped). Written whole or not at all; a
+        recording at ``path`` is never replaced. Returns the path."""
+        from loopnb.notebook._compare_view import comparison_page
+        from loopnb.record._errors import RecordingError
+        from loopnb.record._files import holds_recording, replacing
+
+        path = Path(path)
+        if holds_recording(path):
+            raise RecordingError("is a loopnb recording: give the comparison page its own name", path=path)
+        page = comparison_page(self, title)
+        with replacing(path) as tmp:
+            tmp.write_text(page, encoding="utf-8")
+        return path
+
+    def view(self) -> Any:
+        """The notebook view (a ``CompareView``: ``.widget`` is its ipywidgets box)."""
+        from loopnb.notebook._compare_view import CompareView
+
+        return CompareView(self)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle: dict[str, Any] = self.view().mimebundle(**kwargs)
+        return bundle
+
+    def _repr_html_(self) -> str:
+        from loopnb.notebook._compare_view import comparison_html
+
+        return comparison_html(self)
 
     def __repr__(self) -> str:
         la, lb = self.labels
