@@ -158,10 +158,7 @@ def replay_hook(tape: Tape) -> Callable[[ToolCall, HookContext], str | None]:
 
     def replay(call: ToolCall, ctx: HookContext) -> str | None:
         tape.begin(call)
-        message = tape.cancels_here()
-        if message is not None:
-            ctx.cancel.cancel(message)
-            return None
+        tape.cancel_if_here()
         return tape.vetoes.get((tape.turn, call.id))
 
     return replay
@@ -203,18 +200,15 @@ class Tracked:
     """A recovery strategy whose retries move the tape to the attempt they make (and fire the
     cancel token where the recorded run was cancelled before a retry)."""
 
-    def __init__(self, strategy: RecoveryStrategy, tape: Tape, cancel: Callable[[str], None]) -> None:
+    def __init__(self, strategy: RecoveryStrategy, tape: Tape) -> None:
         self.strategy = strategy
         self._tape = tape
-        self._cancel = cancel
 
     def decide(self, failure: Failure, attempt: int, max_attempts: int) -> Decision:
         decision = self.strategy.decide(failure, attempt, max_attempts)
         if isinstance(decision, Retry):
             self._tape.retrying(attempt + 1)
-            message = self._tape.cancels_here()
-            if message is not None:
-                self._cancel(message)
+            self._tape.cancel_if_here()
         return decision
 
     def __repr__(self) -> str:
@@ -241,12 +235,16 @@ class PacedModel:
         self._tape = tape
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:
+        tape = self._tape
         played = len(self._when) - self.script.remaining
         if 0 <= played < len(self._when):
             turn, at = self._when[played]
-            self._tape.turn = turn
-            self._tape.advance_to(at)
-        return await self.script.complete(messages, tools)
+            tape.turn = turn
+            tape.advance_to(at)
+        reply = await self.script.complete(messages, tools)
+        if reply.tool_calls:
+            tape.cancel_if_here(reply.tool_calls[0].id)  # cancelled as the reply came, in the recording
+        return reply
 
     def __repr__(self) -> str:
         return f"PacedModel({self.script!r})"

@@ -10,6 +10,7 @@ recording's timestamps, so cooldowns and back-offs elapse as they did and nothin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,8 @@ class Tape:
     attempt: int = 0
     arguments: dict[str, Any] | None = None
     """The arguments the current attempt sends (a retry's correction included)."""
+    cancel: Callable[[str], None] = field(default=lambda reason: None, repr=False)
+    """Fires the replay's cancel token (where the recorded run was cancelled)."""
 
     def __post_init__(self) -> None:
         first = self.events[0]
@@ -131,13 +134,20 @@ class Tape:
         """Recovery retries the current call: its next attempt is ``attempt``."""
         self.attempt = attempt
 
-    def cancels_here(self) -> str | None:
-        """The recorded cancellation's message, when the run was cancelled at this attempt."""
+    def cancel_if_here(self, call_id: str | None = None) -> None:
+        """Fire the cancel token when the recorded run was cancelled at this point: before the
+        current attempt, or (``call_id`` given: the reply's first call) before any dispatch."""
         point = self.cancel_at
-        if point is None or self.call is None:
-            return None
-        turn, call_id, attempt, message = point
-        return message if (turn, call_id, attempt) == (self.turn, self.call.id, self.attempt) else None
+        if point is None:
+            return
+        turn, at_call, attempt, message = point
+        if call_id is not None:
+            here = (turn, at_call, attempt) == (self.turn, call_id, 0)
+        else:
+            now = (self.turn, self.call.id, self.attempt) if self.call is not None else None
+            here = (turn, at_call, attempt) == now
+        if here:
+            self.cancel(message)
 
     def recorded(self, name: str, arguments: dict[str, Any]) -> Attempt | None:
         """What the recording holds for the current attempt of ``name(arguments)``: that very

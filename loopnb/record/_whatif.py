@@ -29,6 +29,7 @@ from loopnb.engine._errors import LoopError
 from loopnb.engine._events import Event, RunFinished, TurnFinished, TurnStarted
 from loopnb.engine._safety import call_key
 from loopnb.engine._turns import Turn, TurnAssembler, turns_of
+from loopnb.record._compare import Comparison, compare
 from loopnb.record._recording import Recording
 from loopnb.record._scripted import run_events
 from loopnb.record._tape import Tape
@@ -40,9 +41,14 @@ STOPPED = "what-if: stopped where the replay diverged"
 Read = tuple[Any, ...]
 
 
-def what_if(data: Any, *, run: str | None = None, to_end: bool = False, **changes: Any) -> WhatIf:
+def what_if(data: Any, *, run: str | None = None, to_end: bool = False, **changes: Any) -> Replayed:
     """Replay a recorded run under another policy until the first turn the model would read
     something else, and say what the change would have saved.
+
+    Returns a ``Comparison`` of the recorded run (side ``recorded``) against the replay (side
+    ``what if``), so the comparison's widget, page and totals show it; its ``what_if`` holds the
+    what-if's own findings (a ``WhatIf``: the divergence turn, what the model read then and would
+    read now, what the change saves or costs).
 
     Args:
         data: a ``Recording``, a ``Recorder`` or a run's events (a turns frame lacks each call's
@@ -83,7 +89,25 @@ def what_if(data: Any, *, run: str | None = None, to_end: bool = False, **change
     if checked:
         expected = {t.turn: read_of(t) for t in baseline.turns}
         changed = _replay(events, checked, expected, "what-if", stop=not to_end)
-    return _report(data, events, baseline, changed, checked, projected=to_end)
+    report = _report(data, events, baseline, changed, checked, projected=to_end)
+    return Replayed(compare(report.original, report.replay, labels=LABELS), report)
+
+
+LABELS = ("recorded", "what if")
+"""The sides of a what-if's comparison."""
+
+
+class Replayed(Comparison):
+    """The comparison ``what_if`` returns: the recorded run against its replay, and ``what_if``,
+    the what-if's findings."""
+
+    def __init__(self, base: Comparison, what_if: WhatIf) -> None:
+        super().__init__(base.sides, base.turns, base.totals, base.divergence)
+        self.what_if = what_if
+        """Where the new policy changes what the model reads, and what it saves (a ``WhatIf``)."""
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()}; {self.what_if!r}"
 
 
 @dataclass(frozen=True)
@@ -208,10 +232,11 @@ class Savings:
     output_tokens: int | None
 
     def text(self) -> str:
-        parts = [f"{self.turns} turns", f"{self.calls} calls", f"{self.executions} tool executions"]
+        """``3 turns, 3 calls, 1 tool execution, 553 tokens``."""
+        counts = [(self.turns, "turn"), (self.calls, "call"), (self.executions, "tool execution")]
         if self.input_tokens is not None or self.output_tokens is not None:
-            parts.append(f"{(self.input_tokens or 0) + (self.output_tokens or 0)} tokens")
-        return ", ".join(parts)
+            counts.append(((self.input_tokens or 0) + (self.output_tokens or 0), "token"))
+        return ", ".join(f"{n} {what}{'' if abs(n) == 1 else 's'}" for n, what in counts)
 
 
 def _totals(turns: list[Turn]) -> tuple[int, int, int, int | None, int | None]:

@@ -145,7 +145,9 @@ class Replay:
 
 
 def replay_engine(tape: Tape, changes: Mapping[str, Any], cancel: Callable[[str], None]) -> Replay:
-    """The recorded run's engine as far as the recording tells it, with ``changes`` applied."""
+    """The recorded run's engine as far as the recording tells it, with ``changes`` applied;
+    ``cancel`` fires the replay's cancel token."""
+    tape.cancel = cancel
     settings = tape.started.settings
     notes: list[str] = []
     ours = "max_recovery_attempts" in settings  # a run of loopnb's engine, not read from elsewhere
@@ -174,7 +176,7 @@ def replay_engine(tape: Tape, changes: Mapping[str, Any], cancel: Callable[[str]
         if key in changes:
             kwargs[key] = changes[key]
     strategy = changes.get("recovery", kwargs.get("recovery"))
-    kwargs["recovery"] = None if strategy is None else Tracked(strategy, tape, cancel)
+    kwargs["recovery"] = None if strategy is None else Tracked(strategy, tape)
     kwargs["hooks"] = [replay_hook(tape), *changes.get("hooks", ())]
     tools = _tools(tape, changes, timeout)
     kwargs["tools"] = tools
