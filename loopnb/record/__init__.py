@@ -21,7 +21,8 @@ from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
 from loopnb.record._rows import event_row, turn_row, turn_rows
 from loopnb.record._schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
 from loopnb.record._scripted import scripted_from
-from loopnb.record._whatif import WhatIf, what_if
+from loopnb.record._whatif import what_if
+from loopnb.record._whatif_report import WhatIf
 
 __all__ = [
     "DEFAULT_PATTERNS",
