@@ -256,3 +256,12 @@ def test_a_turns_frame_or_several_runs_are_refused_clearly(stubborn):
         loopnb.what_if(recorder, run="nope")
     with pytest.raises(TypeError, match="takes a Recording, a Recorder"):
         loopnb.what_if(42)
+
+
+def test_the_findings_in_the_picture_are_escaped(stubborn):
+    hostile = "<img src=x onerror=alert(1)>"
+    comparison = loopnb.what_if(stubborn, tools={"read_file": hostile})
+    assert comparison.what_if.read_now == f"read_file -> ok: {hostile}"
+    page = comparison._repr_html_()
+    assert hostile not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "WhatIf(tools: diverges at turn 1)" in repr(comparison)
