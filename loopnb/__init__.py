@@ -29,6 +29,8 @@ _LAZY = {
     "TURN_SCHEMA": "loopnb.record",
     "EVENT_SCHEMA": "loopnb.record",
     "audit": "loopnb.record",
+    "compare": "loopnb.record",
+    "Comparison": "loopnb.record",
     "flow_counts": "loopnb.record",
     "breaker_history": "loopnb.record",
     "load": "loopnb.record",

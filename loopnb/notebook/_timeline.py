@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from loopnb._palette import ACCENT
 from loopnb.notebook._layout import mark
 from loopnb.notebook._markup import esc
 from loopnb.notebook._state import TurnView
@@ -89,13 +90,16 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:g}"
 
 
-def timeline_svg(turns: Sequence[TurnView], anchor: str | None, *, selected: int | None = None) -> str:
+def timeline_svg(
+    turns: Sequence[TurnView], anchor: str | None, *, selected: int | None = None, marked: int | None = None
+) -> str:
     """Every turn of the run as its channel's mark, at its latency; hover a mark for its turn.
 
     With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``, a bin's to its worst
     turn), as in the report; without, a mark is a group with its ``data-turn`` (a bin's worst
     turn), which the live view selects when it is clicked. ``selected`` rings that turn (or its
-    bin) and greys the turns after it.
+    bin) and greys the turns after it; ``marked`` draws a dashed rule at that turn (or its bin),
+    where a comparison's two runs first diverge.
     """
     n = len(turns)
     bins, per = _bins(turns)
@@ -127,7 +131,21 @@ def timeline_svg(turns: Sequence[TurnView], anchor: str | None, *, selected: int
     for b in bins:
         parts.append(_mark(b, x_of(b.first + (len(b.turns) - 1) / 2), y_of(b.latency), size,
                            slot * len(b.turns), anchor, selected))  # fmt: skip
+    at = next((b for b in bins if marked is not None and b.turns[0].turn <= marked <= b.turns[-1].turn), None)
+    if at is not None:
+        parts.append(_diverges(x_of(at.first + (len(at.turns) - 1) / 2)))
     return svg(_W, _BOTTOM + 40, "loopnb-timeline", "turn timeline", "".join(parts))
+
+
+def _diverges(x: float) -> str:
+    """The dashed rule at the turn where two compared runs first differ, with its word."""
+    anchor, dx = ("end", -4) if x > _W - 120 else ("start", 4)
+    return (
+        f'<g class="loopnb-diverge"><line x1="{x:.1f}" y1="{_TOP - 14}" x2="{x:.1f}" y2="{_BOTTOM}" '
+        f'stroke="{ACCENT}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+        f'<text class="small" x="{x + dx:.1f}" y="{_TOP - 16}" text-anchor="{anchor}">'
+        "diverges here</text></g>"
+    )
 
 
 def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale) -> str:

@@ -5,10 +5,11 @@ once, in ``schema``); it streams to JSON Lines and saves JSON Lines or Parquet. 
 ``load_many`` read recordings back; ``audit`` answers the questions a user would otherwise
 write by hand; ``flow_counts`` counts the decision flow's arrows, as the live view does;
 ``recovery_attempts`` and ``breaker_history`` are the live view's recovery gauge and breaker board
-as frames.
+as frames; ``compare`` lays two runs side by side (a ``Comparison``).
 """
 
 from loopnb.record._audit import Audit, audit
+from loopnb.record._compare import Comparison, compare
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._flows import flow_counts
 from loopnb.record._history import breaker_history, recovery_attempts
@@ -27,6 +28,7 @@ __all__ = [
     "TURN_SCHEMA",
     "Audit",
     "Column",
+    "Comparison",
     "Listener",
     "Recorder",
     "Recording",
@@ -36,6 +38,7 @@ __all__ = [
     "Table",
     "audit",
     "breaker_history",
+    "compare",
     "event_row",
     "flow_counts",
     "load",

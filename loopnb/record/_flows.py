@@ -49,7 +49,7 @@ def flow_counts(data: Any) -> pd.DataFrame:
 
     from loopnb.record._flowchart import EDGES, FlowCount
 
-    turns, events = _frames(data)
+    turns, events = frames_of(data)
     keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]
     ended = _hard_endings(events, keys)
     order = turns.sort_values([*keys, "turn"], kind="stable")
@@ -84,7 +84,9 @@ _NO_RUN = object()
 """The run before the first (a key no run has)."""
 
 
-def _frames(data: Any) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def frames_of(data: Any, caller: str = "flow_counts()") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``data``'s turns frame and events frame (``None`` for a bare turns frame), checked; errors
+    name ``caller``."""
     import pandas as pd
 
     if isinstance(data, pd.DataFrame):
@@ -93,13 +95,13 @@ def _frames(data: Any) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         turns, events = data.turns, data.events
     else:
         raise TypeError(
-            f"flow_counts() takes a Recording, a Recorder or a turns DataFrame; got {type(data).__name__}"
+            f"{caller} takes a Recording, a Recorder or a turns DataFrame; got {type(data).__name__}"
         )
     missing = [c for c in _NEEDED if c not in turns.columns]
     if missing:
         hint = " (this looks like an events frame: pass the turns frame)" if "kind" in turns.columns else ""
         raise ValueError(
-            f"flow_counts(): the turns frame is missing columns {', '.join(missing)}; expected a turns "
+            f"{caller}: the turns frame is missing columns {', '.join(missing)}; expected a turns "
             f"frame (Recorder.turns, load(path).turns or load_many(paths)){hint}"
         )
     return turns, events
