@@ -5,8 +5,9 @@ embedded models (no API key, no network) and prints, per scenario, one row per t
 ok / soft / hard, how the run ended, and a summary. The exit code is 0 when every scenario ended
 as it declares.
 
-``loopnb audit PATH ...`` audits recordings and ``loopnb convert SRC DST`` saves one in the other
-format (both provided by ``loopnb.record``); ``loopnb query SQL PATH ...`` runs DuckDB SQL over them.
+``loopnb audit PATH ...`` audits recordings, ``loopnb compare A B`` compares two recorded runs turn
+by turn and ``loopnb convert SRC DST`` saves one in the other format (all provided by
+``loopnb.record``); ``loopnb query SQL PATH ...`` runs DuckDB SQL over them.
 On a terminal, ok / soft / hard are coloured from
 ``loopnb._palette`` (plain text when piped, with ``NO_COLOR`` or ``TERM=dumb``); the words are
 always there.
@@ -260,6 +261,20 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
     return code
 
 
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        from loopnb.record._compare_text import compare_command
+    except ImportError as exc:
+        print(f"loopnb compare: comparing is unavailable ({exc})", file=sys.stderr)
+        return 2
+    labels = tuple(args.labels) if args.labels else ("a", "b")
+    code: int = compare_command(
+        args.a, args.b, runs=args.run or (), labels=(labels[0], labels[1]), context=args.context,
+        html=args.html, out=out, width=args.width,
+    )  # fmt: skip
+    return code
+
+
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     try:
         from loopnb.record._cli import convert_command
@@ -357,6 +372,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
     audit.set_defaults(handler=_audit)
+    comparing = commands.add_parser(
+        "compare",
+        help="compare two recorded runs turn by turn: totals, first divergence, aligned turns",
+        description="Compare the run recorded in A with the run recorded in B: each run's totals side by "
+        "side, the first turn where they differ (in call, channel, producer or error text, or where one "
+        "ended) and the aligned turns around it. A and B are recordings (.jsonl / .parquet, or another "
+        "framework's run loopnb reads) or a sweep's folder; they may be the same file. Exit code: 0 when "
+        "the runs were compared (whether or not they differ), 1 when a recording could not be read "
+        "(damaged, a newer format version, Parquet without pyarrow) or --html could not be written, 2 for "
+        "bad input (no such file, a file that is not a recording, a recording of several runs without "
+        "--run, a run it does not hold).",
+    )
+    comparing.add_argument("a", metavar="A", help="the first recording (side a)")
+    comparing.add_argument("b", metavar="B", help="the second recording (side b)")
+    comparing.add_argument(
+        "--run",
+        action="append",
+        metavar="RUN",
+        help="the run to compare, for a recording of several: once for both sides, or twice (A's, then "
+        "B's); write --run=ID for an id that begins with a dash",
+    )
+    comparing.add_argument("--labels", nargs=2, metavar=("LA", "LB"), help="names for the two sides (a b)")
+    comparing.add_argument(
+        "--context", type=_columns, default=3, help="aligned rows shown either side of the divergence (3)"
+    )
+    comparing.add_argument("--html", metavar="PATH", help="also write the comparison as an offline HTML page")
+    comparing.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
+    comparing.set_defaults(handler=_compare)
     convert = commands.add_parser(
         "convert",
         help="save a recording in the other format (JSON Lines <-> Parquet)",

@@ -155,7 +155,8 @@ def divergence_html(c: Comparison, redact: Redact = _SAME) -> str:
             f'style="border-left:3px solid {ACCENT};padding-left:6px">first divergence '
             f"(<b>{esc(d.how)}</b>): {esc(redact(d.text()), 600)}</span>"
         )
-    return f'<div class="loopnb-compare-head" style="{_BOX}"><div>{head}</div><div>{said}</div></div>'
+    box = f'<div class="loopnb-compare-head" style="{_BOX};margin:8px 0">'
+    return f"{box}<div>{head}</div><div>{said}</div></div>"
 
 
 def _cell(value: Any) -> str:
@@ -188,7 +189,7 @@ def totals_html(c: Comparison) -> str:
             "retries per turn, breaker trips from its breaker states, its ending from its last turn</div>"
         )
     return (
-        f'<div class="loopnb-totals" style="{_BOX}"><b>totals</b> '
+        f'<div class="loopnb-totals" style="{_BOX};margin:8px 0"><b>totals</b> '
         f"(ceiling {int(a['ceiling'])} retries a call)"
         f'<table style="border-collapse:collapse;color:{TEXT};font:inherit"><thead><tr>'
         f'<th style="{_CELL}"></th><th style="{_CELL}">{la}</th><th style="{_CELL}">{lb}</th></tr></thead>'
@@ -222,7 +223,7 @@ def flows_html(c: Comparison) -> str:
         )
     heads = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("arrow", "", la, lb, f"{lb} − {la}"))
     return (
-        f'<div class="loopnb-flows" style="{_BOX}"><b>decision flows</b> (arrows taken, per run)'
+        f'<div class="loopnb-flows" style="{_BOX};margin:8px 0"><b>decision flows</b> (arrows taken, per run)'
         f'<table style="border-collapse:collapse;color:{TEXT};font:inherit"><thead><tr>{heads}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
@@ -233,7 +234,7 @@ def timeline_html(c: Comparison, view: SideView, k: int, row: int | None, anchor
     on ``row`` ringed; with ``anchor`` each mark links to its aligned row (``rows_html``'s)."""
     svg = timeline_svg(view.turns, anchor, selected=side_turn(c, k, row), marked=marked_turn(c, k))
     return (
-        f'<div class="loopnb-compare-timeline" data-side="{"ab"[k]}" style="{_BOX}">'
+        f'<div class="loopnb-compare-timeline" data-side="{"ab"[k]}" style="{_BOX};margin:8px 0">'
         f"<b>{esc(view.label, NAME_LIMIT)}</b> · run {code(view.run_id, NAME_LIMIT)}{svg}</div>"
     )
 
@@ -301,9 +302,12 @@ def rows_html(
                 if r[f"turn_{s}"] is not None:
                     cells[1 + k] = f'<span id="{anchors[k]}-t{int(r[f"turn_{s}"])}">{cells[1 + k]}</span>'
         data = f' data-how="{esc(how)}"' if how else ""
-        tds = "".join(f'<td style="{_CELL}">{x}</td>' for x in cells)
+        tds = "".join(
+            f'<td style="{_CELL}{";white-space:nowrap" if i < 4 else ""}">{x}</td>'
+            for i, x in enumerate(cells)
+        )
         body.append(f'<tr class="loopnb-aligned" data-row="{r["row"]}"{data}{style}>{tds}</tr>')
-    head = "".join(f'<th style="{_CELL}">{h}</th>' for h in heads)
+    head = "".join(f'<th style="{_CELL};white-space:nowrap">{h}</th>' for h in heads)
     return (
         f'<table class="loopnb-aligned-rows" style="border-collapse:collapse;color:{TEXT};{_BOX}">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

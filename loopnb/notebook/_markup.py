@@ -170,32 +170,35 @@ def _chip(state: str, turn: int | None) -> str:
 
 _CELL = f"padding:3px 8px 3px 0;vertical-align:top;border-bottom:1px solid {LINE}"
 _HEAD = f"{_CELL};text-align:left;white-space:nowrap;font-weight:600"
+_TOP = "padding:3px 8px 0 0;vertical-align:top"
+"""A breaker's first row: no rule beneath, its history row below carries it."""
 
 
 def board_html(state: ViewState) -> str:
     """The breaker board: every tool's and model's breaker, its state, the failures it has
-    counted, the cooldown left and its history over the run.
+    counted, the cooldown left and, on a row of its own beneath, its history over the run.
 
-    A table whose headers never wrap and whose names do (anywhere, as a last resort), so that a
-    long name stays in its column.
+    Four columns (the scope sits under the name), so that the board fits the narrow pane beside
+    the inspector without scrolling; headers never wrap and names do (anywhere, as a last resort).
     """
     rows = []
     for b in state.breakers:
         rows.append(
             f'<tr class="loopnb-breaker" data-state="{esc(b.state)}">'
-            f'<td style="{_CELL};overflow-wrap:anywhere;min-width:7em">{code(b.name, 60)}</td>'
-            f'<td style="{_CELL}">{esc(b.scope)}</td><td style="{_CELL};white-space:nowrap">'
+            f'<td style="{_TOP};overflow-wrap:anywhere;min-width:6em">{code(b.name, 60)}'
+            f'<div style="{_MUTED}">{esc(b.scope)}</div></td><td style="{_TOP};white-space:nowrap">'
             f"{icon(BREAKER_CHANNEL[b.state])}"
             f'<span class="loopnb-breaker-state" style="font-weight:700">{esc(_BREAKER_WORD[b.state])}</span>'
-            f'</td><td class="loopnb-breaker-failures" style="{_CELL};text-align:right">{b.failures}</td>'
-            f'<td style="{_CELL}">{esc(_cooldown(b))}</td><td style="{_CELL}">{_history(b)}</td></tr>'
+            f'</td><td class="loopnb-breaker-failures" style="{_TOP};text-align:right">{b.failures}</td>'
+            f'<td style="{_TOP}">{esc(_cooldown(b))}</td></tr>'
+            f'<tr class="loopnb-breaker-moves"><td colspan="4" style="{_CELL}">'
+            f'<span style="{_MUTED}">history: </span>{_history(b)}</td></tr>'
         )
     if not rows:
         table = f'<div style="{_MUTED}">no breakers yet</div>'
     else:
         heads = "".join(
-            f'<th style="{_HEAD}">{h}</th>'
-            for h in ("breaker", "scope", "state", "failures", "cooldown left", "history")
+            f'<th style="{_HEAD}">{h}</th>' for h in ("breaker", "state", "failures", "cooldown left")
         )
         table = (  # scrolls sideways only in a pane too narrow for its headers
             '<div style="overflow-x:auto">'

@@ -288,7 +288,7 @@ class Comparison:
         """Write the comparison as a standalone, offline HTML page (no script; every text from a
         run redacted by the default redactor, then escaped). Written whole or not at all; a
         recording at ``path`` is never replaced. Returns the path."""
-        from loopnb.notebook._compare_view import comparison_page
+        from loopnb.notebook._compare_page import comparison_page
         from loopnb.record._errors import RecordingError
         from loopnb.record._files import holds_recording, replacing
 
@@ -311,7 +311,7 @@ class Comparison:
         return bundle
 
     def _repr_html_(self) -> str:
-        from loopnb.notebook._compare_view import comparison_html
+        from loopnb.notebook._compare_page import comparison_html
 
         return comparison_html(self)
 

@@ -259,6 +259,8 @@ FITS_JS = """
     drawn: Math.max(...[board, ...board.querySelectorAll("*")].map(shown)),
     pane: pane.getBoundingClientRect().right,
     inspector: view.querySelector(".loopnb-inspector").getBoundingClientRect().left,
+    // how far the board's table would have to be scrolled sideways to be read whole
+    scroll: Math.max(0, ...[...board.querySelectorAll("div")].map((d) => d.scrollWidth - d.clientWidth)),
   };
 }
 """

@@ -236,6 +236,8 @@ def test_the_inspector_reads_in_each_theme(lab, page, theme, request):
             f"{theme}: the breaker board runs {overrun:.0f} px past its pane "
             f"(toward or over the inspector): {fits}"
         )
+        # and is read whole at 1280 px: no column hides behind a sideways scroll
+        assert fits["scroll"] <= 1, f"{theme}: the breaker board scrolls sideways: {fits}"
     low = faint(measured)
     shot = SHOTS / f"live_view_{theme.split()[-1].lower()}.png"
     shoot(page, demo, shot)

@@ -13,9 +13,13 @@ import pytest
 
 import loopnb
 from loopnb import Engine, FakeClock, LoopError, ScriptedModel, ToolCall, ToolError, tool
+from loopnb._palette import ACCENT, IDLE, INK, ON_ACCENT, PALE, PALETTE
+from loopnb.notebook._compare_html import rows_html
 from loopnb.notebook._compare_view import CompareView
+from loopnb.notebook._layout import CODE_FONT, FALLBACK
 from loopnb.record import Recorder, RecordingError
 from tests.notebook.test_escaping_sinks import HOSTILE, VISIBLE, assert_inert
+from tests.notebook.test_theme import AA, THEMES, Texts
 
 TYPO = ToolCall("read_file", {"path": "src/mian.rs"})
 RIGHT = ToolCall("read_file", {"path": "src/main.rs"})
@@ -192,3 +196,38 @@ def test_hostile_text_is_inert_everywhere_and_the_page_redacts(tmp_path: Path) -
     page = assert_inert(page_text, "page")
     assert SECRET not in page_text and "[REDACTED]" in page.shown
     assert HOSTILE.split(" ")[0] in page.shown  # the hostile text is there, to read
+
+
+def _panes_html(c: loopnb.Comparison) -> list[str]:
+    view = CompareView(c)
+    out = [view.header.value, view.totals.value, view.flows.value]
+    for row in range(1, len(c.turns) + 1):
+        view.select(row)
+        out += [view.caption.value, *(i.value for i in view.inspectors)]
+    out.append(rows_html(c, c.turns))
+    return out
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_every_pane_reads_in_every_theme_and_takes_the_palette(
+    retried: loopnb.Comparison, theme: str
+) -> None:
+    frame_only = loopnb.compare(record([TYPO, RIGHT, "done"], "a").turns, record([RIGHT, "done"], "b"))
+    panes = _panes_html(retried) + _panes_html(frame_only)
+    values = THEMES[theme]
+    worst = []
+    for page in ("layout-color0", "layout-color1"):
+        for markup in panes:
+            walk = Texts(values, values.get(page, FALLBACK[page]))
+            walk.feed(markup)
+            walk.close()
+            assert len(walk.stack) == 1, "unbalanced markup"
+            worst += [(ratio, text) for text, ratio in walk.texts]
+    assert len(worst) > 200
+    assert min(worst)[0] >= AA, sorted(worst)[:5]
+    allowed = {c.lower() for c in (*PALETTE.values(), *PALE.values(), INK, ACCENT, ON_ACCENT, IDLE)}
+    for markup in panes:
+        for colour in re.findall(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b", re.sub(r"var\([^)]*\)", "", markup)):
+            assert colour.lower() in allowed, colour
+        for tag in re.findall(r"<(?:pre|code)\b[^>]*>", markup):
+            assert f"font-family:{CODE_FONT}" in tag, tag

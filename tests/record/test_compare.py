@@ -312,3 +312,32 @@ def test_align_is_linear_for_long_runs_that_drift() -> None:
     pairs = align(a, b)
     assert pairs[2] == (None, 2) and pairs[3] == (2, 3) and len(pairs) == 10001
     assert all(HOWS)
+
+
+def test_a_sweeps_runs_compare_by_run_id_without_dask(tmp_path: Any) -> None:
+    """A sweep's folder written batch by batch (what each Dask task does), read as a ``Sweep``."""
+    import json
+
+    from loopnb._sweep import Sweep, SweepConfig
+    from loopnb._sweep._batch import run_batch
+    from loopnb._sweep._plan import PLAN_FILE, plan
+
+    configs = [
+        SweepConfig("default", scenario="stubborn_loop"),
+        SweepConfig("tight", scenario="stubborn_loop", loop_detector={"warn_after": 1, "stop_after": 2}),
+    ]
+    chosen = plan(None, seeds=2, configs=configs, batch=2)
+    (tmp_path / PLAN_FILE).write_text(json.dumps(chosen.to_json()), encoding="utf-8")
+    for batch in chosen.batches(str(tmp_path)):
+        run_batch(batch)
+    sweep = Sweep(tmp_path)
+    with pytest.raises(ValueError, match=r"holds 4 runs \('default-0', 'default-1', 'tight-0', 'tight-1'\)"):
+        loopnb.compare(sweep, sweep)
+    c = loopnb.compare(sweep, sweep, runs=("default-0", "tight-0"), labels=("default", "tight"))
+    assert (c.first_divergence, c.divergence.how) == (2, "producer")  # type: ignore[union-attr]
+    assert c.totals["turns"].tolist() == [6, 3] and c.totals["with_events"].all()
+    turns = sweep.turns
+    one = loopnb.compare(turns[turns.run_id == "default-0"], turns[turns.run_id == "tight-0"])
+    assert one.first_divergence == 2 and not one.totals["with_events"].any()
+    with pytest.raises(ValueError, match=r"holds 2 runs \('default-0', 'default-1'\); pick one with runs="):
+        loopnb.compare(turns[turns.config == "default"], turns[turns.config == "tight"])

@@ -1,0 +1,249 @@
+"""``loopnb compare A B``: two recorded runs side by side in a terminal.
+
+The totals of each run in two columns (a figure the runs differ on marked ``≠``), the first
+divergence in words, then the aligned turns around it: each side's turn, channel, producer and
+calls, cut to the width. Channel words take their palette colour on a terminal (``_terminal``);
+piped, or with ``NO_COLOR``, the same words in plain text.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loopnb import _terminal as terminal
+from loopnb._palette import GLYPH
+from loopnb.record._audit_text import cell_text, duration
+from loopnb.record._errors import RecordingError
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from loopnb.record._compare import Comparison
+
+_FIGURES = (
+    ("turns", "turns"),
+    ("ok", "ok turns"),
+    ("soft", "soft turns"),
+    ("hard", "hard turns"),
+    ("soft_streaks", "soft streaks"),
+    ("recovered", "recovered on its own"),
+    ("retried_calls", "calls retried"),
+    ("retries", "retries in all"),
+    ("max_retries", "most retries on one call"),
+    ("exhausted", "calls past the ceiling"),
+    ("breaker_trips", "breaker trips"),
+    ("input_tokens", "tokens in"),
+    ("output_tokens", "tokens out"),
+    ("latency_ms", "latency (turns' sum)"),
+    ("ended", "ended"),
+)
+
+
+def _text(s: str = "", style: str = "") -> Text:
+    from rich.text import Text
+
+    return Text(s, style=style)
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: max(n - 1, 0)] + "…"
+
+
+def _value(column: str, value: Any) -> str:
+    return duration(value) if column == "latency_ms" else cell_text(column, value)
+
+
+def compare_lines(c: Comparison, *, width: int = 100, context: int = 3) -> list[Text]:
+    """The comparison as the command prints it, line by line."""
+    la, lb = c.labels
+    lines = [_text("Totals", "bold")]
+    t = c.totals.astype(object).to_dict("records")
+    values = [[_value(col, row[col]) for row in t] for col, _ in _FIGURES]
+    label_w = max(len(w) for _, w in _FIGURES)
+    col_w = max(len(la), len(lb), *(len(v) for pair in values for v in pair))
+    lines.append(_text(f"  {'':<{label_w}}  {la:>{col_w}}  {lb:>{col_w}}"))
+    for (column, words), (va, vb) in zip(_FIGURES, values, strict=True):
+        line = _text(f"  {words:<{label_w}}")
+        for v in (va, vb):
+            line.append("  ")
+            line.append_text(_styled(v, col_w) if column == "ended" else _text(f"{v:>{col_w}}"))
+        if va != vb:
+            line.append("  ≠")
+        lines.append(line)
+    if not all(row["with_events"] for row in t):
+        lines.append(_text("  (a side without events is counted turn by turn, as audit does)"))
+    lines += [_text(""), *_divergence(c, width), _text("")]
+    lines += _rows(c, width, context)
+    return lines
+
+
+def _styled(value: str, w: int) -> Text:
+    channel = "ok" if value == "ok" else "hard" if value not in ("-", "") else ""
+    return terminal.channel(f"{value:>{w}}", channel)
+
+
+def _divergence(c: Comparison, width: int) -> list[Text]:
+    import textwrap
+
+    d = c.divergence
+    if d is None:
+        return [_text("The two runs agree on every turn and end alike.", "bold")]
+    said = " ".join(d.text().split())  # one line: a multi-line error text is read in the rows
+    wrapped = textwrap.wrap(said, max(width - 18, 20)) or [""]
+    first = _text("First divergence: ", "bold")
+    first.append(wrapped[0])
+    return [first, *(_text(" " * 18 + w) for w in wrapped[1:])]
+
+
+def _rows(c: Comparison, width: int, context: int) -> list[Text]:
+    rows = c.around(context)
+    n = len(c.turns)
+    if not len(rows):
+        return [_text("No turns on either side.")]
+    numbers = [int(x) for x in rows["row"].tolist()]
+    first, last = numbers[0], numbers[-1]
+    la, lb = c.labels
+    lines = [_text(f"Aligned turns, rows {first}-{last} of {n}", "bold")]
+    side_w = max((width - 2 - 4 - 12 - 4) // 2, 16)
+    head = f"  {'row':>4}  {'how':<10}  {_cut(la, side_w):<{side_w}}  {_cut(lb, side_w)}".rstrip()
+    lines.append(_text(head))
+    for r in rows.astype(object).to_dict("records"):
+        how = r["how"] if isinstance(r["how"], str) else ""
+        line = _text(f"  {r['row']:>4}  {how:<10}  ")
+        line.append_text(_side(r, "a", side_w))
+        line.append("  ")
+        line.append_text(_side(r, "b", side_w, pad=False))
+        lines.append(line)
+    if last < n:
+        lines.append(_text(f"  ... {terminal.plural(n - last, 'more row')}: Comparison.turns has them all"))
+    return lines
+
+
+def _side(r: dict[Any, Any], s: str, w: int, *, pad: bool = True) -> Text:
+    turn = r[f"turn_{s}"]
+    if not isinstance(turn, int):
+        return _text(f"{'-':<{w}}" if pad else "-")
+    channel = str(r[f"channel_{s}"])
+    producer = r[f"producer_{s}"]
+    call, reply = r[f"call_{s}"], r[f"reply_text_{s}"]
+    if not isinstance(call, str):
+        call = f"reply: {' '.join(reply.split())}" if isinstance(reply, str) else "(no call)"
+    tail = f" {producer}" if isinstance(producer, str) else ""
+    said = f"t{turn} {GLYPH.get(channel, '?')} {channel}"
+    rest = _cut(f"{tail} {call}", max(w - len(said), 0))
+    out = terminal.channel(said, channel)
+    out.append(f"{rest:<{w - len(said)}}" if pad else rest)
+    return out
+
+
+def _side_source(path: str) -> Any:
+    """A recording's path read, or a sweep's folder opened."""
+    from loopnb._sweep._plan import PLAN_FILE
+    from loopnb.record._recording import load
+
+    if (Path(path) / PLAN_FILE).is_file():
+        from loopnb._sweep import Sweep
+
+        return Sweep(path)
+    return load(path)
+
+
+def compare_command(
+    a: str,
+    b: str,
+    *,
+    runs: Sequence[str] = (),
+    labels: tuple[str, str] = ("a", "b"),
+    context: int = 3,
+    html: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    width: int | None = None,
+) -> int:
+    """Print the comparison of the recordings ``a`` and ``b`` (files, or a sweep's folder).
+
+    ``runs``: none, one run id for both sides, or one per side. Returns 0 when the two runs were
+    compared (whether or not they differ); 1 when a recording could not be read (damaged, a
+    newer format version, Parquet without pyarrow) or the page could not be written; 2 for bad
+    input (no such file, a file that is not a recording, a side with several runs and no
+    ``--run`` naming one, a run id it does not hold).
+    """
+    import shutil
+
+    from loopnb.record._compare import compare
+    from loopnb.record._files import holds_recording
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if len(runs) > 2:
+        print("loopnb compare: --run at most twice: the run of A, then the run of B", file=err)
+        return 2
+    picked = (runs[0], runs[-1]) if runs else (None, None)
+    sides = []
+    for path in (a, b):
+        try:
+            sides.append(_side_source(path))
+        except ImportError as exc:
+            print(f"loopnb compare: error: {RecordingError(str(exc), path=path)}", file=err)
+            return 1
+        except RecordingError as exc:
+            p = Path(path)
+            stranger = not p.is_file() or not _holds(holds_recording, p)
+            print(f"loopnb compare: error: {exc}", file=err)
+            return 2 if stranger else 1
+        except ValueError as exc:  # a sweep's folder that cannot be opened
+            print(f"loopnb compare: error: {path}: {exc}", file=err)
+            return 1
+    for name, path, source, run in zip("AB", (a, b), sides, picked, strict=True):
+        ids = _run_ids(source)
+        if run is None and len(ids) > 1:
+            listed = ", ".join(ids[:12]) + (", ..." if len(ids) > 12 else "")
+            print(
+                f"loopnb compare: {name} ({path}) holds {len(ids)} runs ({listed}); pick one with --run RUN "
+                "(once for both sides, or twice: the run of A, then the run of B)",
+                file=err,
+            )
+            return 2
+        if run is not None and run not in ids:
+            print(
+                f"loopnb compare: {name} ({path}) has no run {run!r}; its runs are {', '.join(ids)}", file=err
+            )
+            return 2
+    try:
+        c = compare(sides[0], sides[1], labels=labels, runs=picked)
+    except ValueError as exc:
+        print(f"loopnb compare: {str(exc).removeprefix('compare(): ')}", file=err)
+        return 2
+    con = terminal.console(out)
+    terminal.write(con, f"loopnb compare: {labels[0]} = {a} (run {c.sides[0].run_id}), "
+                   f"{labels[1]} = {b} (run {c.sides[1].run_id})")  # fmt: skip
+    terminal.write(con, "")
+    shown = width or shutil.get_terminal_size((100, 24)).columns
+    for line in compare_lines(c, width=shown, context=context):
+        terminal.write(con, line)
+    if html is not None:
+        try:
+            written = c.to_html(html)
+        except (RecordingError, OSError) as exc:
+            print(f"loopnb compare: error: {exc}", file=err)
+            return 1
+        terminal.write(con, f"wrote the comparison page to {written}")
+    return 0
+
+
+def _run_ids(source: Any) -> list[str]:
+    """The runs a recording (or a sweep) holds, in order."""
+    ids = getattr(source, "run_ids", None)
+    if isinstance(ids, list):
+        return [str(i) for i in ids]
+    return list(dict.fromkeys(source.turns["run_id"].dropna().astype(str).tolist()))
+
+
+def _holds(check: Any, path: Path) -> bool:
+    try:
+        return bool(check(path))
+    except RecordingError:
+        return True  # it cannot even be read: whether it is one is unknown, say it could not be read
