@@ -41,6 +41,7 @@ from loopnb.foreign._transcript import RunWriter, TurnWriter, status
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
+    from loopnb.engine._events import Event
     from loopnb.record._recording import Recording
 
 NAME = history.NAME
@@ -91,16 +92,22 @@ _SUCCESS = _STATUS["success"]
 
 def read(path: Path) -> Recording:
     """The runs of a pydantic-ai history saved as JSON (``result.all_messages_json()``)."""
+    from loopnb.record._frames import collector_paused
+
     try:
-        messages = json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    try:
+        with collector_paused():  # the parsed history holds no cycles: see collector_paused
+            messages = json.loads(data)
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"not a pydantic-ai history: invalid JSON ({exc.msg}, column {exc.colno})",
             path=path,
             line=exc.lineno,
         ) from exc
-    except OSError as exc:
-        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    del data
     return _recording(messages, path=path, base=path.stem, version=None, error=None, consume=True)
 
 
@@ -154,8 +161,19 @@ def _recording(
     """The recording of ``messages``: one ``RunWriter`` per run, each step written as it comes;
     ``error`` and ``deferred`` say how the history's last run ended; ``consume`` when the list
     is the reader's own (parsed here), to be emptied as it is read."""
+    from loopnb.record._frames import collector_paused
     from loopnb.record._recording import Recording
 
+    with collector_paused():  # messages, steps and events hold no cycles: see collector_paused
+        events = _events(messages, path, base, error, deferred, consume)
+    meta = {"source": {"format": NAME, "version": version}}
+    return Recording.from_events(events, meta=meta, path=path)
+
+
+def _events(
+    messages: Any, path: Path | None, base: str, error: BaseException | None, deferred: bool, consume: bool
+) -> list[Event]:
+    """The events of ``messages``, run after run (see ``_recording``)."""
     owners, found = history.runs(messages, path, base)
     final = next(reversed(found)) if found else None
     writers: dict[str, _Writer] = {}
@@ -165,9 +183,7 @@ def _recording(
             writer = writers[run.run_id] = _Writer(run)
         ends = run.run_id == final
         writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
-    events = [event for rid in found for event in writers[rid].run.events]
-    meta = {"source": {"format": NAME, "version": version}}
-    return Recording.from_events(events, meta=meta, path=path)
+    return [event for rid in found for event in writers[rid].run.events]
 
 
 def _said(part: dict[str, Any]) -> str:
@@ -245,7 +261,7 @@ class _Writer:
                 text.feedback_text if part.get("part_kind") == "retry-feedback" else text.legacy_retry_text
             )
             turn.feedback(render(part), "completion_rejected", at=at)
-        return status(NAME, worst)
+        return None if worst is None else _STATUS.get(worst) or status(NAME, worst)
 
     def _last(
         self, turn: TurnWriter, step: history.Step, error: BaseException | None, deferred: bool

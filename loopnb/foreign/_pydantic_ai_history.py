@@ -110,8 +110,9 @@ def runs(messages: Any, path: Path | None, base: str) -> tuple[list[str], dict[s
                 run.system = msg["instructions"]
             system = run.system or system
         elif kind == "response":
-            if msg.get("model_name"):
-                run.models[str(msg["model_name"])] = None
+            model = msg.get("model_name")
+            if model:
+                run.models[str(model)] = None
         else:
             raise fail(path, i, None, f'"kind" is {kind!r}, expected "request" or "response"')
     return owners, found
