@@ -26,12 +26,14 @@ has it, which settles the cases the history cannot (a usage limit, a failed mode
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._errors import SoftProducer
+from loopnb.engine._events import Event, RunStarted
 from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
@@ -41,7 +43,6 @@ from loopnb.foreign._transcript import RunWriter, TurnWriter, status
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
-    from loopnb.engine._events import Event
     from loopnb.record._recording import Recording
 
 NAME = history.NAME
@@ -173,17 +174,20 @@ def _recording(
 def _events(
     messages: Any, path: Path | None, base: str, error: BaseException | None, deferred: bool, consume: bool
 ) -> list[Event]:
-    """The events of ``messages``, run after run (see ``_recording``)."""
-    owners, found = history.runs(messages, path, base)
-    final = next(reversed(found)) if found else None
+    """The events of ``messages``, run after run (see ``_recording``), in one pass."""
+    owners = history.owners(messages, path, base)
+    found: dict[str, history.Run] = {}
     writers: dict[str, _Writer] = {}
+    final: str | None = None  # the history's last run: the one ``error`` and ``deferred`` are about
     for run, step, last in history.steps(messages, owners, found, path, consume=consume):
         writer = writers.get(run.run_id)
         if writer is None:
             writer = writers[run.run_id] = _Writer(run)
-        ends = run.run_id == final
+        if last and final is None:
+            final = next(reversed(found))
+        ends = last and run.run_id == final
         writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
-    return [event for rid in found for event in writers[rid].run.events]
+    return [event for rid in found for event in writers[rid].events()]
 
 
 def _said(part: dict[str, Any]) -> str:
@@ -218,6 +222,23 @@ class _Writer:
         )
         self.spent: dict[str, tuple[int, int]] = {}
         """Each tool's last retry counter: (attempt, max_retries)."""
+
+    def events(self) -> list[Event]:
+        """The run's events, its start saying what the whole history said of the run (its
+        prompts, models and tools: the writer began before the later messages were read)."""
+        run, started = self.source, self.run.events[0]
+        if isinstance(started, RunStarted):
+            tools = tuple(run.tools)
+            self.run.events[0] = dataclasses.replace(
+                started,
+                task=run.task,
+                system=run.system,
+                models=tuple(run.models),
+                tools=tools,
+                advertised=tools,
+                settings=dict(run.settings),
+            )
+        return self.run.events
 
     def step(
         self, step: history.Step | None, *, last: bool, error: BaseException | None, deferred: bool
@@ -368,9 +389,7 @@ def _result(
 def _usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
-    return Usage(
-        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
-    )
+    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
 
 
 def _final_result(step: history.Step) -> bool:
