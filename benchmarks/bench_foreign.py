@@ -13,11 +13,10 @@ form of an Inspect log, for its ``.eval``), and for a LangGraph database, which 
 ``SELECT`` of every row with ``msgpack`` decoding of each thread's latest checkpoint (and
 LangGraph's own ``SqliteSaver.get_tuple``, when it is installed). ``read`` is the reader alone
 (``loopnb.load(path)``, or the format's ``read(path)`` that it calls: a ``Recording``);
-``+ turns`` builds the turns frame too. Each time is a
-median of ``--repeats`` rounds (the openai-agents script takes three); the pydantic-ai script
-times CPU seconds of this process, the others wall time, so on a busy machine theirs move more.
-Target (issue 17):
-reading a 10,000-turn pydantic-ai history at most 3x ``json.loads`` of the same file.
+``+ turns`` builds the turns frame too. Each time is a median of ``--repeats`` rounds (the
+openai-agents script takes three); the pydantic-ai script times CPU seconds of this process, the
+others wall time, so on a busy machine theirs move more. Target (issue 17): reading a
+10,000-turn pydantic-ai history at most 3x ``json.loads`` of the same file.
 """
 
 from __future__ import annotations
