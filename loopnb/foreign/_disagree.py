@@ -15,16 +15,19 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import pandas as pd
 
-Mark = Literal["ok", "error", "retry", "missing", "crash", "ended"]
+Mark = Literal["ok", "error", "retry", "missing", "crash", "unknown", "ended"]
 """What a source's status means: ``ok`` shown as a success (or left unset); ``error`` marked
 failed the same way a run-ending failure is; ``retry`` marked as an error the model was given
 back (the source tells soft from hard); ``missing`` no record of the call at all; ``crash`` a
-tool's unexpected exception that ended the run; ``ended`` the run ended (any other cause)."""
+tool's unexpected exception that ended the run; ``unknown`` a call of a tool the agent does not
+have that ended the run; ``ended`` the run ended (any other cause)."""
 
 REASONS: dict[str, str] = {
     "soft_shown_as_success": "the model read an error, the source marked the call as ok or left it unset",
     "soft_shown_as_hard": "a soft error, marked the same way as a failure that ends the run",
     "panic_ended_run": "a tool's unexpected exception ended the run, where the table makes it soft",
+    "unknown_tool_ended_run": "a call of a tool the agent does not have ended the run, where the table "
+    "makes it soft (not_advertised: the model reads that the tool is not available)",
     "missing_tool_record": "the model made this call, the source kept no record of it",
     "error_text_names_nothing": "the text the model read names neither what failed nor an alternative",
 }
@@ -96,8 +99,10 @@ def disagreements(turns: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         if soft and mark is not None and names_nothing(text):
             rows.append({**base, "reason": "error_text_names_nothing", "detail": text})
     hard = turns[(turns["channel"] == "hard") & turns["source_status"].notna()]
+    ended = {"crash": "panic_ended_run", "unknown": "unknown_tool_ended_run"}
     for row in hard.itertuples(index=False):
-        if mark_of(str(row.source_status)) == "crash":
+        reason = ended.get(str(mark_of(str(row.source_status))))
+        if reason is not None:
             rows.append(
                 {
                     "run_id": row.run_id,
@@ -106,7 +111,7 @@ def disagreements(turns: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
                     "tool": row.tools,
                     "source_status": row.source_status,
                     "channel": "hard",
-                    "reason": "panic_ended_run",
+                    "reason": reason,
                     "detail": row.error_text,
                 }
             )

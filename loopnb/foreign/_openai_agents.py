@@ -65,7 +65,7 @@ MARKS: dict[str, Mark] = {
     "error": "error",
     "missing": "missing",
     "crashed": "crash",
-    "tool_not_found": "ended",
+    "tool_not_found": "unknown",
     "max_turns": "ended",
     "guardrail": "ended",
     "model_error": "ended",
@@ -74,7 +74,8 @@ MARKS: dict[str, Mark] = {
 }
 """Every status written: per call ``ok`` / ``error`` (the span's ``error``) / ``missing`` (no
 span); per turn ``ok`` / ``error`` (the turn span's), and on the hard turn what ended the run
-(``unanswered``: the trace ends on calls no span answers)."""
+(``tool_not_found``: the default ``ModelBehaviorError`` on an unknown tool, which the table makes
+soft; ``unanswered``: the trace ends on calls no span answers)."""
 
 _TIMEOUT = re.compile(r"Tool '.*' timed out after [0-9.]+ seconds\.", re.DOTALL)
 _BAD_ARGUMENTS = "Invalid JSON input for tool"

@@ -26,12 +26,14 @@ has it, which settles the cases the history cannot (a usage limit, a failed mode
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._errors import SoftProducer
+from loopnb.engine._events import Event, RunStarted
 from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
@@ -91,16 +93,22 @@ _SUCCESS = _STATUS["success"]
 
 def read(path: Path) -> Recording:
     """The runs of a pydantic-ai history saved as JSON (``result.all_messages_json()``)."""
+    from loopnb.record._frames import collector_paused
+
     try:
-        messages = json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    try:
+        with collector_paused():  # the parsed history holds no cycles: see collector_paused
+            messages = json.loads(data)
     except json.JSONDecodeError as exc:
         raise RecordingError(
             f"not a pydantic-ai history: invalid JSON ({exc.msg}, column {exc.colno})",
             path=path,
             line=exc.lineno,
         ) from exc
-    except OSError as exc:
-        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    del data
     return _recording(messages, path=path, base=path.stem, version=None, error=None, consume=True)
 
 
@@ -154,20 +162,32 @@ def _recording(
     """The recording of ``messages``: one ``RunWriter`` per run, each step written as it comes;
     ``error`` and ``deferred`` say how the history's last run ended; ``consume`` when the list
     is the reader's own (parsed here), to be emptied as it is read."""
+    from loopnb.record._frames import collector_paused
     from loopnb.record._recording import Recording
 
-    owners, found = history.runs(messages, path, base)
-    final = next(reversed(found)) if found else None
+    with collector_paused():  # messages, steps and events hold no cycles: see collector_paused
+        events = _events(messages, path, base, error, deferred, consume)
+    meta = {"source": {"format": NAME, "version": version}}
+    return Recording.from_events(events, meta=meta, path=path)
+
+
+def _events(
+    messages: Any, path: Path | None, base: str, error: BaseException | None, deferred: bool, consume: bool
+) -> list[Event]:
+    """The events of ``messages``, run after run (see ``_recording``), in one pass."""
+    owners = history.owners(messages, path, base)
+    found: dict[str, history.Run] = {}
     writers: dict[str, _Writer] = {}
+    final: str | None = None  # the history's last run: the one ``error`` and ``deferred`` are about
     for run, step, last in history.steps(messages, owners, found, path, consume=consume):
         writer = writers.get(run.run_id)
         if writer is None:
             writer = writers[run.run_id] = _Writer(run)
-        ends = run.run_id == final
+        if last and final is None:
+            final = next(reversed(found))
+        ends = last and run.run_id == final
         writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
-    events = [event for rid in found for event in writers[rid].run.events]
-    meta = {"source": {"format": NAME, "version": version}}
-    return Recording.from_events(events, meta=meta, path=path)
+    return [event for rid in found for event in writers[rid].events()]
 
 
 def _said(part: dict[str, Any]) -> str:
@@ -202,6 +222,23 @@ class _Writer:
         )
         self.spent: dict[str, tuple[int, int]] = {}
         """Each tool's last retry counter: (attempt, max_retries)."""
+
+    def events(self) -> list[Event]:
+        """The run's events, its start saying what the whole history said of the run (its
+        prompts, models and tools: the writer began before the later messages were read)."""
+        run, started = self.source, self.run.events[0]
+        if isinstance(started, RunStarted):
+            tools = tuple(run.tools)
+            self.run.events[0] = dataclasses.replace(
+                started,
+                task=run.task,
+                system=run.system,
+                models=tuple(run.models),
+                tools=tools,
+                advertised=tools,
+                settings=dict(run.settings),
+            )
+        return self.run.events
 
     def step(
         self, step: history.Step | None, *, last: bool, error: BaseException | None, deferred: bool
@@ -245,7 +282,7 @@ class _Writer:
                 text.feedback_text if part.get("part_kind") == "retry-feedback" else text.legacy_retry_text
             )
             turn.feedback(render(part), "completion_rejected", at=at)
-        return status(NAME, worst)
+        return None if worst is None else _STATUS.get(worst) or status(NAME, worst)
 
     def _last(
         self, turn: TurnWriter, step: history.Step, error: BaseException | None, deferred: bool
@@ -352,9 +389,7 @@ def _result(
 def _usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
-    return Usage(
-        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
-    )
+    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
 
 
 def _final_result(step: history.Step) -> bool:

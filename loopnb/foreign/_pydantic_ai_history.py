@@ -4,11 +4,9 @@ Each message names the agent run it came from (``run_id``); a step is one respon
 returns that answered its tool calls, found by call id in the requests after it (in the same run,
 or in a later one: a deferred or interrupted call is answered by the run that resumed it).
 
-``runs`` reads what each run is (its prompts, models and tools) in a first pass that also checks
-the history's shape (a response's parts are checked as ``steps`` reads them); ``steps`` then
-hands over each step as soon as the next response of its run shows it complete, so that no step
-outlives its turn (a long history's steps would otherwise all stay alive, and the garbage
-collector would go through them again and again).
+One pass: ``steps`` checks each message's shape, notes what it says of its run (prompts, models,
+tools) and hands over each step as soon as the next response of its run shows it complete, so
+that no step outlives its turn (a long history's steps would otherwise all stay alive).
 """
 
 from __future__ import annotations
@@ -86,52 +84,11 @@ def epoch(value: Any, path: Path | None, message: int, part: int | None = None) 
         raise fail(path, message, part, f"timestamp {value!r} is not an ISO 8601 time") from exc
 
 
-def runs(messages: Any, path: Path | None, base: str) -> tuple[list[str], dict[str, Run]]:
-    """Each message's run, and the runs in order of first appearance: their prompts, models and
-    tools (those a call was answered for, unless pydantic-ai refused the name). Checks the shape."""
+def owners(messages: Any, path: Path | None, base: str) -> list[str]:
+    """The run each message belongs to (checking that ``messages`` is a list)."""
     if not isinstance(messages, list):
         raise fail(path, None, None, f"expected a JSON list of messages, got {type(messages).__name__}")
-    owners = _owners(messages, base)
-    found: dict[str, Run] = {}
-    system: str | None = None
-    for i, (msg, rid) in enumerate(zip(messages, owners, strict=True), 1):
-        parts = msg.get("parts") if isinstance(msg, dict) else None
-        if not isinstance(parts, list):
-            raise fail(path, i, None, 'expected an object with "kind" and a "parts" list')
-        run = found.get(rid)
-        if run is None:
-            run = found[rid] = Run(rid, system=system, at=epoch(msg.get("timestamp"), path, i))
-            if msg.get("conversation_id"):
-                run.settings["conversation_id"] = msg["conversation_id"]
-        kind = msg.get("kind")
-        if kind == "request":
-            _scan_request(run, parts, path, i)
-            if run.system is None and isinstance(msg.get("instructions"), str):
-                run.system = msg["instructions"]
-            system = run.system or system
-        elif kind == "response":
-            if msg.get("model_name"):
-                run.models[str(msg["model_name"])] = None
-        else:
-            raise fail(path, i, None, f'"kind" is {kind!r}, expected "request" or "response"')
-    return owners, found
-
-
-def _scan_request(run: Run, parts: list[Any], path: Path | None, i: int) -> None:
-    """Note a request's prompts, and the tools whose calls it answers (the first pass)."""
-    for j, part in enumerate(parts, 1):
-        if not isinstance(part, dict):
-            raise fail(path, i, j, 'expected an object with a "part_kind"')
-        kind = part.get("part_kind")
-        if kind == "tool-return" or _answers_a_call(kind, part):
-            retry = part.get("retry")
-            name = part.get("tool_name")
-            if name and (not isinstance(retry, dict) or retry.get("cause") not in NOT_OFFERED):
-                run.tools[str(name)] = None
-        elif kind == "system-prompt" and run.system is None:
-            run.system = part.get("content")
-        elif kind == "user-prompt" and not run.task:
-            run.task = _prompt(part.get("content"))
+    return _owners(messages, base)
 
 
 def steps(
@@ -144,18 +101,39 @@ def steps(
 ) -> Iterator[tuple[Run, Step | None, bool]]:
     """Each run's steps as ``(run, step, last)``: a step as the next response of its run shows
     it complete, then every run's last step (``None`` for a run that never got a response).
-    ``consume`` lets go of each message as it is read (``messages`` is the reader's own), so that
-    what is written replaces what was parsed instead of piling up beside it."""
+
+    ``found`` fills with the runs in order of first appearance, each with what its messages said
+    so far (prompts, models, tools: complete once the last steps come). Each message's shape is
+    checked as it is read. ``consume`` lets go of each message as it is read (``messages`` is the
+    reader's own), so that what is written replaces what was parsed instead of piling up beside it.
+    """
     pending: dict[str, Step] = {}
     open_: dict[str, Step] = {}
+    system: str | None = None
     for i, (msg, rid) in enumerate(zip(messages, owners, strict=True), 1):
         if consume:
             messages[i - 1] = None
-        run = found[rid]
+        parts = msg.get("parts") if isinstance(msg, dict) else None
+        if not isinstance(parts, list):
+            raise fail(path, i, None, 'expected an object with "kind" and a "parts" list')
         at = epoch(msg.get("timestamp"), path, i)
-        if msg["kind"] == "request":
-            _request(run, msg, at, pending, open_.get(rid), path, i)
+        run = found.get(rid)
+        if run is None:
+            run = found[rid] = Run(rid, system=system, at=at)
+            if msg.get("conversation_id"):
+                run.settings["conversation_id"] = msg["conversation_id"]
+        kind = msg.get("kind")
+        if kind == "request":
+            _request(run, parts, at, pending, open_.get(rid), path, i)
+            if run.system is None and isinstance(msg.get("instructions"), str):
+                run.system = msg["instructions"]
+            system = run.system or system
             continue
+        if kind != "response":
+            raise fail(path, i, None, f'"kind" is {kind!r}, expected "request" or "response"')
+        model = msg.get("model_name")
+        if model:
+            run.models[str(model)] = None
         done = open_.get(rid)
         if done is not None:
             yield run, done, False
@@ -189,24 +167,36 @@ def _owners(messages: list[Any], base: str) -> list[str]:
 
 def _request(
     run: Run,
-    msg: dict[str, Any],
+    parts: list[Any],
     at: float | None,
     pending: dict[str, Step],
     last: Step | None,
     path: Path | None,
     i: int,
 ) -> None:
-    for j, part in enumerate(msg["parts"], 1):
+    """Match a request's returns to the calls they answer, and note its prompts and the tools
+    whose calls it answers (unless pydantic-ai refused the name)."""
+    for j, part in enumerate(parts, 1):
+        if not isinstance(part, dict):
+            raise fail(path, i, j, 'expected an object with a "part_kind"')
         kind = part.get("part_kind")
         if kind == "tool-return" or _answers_a_call(kind, part):
             call_id = str(part.get("tool_call_id"))
             step = pending.pop(call_id, None)
             if step is not None:
                 step.returns[call_id] = (part, run.run_id, epoch(part.get("timestamp"), path, i, j))
+            retry = part.get("retry")
+            name = part.get("tool_name")
+            if name and (not isinstance(retry, dict) or retry.get("cause") not in NOT_OFFERED):
+                run.tools[str(name)] = None
         elif kind in ("retry-feedback", "retry-prompt") and last is not None:
             if last.feedback is None:
                 last.feedback = []
             last.feedback.append((part, epoch(part.get("timestamp"), path, i, j)))
+        elif kind == "system-prompt" and run.system is None:
+            run.system = part.get("content")
+        elif kind == "user-prompt" and not run.task:
+            run.task = _prompt(part.get("content"))
     run.asked_at = at
     run.ends_asking = True
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from loopnb._palette import ACCENT, IDLE, INK, PALE, PALETTE
 from loopnb.engine._events import Event
@@ -234,6 +235,49 @@ def _contents(states: list[tuple[str, ViewState]]) -> str:
     return f'<ol class="runs">{items}</ol>'
 
 
+def _disagreements(runs: dict[str, list[Event]]) -> str:
+    """The section "where the source disagrees" for runs another framework made (an event with a
+    ``source_status``): ``audit(rec).disagreements()`` as a table, each turn linked to its row in
+    the run's section; ``""`` for loopnb's own runs."""
+    if not any(getattr(e, "source_status", None) for events in runs.values() for e in events):
+        return ""
+    from loopnb.foreign._disagree import REASONS, disagreements
+    from loopnb.record._frames import event_table, turn_table
+
+    every = [e for events in runs.values() for e in events]
+    rows = disagreements(turn_table(every), event_table(every)).astype(object).to_dict("records")
+    head = '<section class="loopnb-disagreements"><h2>where the source disagrees</h2>'
+    if not rows:
+        return f"{head}<p>nowhere: the source marks every call as the channel table does</p></section>"
+    anchors = {rid: f"loopnb-r{i}" for i, rid in enumerate(runs)}
+
+    def cell(value: object, limit: int) -> str:
+        return esc(value, limit) if isinstance(value, str) else ""
+
+    def turn(r: dict[Any, Any]) -> str:
+        anchor = anchors.get(str(r["run_id"]))
+        return f'<a href="#{anchor}-t{r["turn"]}">{r["turn"]}</a>' if anchor else str(r["turn"])
+
+    body = "".join(
+        f'<tr class="loopnb-disagreement" data-reason="{esc(r["reason"])}">'
+        f'<td><code>{cell(r["run_id"], NAME_LIMIT)}</code></td><td class="n">{turn(r)}</td>'
+        f"<td><code>{cell(r['tool'], 80)}</code></td><td><code>{cell(r['source_status'], 80)}</code></td>"
+        f"<td>{_word(str(r['channel']))}</td><td><code>{esc(r['reason'])}</code></td>"
+        f'<td class="wide"><pre>{cell(r["detail"], 2000)}</pre></td></tr>'
+        for r in rows
+    )
+    found = {r["reason"] for r in rows}
+    reasons = "".join(f"<li><code>{esc(k)}</code>: {esc(v)}</li>" for k, v in REASONS.items() if k in found)
+    return (
+        f"{head}<p>Calls and turns the framework that made the run (the <i>source</i>) marks "
+        "otherwise than the channel table, so that its own record misleads about what the model "
+        f'read:</p><ul class="runs">{reasons}</ul>'
+        '<table class="loopnb-turns"><thead><tr><th>run</th><th>turn</th><th>tool</th><th>source</th>'
+        "<th>channel</th><th>reason</th><th>detail</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )
+
+
 def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
     """The report as one HTML string (every run, or only ``run_id``), secrets redacted."""
     runs = runs_of(exported_events(source))
@@ -245,6 +289,7 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
     sections = [_section(i, rid, state) for i, (rid, state) in enumerate(states)]
     if not sections:
         sections.append("<p>this recording holds no runs</p>")
+    sections.insert(0, _disagreements(runs))
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'

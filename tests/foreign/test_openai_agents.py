@@ -109,6 +109,7 @@ DISAGREEMENTS = [
     ("recovers", 3, "serch", "missing", "missing_tool_record"),
     ("recovers", 3, "read_file", "error", "error_text_names_nothing"),
     ("recovers", 4, "wait_for", "ok", "soft_shown_as_success"),
+    ("unknown-tool", 1, "list_releases", "tool_not_found", "unknown_tool_ended_run"),
     ("crash", 2, "deploy", "crashed", "panic_ended_run"),
     ("max-turns", 1, "fetch", "error", "soft_shown_as_hard"),
     ("max-turns", 2, "fetch", "error", "soft_shown_as_hard"),
@@ -169,6 +170,9 @@ def test_the_disagreements_row_by_row(path):
     assert got == [(*row[:3], S + row[3], row[4]) for row in DISAGREEMENTS]
     crash = rows[rows["reason"] == "panic_ended_run"].iloc[0]
     assert crash["channel"] == "hard" and pd.isna(crash["call_id"])
+    unknown = rows[rows["reason"] == "unknown_tool_ended_run"].iloc[0]  # the table makes it soft
+    assert unknown["channel"] == "hard"
+    assert unknown["detail"] == "Tool list_releases not found in agent reader"
     assert set(rows["detail"]) >= {FIXED, TIMED_OUT, "no record of serch()"}
 
 

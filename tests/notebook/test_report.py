@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+import loopnb
 from loopnb import scenarios
 from loopnb._palette import PALETTE
+from loopnb.engine import ToolCall
+from loopnb.foreign import REASONS
+from loopnb.foreign._transcript import RunWriter
 from loopnb.notebook import ViewModel, report_html, to_html
 from loopnb.notebook._markup import esc
 from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
 from loopnb.notebook._viewmodel import runs_of
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder, Recording, load
 from loopnb.record._flowchart import EDGES
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
@@ -257,3 +262,66 @@ def test_a_full_disk_leaves_the_old_report_and_no_empty_file(tmp_path, monkeypat
     monkeypatch.undo()
     assert old.read_text(encoding="utf-8") == "the old report"
     assert [p.name for p in tmp_path.iterdir()] == ["old.html"]
+
+
+# -- where a foreign run's source disagrees with the channel table --------------------------------
+
+FOREIGN = Path(__file__).resolve().parents[1] / "golden" / "foreign"
+
+
+def _disagreement_rows(html: str) -> list[tuple[str, str, str, str]]:
+    """Each row of the section: (reason, turn link, tool, source status)."""
+    section = re.search(r'<section class="loopnb-disagreements">(.*?)</section>', html, flags=re.S)
+    assert section is not None, "no disagreements section"
+    return re.findall(
+        r'<tr class="loopnb-disagreement" data-reason="([a-z_]+)"><td><code>[^<]*</code></td>'
+        r'<td class="n"><a href="#([^"]+)">\d+</a></td><td><code>([^<]*)</code></td><td><code>([^<]*)</code>',
+        section.group(1),
+    )
+
+
+def test_a_foreign_run_shows_where_its_source_disagrees():
+    rec = load(FOREIGN / "otlp" / "pydantic_ai.otlp.json")
+    html = report_html(rec)
+    rows = _disagreement_rows(html)
+    expected = loopnb.audit(rec).disagreements()
+    assert [r[0] for r in rows] == expected["reason"].tolist()
+    assert [r[2] for r in rows] == expected["tool"].tolist()
+    assert [r[3] for r in rows] == expected["source_status"].tolist()
+    assert rows[0] == ("soft_shown_as_hard", "loopnb-r0-t1", "read_file", "otlp:ERROR")
+    for _reason, anchor, _tool, _status in rows:  # each turn links to its row in the run's section
+        assert f'id="{anchor}"' in html
+    assert html.index("where the source disagrees") < html.index('<section class="loopnb-run"')
+    for reason in set(expected["reason"]):
+        assert f"<code>{reason}</code>: {esc(REASONS[reason])}</li>" in html
+    assert_offline(html)
+
+
+def test_a_foreign_run_its_source_marks_as_the_table_does_says_so():
+    html = report_html(load(FOREIGN / "pydantic-ai" / "recovered.json"))
+    assert "where the source disagrees" in html and "nowhere: the source marks every call" in html
+    assert 'class="loopnb-disagreement"' not in html
+
+
+def test_a_loopnb_run_has_no_disagreements_section():
+    html = report_html(recorded(S.typo(), S.exhausted()))
+    assert "loopnb-disagreements" not in html and "where the source disagrees" not in html
+
+
+def test_the_disagreements_section_escapes_untrusted_text():
+    run = RunWriter("r1", task="read", models=("m",), tools=("read_file",))
+    t = run.turn()
+    t.reply(calls=[ToolCall(S.PAYLOAD, {}, id="a")], model="m")
+    t.result(
+        "a", f"upstream said: {S.PAYLOAD}", name=S.PAYLOAD, producer="tool_error", source_status="otlp:OK"
+    )
+    t.finish(source_status="otlp:UNSET")
+    rec = Recording.from_events(run.finish("done"), meta={"source": {"format": "otlp", "version": "1"}})
+    html = report_html(rec)
+    section = html[
+        html.index('<section class="loopnb-disagreements">') : html.index('<section class="loopnb-run"')
+    ]
+    assert 'data-reason="soft_shown_as_success"' in section
+    assert S.PAYLOAD not in html and "<img src=x" not in html
+    assert f"upstream said: {esc(S.PAYLOAD)}" in section and f"<code>{esc(S.PAYLOAD, 80)}</code>" in section
+    assert_offline(html)

@@ -216,3 +216,61 @@ def test_07_imports_the_public_names_from_the_public_modules():
         if name in PUBLIC and module not in {"loopnb", "loopnb.engine.models"}
     ]
     assert not wrong, wrong
+
+
+def shown(cell) -> str:
+    """What a cell printed, and the text of the value it showed."""
+    texts = [o.get("text", "") for o in cell.outputs if o.output_type == "stream"]
+    texts += [o.data.get("text/plain", "") for o in cell.outputs if o.output_type == "execute_result"]
+    return "".join(texts)
+
+
+REASON = re.compile(r"\b(soft_shown_as_success|soft_shown_as_hard|panic_ended_run|unknown_tool_ended_run"
+                    r"|missing_tool_record|error_text_names_nothing)\b")  # fmt: skip
+
+
+def test_08_shows_each_sources_disagreements_and_its_exercises_hold(session):
+    s = session("08_auditing_other_frameworks.ipynb")
+    s.run_all()
+    assert not s.errors()
+
+    def out(marker: str) -> str:
+        return shown(s.nb.cells[cell_index(s.nb, marker)])
+
+    history = out("history = from_pydantic_ai(")
+    for said in ("retried/model_retry", "retried/unknown_tool", "retried/validation_error", "unreturned"):
+        assert f"pydantic-ai:{said}" in history, history
+    assert REASON.findall(out("audit(history).disagreements().drop")) == ["panic_ended_run"]
+    spans = out("exporter = InMemorySpanExporter()")
+    assert spans.count("execute_tool read_file   ERROR") == 2 and "serch" not in spans, spans
+    assert REASON.findall(out("trace = from_otel(spans)")) == [
+        "soft_shown_as_hard", "missing_tool_record", "soft_shown_as_hard", "panic_ended_run"
+    ]  # fmt: skip
+    evaluated = out("[log] = inspect_eval(")
+    assert evaluated == "the eval's status: success; the sample's error: KeyError('notes.txt')\n", evaluated
+    assert "inspect:failed" in out("inspected = load(log.location)")
+    assert REASON.findall(out("everywhere = audit(turns, events)")) == ["panic_ended_run"] * 2
+
+    inspect_eval = cell_index(s.nb, "[log] = inspect_eval(")
+
+    def again() -> None:  # every cell but the Inspect eval, whose log stays where it was written
+        for i, cell in enumerate(s.nb.cells):
+            if cell.cell_type == "code" and i != inspect_eval:
+                s.run_cell(i)
+        assert not s.errors()
+
+    crash = '        return f"deleted {path}; backup at {BACKUPS[path]}"'
+    fixed = (
+        "        if path not in BACKUPS:\n"
+        '            raise ModelRetry(f"{path} has no backup; ask the user first")\n' + crash
+    )
+    s.edit("def notes_agent", crash, fixed)  # the first exercise: the crash becomes a soft error
+    again()
+    assert "the run raised None" in out("error = None")
+    assert REASON.findall(out("audit(history).disagreements().drop")) == []
+    assert REASON.findall(out("trace = from_otel(spans)")).count("soft_shown_as_hard") == 3
+    assert REASON.findall(out("everywhere = audit(turns, events)")) == ["panic_ended_run"]  # the log's
+    s.edit("def notes_agent", "retries=3", "retries=1")  # the second: read_file runs out of retries
+    again()
+    assert "UnexpectedModelBehavior" in out("error = None")
+    assert "tool_recovery_exhausted" in out("history = from_pydantic_ai(")
