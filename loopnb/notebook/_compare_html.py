@@ -3,9 +3,10 @@
 Each pane is drawn from a public frame or view: the timelines from each side's turns (folded
 from its events by ``ViewModel``, as the live view folds them, or read from the turns frame of a
 side that has no events), the inspectors from those turns (``inspector_html``) or from the
-aligned frame ``Comparison.turns``, the totals from ``Comparison.totals`` and the flows from
-``Comparison.flows()``. Every text from a run goes through ``esc``; in a page that leaves the
-process it goes through the default redactor first (``redact``).
+aligned frame ``Comparison.turns``, the totals from ``Comparison.totals``, the flows from
+``Comparison.flows()`` and a what-if's findings from its ``WhatIf.text()``. Every text from a
+run goes through ``esc``; in a page that leaves the process it goes through the default
+redactor first (``redact``).
 """
 
 from __future__ import annotations
@@ -157,6 +158,20 @@ def divergence_html(c: Comparison, redact: Redact = _SAME) -> str:
         )
     box = f'<div class="loopnb-compare-head" style="{_BOX};margin:8px 0">'
     return f"{box}<div>{head}</div><div>{said}</div></div>"
+
+
+def what_if_html(c: Comparison, redact: Redact = _SAME) -> str:
+    """A what-if's findings in words (``WhatIf.text()``) under the headline, when ``c`` came from
+    ``what_if``; empty for a ``compare`` of two runs."""
+    from loopnb.record._whatif_report import WhatIf
+
+    found = getattr(c, "what_if", None)
+    if not isinstance(found, WhatIf):
+        return ""
+    return (
+        f'<div class="loopnb-what-if" style="{_BOX};margin:8px 0">'
+        f'<pre style="{_PRE}">{esc(redact(found.text()), 4000)}</pre></div>'
+    )
 
 
 def _cell(value: Any) -> str:

@@ -20,6 +20,7 @@ from loopnb.notebook._compare_html import (
     side_views,
     timeline_html,
     totals_html,
+    what_if_html,
 )
 from loopnb.notebook._layout import CODE_FONT, DARK, LIGHT, LINE, PAGE, TEXT, UI_FONT
 from loopnb.notebook._markup import esc
@@ -68,7 +69,7 @@ def _panes(
     )
     said = f"the selected row: {row_caption(c, row)}" if row else ""
     return (
-        f"{divergence_html(c, redact)}{totals_html(c)}{timelines}"
+        f"{divergence_html(c, redact)}{what_if_html(c, redact)}{totals_html(c)}{timelines}"
         f'<div style="margin:6px 0">{said}</div>'
         f'<div class="loopnb-inspectors" style="display:flex;flex-wrap:wrap;gap:12px 2%">{inspectors}</div>'
         f"<h3>aligned turns</h3>{rows_html(c, rows, redact, anchors=anchors)}{flows_html(c)}"

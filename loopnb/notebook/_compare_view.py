@@ -1,9 +1,10 @@
 """A ``Comparison`` in a notebook: ``CompareView``, one ipywidgets box.
 
-The widget shows the headline (where the runs first diverge), the totals side by side, both
-timelines one above the other with the divergence marked, one slider over the aligned rows, the
-two inspectors side by side for the selected row, and the two decision flows' counts with their
-differences. Its ``mimebundle`` carries a script-free ``text/html`` picture of the same panes
+The widget shows the headline (where the runs first diverge), a what-if's findings in words
+(when the comparison came from ``what_if``), the totals side by side, both timelines one above
+the other with the divergence marked, one slider over the aligned rows, the two inspectors side
+by side for the selected row, and the two decision flows' counts with their differences. Its
+``mimebundle`` carries a script-free ``text/html`` picture of the same panes
 (``loopnb.notebook._compare_page``) for GitHub and nbviewer. The panes are
 ``loopnb.notebook._compare_html``'s.
 """
@@ -23,6 +24,7 @@ from loopnb.notebook._compare_html import (
     side_views,
     timeline_html,
     totals_html,
+    what_if_html,
 )
 from loopnb.notebook._compare_page import comparison_html, row_caption
 from loopnb.notebook._pacing import Page
@@ -45,6 +47,7 @@ class CompareView:
         d = c.divergence
         self.row = d.row if d is not None and d.row is not None else min(n, 1)
         self.header = widgets.HTML(divergence_html(c))
+        self.what_if = widgets.HTML(what_if_html(c))
         self.totals = widgets.HTML(totals_html(c))
         self.timelines = (widgets.HTML(), widgets.HTML())
         self.pages = (Page(on_select=self._picker(0)), Page(on_select=self._picker(1)))
@@ -61,6 +64,7 @@ class CompareView:
             [
                 style,
                 self.header,
+                *([self.what_if] if self.what_if.value else []),
                 self.totals,
                 *(_clickable(t, p) for t, p in zip(self.timelines, self.pages, strict=True)),
                 widgets.HBox([self.slider, self.caption]),
@@ -112,9 +116,9 @@ class CompareView:
 
     def close(self) -> None:
         """Close every widget of the view."""
-        for child in (self.header, self.totals, *self.timelines, *self.pages, self.slider, self.caption):
+        for child in (self.header, self.what_if, self.totals, *self.timelines, *self.pages, self.slider):
             child.close()
-        for child in (*self.inspectors, self.flows):
+        for child in (self.caption, *self.inspectors, self.flows):
             child.close()
         self.widget.close()
 

@@ -20,7 +20,6 @@ loop's time).
 from __future__ import annotations
 
 import contextlib
-import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +97,7 @@ LABELS = ("recorded", "what if")
 
 class Replayed(Comparison):
     """The comparison ``what_if`` returns: the recorded run against its replay, and ``what_if``,
-    the what-if's findings."""
+    the what-if's findings (which its widget, picture and page show under the headline)."""
 
     def __init__(self, base: Comparison, what_if: WhatIf) -> None:
         super().__init__(base.sides, base.turns, base.totals, base.divergence)
@@ -107,11 +106,6 @@ class Replayed(Comparison):
 
     def __repr__(self) -> str:
         return f"{super().__repr__()}; {self.what_if!r}"
-
-    def _repr_html_(self) -> str:
-        """The comparison's picture, the what-if's findings in words above it (escaped)."""
-        findings = html.escape(self.what_if.text())
-        return f'<pre class="loopnb-what-if">{findings}</pre>' + super()._repr_html_()
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 import loopnb
-from loopnb import Engine, FakeClock, LoopError, ScriptedModel, ToolCall, ToolError, tool
+from loopnb import Engine, FakeClock, LoopError, ScriptedModel, ToolCall, ToolError, scenarios, tool
 from loopnb._palette import ACCENT, IDLE, INK, ON_ACCENT, PALE, PALETTE
 from loopnb.notebook._compare_html import rows_html
 from loopnb.notebook._compare_view import CompareView
 from loopnb.notebook._layout import CODE_FONT, FALLBACK
 from loopnb.record import Recorder, RecordingError
-from tests.notebook.test_escaping_sinks import HOSTILE, VISIBLE, assert_inert
+from tests.notebook.test_escaping_sinks import HOSTILE, PIECES, VISIBLE, assert_inert
 from tests.notebook.test_theme import AA, THEMES, Texts
 
 TYPO = ToolCall("read_file", {"path": "src/mian.rs"})
@@ -231,3 +231,80 @@ def test_every_pane_reads_in_every_theme_and_takes_the_palette(
             assert colour.lower() in allowed, colour
         for tag in re.findall(r"<(?:pre|code)\b[^>]*>", markup):
             assert f"font-family:{CODE_FONT}" in tag, tag
+
+
+# -- a what-if's findings -------------------------------------------------------------------------
+
+TIGHT = loopnb.LoopDetector(warn_after=2, stop_after=2)
+
+
+def stubborn_run() -> Recorder:
+    """The stubborn loop under the default detector: 3 tool errors, 2 refusals, hard on turn 6."""
+    rec = Recorder(redact=None)
+    scenarios.get("stubborn_loop").run(observers=[rec], clock=FakeClock())
+    return rec
+
+
+def _what_if_panes(markup: str) -> list[str]:
+    return re.findall(r'<div class="loopnb-what-if"[^>]*><pre[^>]*>(.*?)</pre></div>', markup, re.S)
+
+
+def test_a_what_if_shows_its_findings_once_in_the_widget_the_picture_and_the_page(tmp_path: Path) -> None:
+    c = loopnb.what_if(stubborn_run(), loop_detector=TIGHT)
+    findings = c.what_if.text()
+    assert "turn 3: soft (tool_error) -> hard (loop_detected)" in findings and "saves 3 turns" in findings
+    view = CompareView(c)
+    children = list(view.widget.children)
+    assert children.index(view.what_if) == children.index(view.header) + 1  # under the headline
+    assert [html.unescape(p) for p in _what_if_panes(view.what_if.value)] == [findings]
+    bundle = c._repr_mimebundle_()
+    assert [html.unescape(p) for p in _what_if_panes(bundle["text/html"])] == [findings]  # once
+    assert bundle["text/html"] == c._repr_html_()
+    page = c.to_html(tmp_path / "what-if.html").read_text(encoding="utf-8")
+    assert [html.unescape(p) for p in _what_if_panes(page)] == [findings]
+    assert page.index('class="loopnb-what-if"') < page.index('class="loopnb-totals"')
+    view.close()
+
+
+def test_a_comparison_of_two_runs_has_no_what_if_pane(tmp_path: Path) -> None:
+    tight = Recorder(redact=None)
+    scenarios.get("stubborn_loop").run(observers=[tight], clock=FakeClock(), loop_detector=TIGHT)
+    c = loopnb.compare(stubborn_run(), tight)
+    assert c.first_divergence == 3  # the same runs as the what-if's, so only its findings are missing
+    view = CompareView(c)
+    assert view.what_if.value == "" and view.what_if not in view.widget.children
+    assert "loopnb-what-if" not in c._repr_html_()
+    assert "loopnb-what-if" not in c.to_html(tmp_path / "compare.html").read_text(encoding="utf-8")
+    unchanged = loopnb.what_if(stubborn_run())  # a what-if that changes nothing still says so
+    assert "the run goes as recorded" in html.unescape(CompareView(unchanged).what_if.value)
+
+
+def test_the_what_if_findings_are_escaped_everywhere_and_redacted_in_the_page(tmp_path: Path) -> None:
+    answer = f"{HOSTILE} key={SECRET}"
+    c = loopnb.what_if(stubborn_run(), tools={"read_file": answer})
+    assert c.what_if.turn == 1 and answer in c.what_if.read_now
+    view = CompareView(c)
+    seen = " ".join(PIECES[:5])  # the one-line read is cut at 160 characters
+    for where, markup in {"widget": view.what_if.value, "picture": c._repr_html_()}.items():
+        page = assert_inert(markup, where)
+        assert f"read now:  read_file -> ok: {seen}" in page.shown, where  # as text, every piece
+        assert SECRET in page.shown, where  # in memory the findings are what the model read
+    text = c.to_html(tmp_path / "c.html").read_text(encoding="utf-8")
+    page = assert_inert(text, "page")
+    (pane,) = _what_if_panes(text)
+    assert SECRET not in text and "[REDACTED]" in html.unescape(pane)
+    assert "read now:  read_file -&gt; ok:" in pane
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_the_what_if_pane_reads_in_every_theme(theme: str) -> None:
+    markup = CompareView(loopnb.what_if(stubborn_run(), loop_detector=None)).what_if.value
+    values = THEMES[theme]
+    for background in ("layout-color0", "layout-color1"):
+        walk = Texts(values, values.get(background, FALLBACK[background]))
+        walk.feed(markup)
+        walk.close()
+        assert len(walk.stack) == 1, "unbalanced markup"
+        assert walk.texts and min(ratio for _, ratio in walk.texts) >= AA, walk.texts
+    for tag in re.findall(r"<(?:pre|code)\b[^>]*>", markup):
+        assert f"font-family:{CODE_FONT}" in tag, tag
