@@ -274,3 +274,37 @@ def test_08_shows_each_sources_disagreements_and_its_exercises_hold(session):
     again()
     assert "UnexpectedModelBehavior" in out("error = None")
     assert "tool_recovery_exhausted" in out("history = from_pydantic_ai(")
+
+
+def test_10_the_try_it_edits_move_the_divergence_and_a_new_text_needs_a_new_run(session):
+    s = session("10_what_if.ipynb")
+    s.run_all()
+    assert not s.errors()
+    tighter = cell_index(s.nb, "TIGHTER = LoopDetector(")
+    assert "at turn 3: saves 18 turns" in printed(s.nb.cells[tighter])
+    # the first exercise: warn at once, stop later; then the same cell projected to the end
+    s.edit("TIGHTER = LoopDetector(", "warn_after=2, stop_after=2", "warn_after=1, stop_after=3")
+    for i in range(tighter, len(s.nb.cells)):
+        s.run_cell(i)
+    assert not s.errors()
+    out = printed(s.nb.cells[tighter])
+    assert "turn 2: soft (tool_error) -> soft (loop_refusal)" in out and "the replay stops there" in out, out
+    s.edit("TIGHTER = LoopDetector(", "loop_detector=TIGHTER)", "loop_detector=TIGHTER, to_end=True)")
+    out = s.run_cell(tighter)
+    assert not s.errors()
+    assert "projected past it" in out and "ends hard (loop_detected) at turn 4: saves 17 turns" in out, out
+    # the second: another error text stops the replay at once; a new run answers the question
+    better = '"config.yaml does not exist; the files are README.md and src/main.rs"'
+    out = s.run(f'print(what_if(recorded_run, error_text={{"read_file": {better}}}).what_if.text())')
+    assert "turn 1: soft (tool_error) both, but the text the model reads differs" in out, out
+    assert "the replay stops there" in out, out
+    out = s.run(
+        "rerun = Recorder()\n"
+        f"tools = [make_read_file(lambda path: {better})]\n"
+        "engine = stubborn.engine(clock=FakeClock(), observers=[rerun], loop_detector=None, max_turns=20,"
+        " tools=tools)\n"
+        "try:\n    engine.run(stubborn.task)\nexcept LoopError:\n    pass\n"
+        "c = compare(recorded_run, rerun)\n"
+        "print(c.first_divergence, c.divergence.how, acted_differently(c))"
+    )
+    assert out == "1 error_text None\n", out  # this model ignores even a helpful text
