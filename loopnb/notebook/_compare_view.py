@@ -53,9 +53,9 @@ class CompareView:
         self.pages = (Page(on_select=self._picker(0)), Page(on_select=self._picker(1)))
         self.slider = widgets.IntSlider(
             value=self.row, min=min(n, 1), max=n, description="row", disabled=n == 0,
-            continuous_update=True, layout=widgets.Layout(width="60%"),
+            continuous_update=True, layout=widgets.Layout(width="45%", min_width="260px"),
         )  # fmt: skip
-        self.caption = widgets.HTML()
+        self.caption = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))  # on one line beside it
         half = widgets.Layout(width="49%")
         self.inspectors = (widgets.HTML(layout=half), widgets.HTML(layout=half))
         self.flows = widgets.HTML(flows_html(c))
