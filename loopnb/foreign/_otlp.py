@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,8 +69,14 @@ WITHHELD = "(not recorded: the trace kept no content for this result)"
 ``include_content=False``): not an empty error, which would name nothing."""
 
 
+Messages = tuple[list[g.Message] | None, list[g.Message] | None]
+"""A model request's input and output messages, as ``g.messages`` reads them."""
+
+
 @dataclass(slots=True)
-class _Run:
+class Run:
+    """One run's spans: its agent span (if any), its model requests and its tool spans, in order."""
+
     run_id: str
     agent: Span | None
     chats: list[Span]
@@ -91,8 +97,8 @@ def from_otel(spans: Iterable[Any]) -> Recording:
 
 def _recording(decoded: Decoded, path: Path | None) -> Recording:
     events: list[Event] = []
-    for run in _runs(decoded.spans):
-        events.extend(_write(run))
+    for run in split_runs(decoded.spans):
+        events.extend(write_run(run))
     scopes = Counter(s.scope for s in decoded.spans if s.scope)
     source = {
         "format": NAME,
@@ -106,12 +112,12 @@ def _key(span: Span) -> tuple[float, float]:
     return (span.start or 0.0, span.end or 0.0)
 
 
-def _runs(spans: list[Span]) -> list[_Run]:
+def split_runs(spans: list[Span]) -> list[Run]:
     """The runs in ``spans``: one per agent span, else one per trace that made model requests."""
     traces: dict[str, list[Span]] = {}
     for span in spans:
         traces.setdefault(span.trace_id, []).append(span)
-    runs: list[tuple[tuple[float, float], _Run]] = []
+    runs: list[tuple[tuple[float, float], Run]] = []
     for trace_id, members in traces.items():
         by_id = {s.span_id: s for s in members}
         roles = {s.span_id: g.role_of(s) for s in members}
@@ -126,7 +132,7 @@ def _runs(spans: list[Span]) -> list[_Run]:
             chats = sorted((s for s in group if _top(s, "chat", by_id, roles, owner)), key=_key)
             tools = sorted((s for s in group if _top(s, "tool", by_id, roles, owner)), key=_key)
             first = agent or min(group, key=_key)
-            runs.append((_key(first), _Run(run_id, agent, chats, tools)))
+            runs.append((_key(first), Run(run_id, agent, chats, tools)))
     runs.sort(key=lambda r: r[0])
     return [run for _, run in runs]
 
@@ -237,13 +243,16 @@ def _ms(span: Span) -> float:
     return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
 
 
-def _start(run: _Run) -> float:
+def _start(run: Run) -> float:
     first = run.agent or (run.chats[0] if run.chats else None)
     return (first.start if first is not None else None) or 0.0
 
 
-def _write(run: _Run) -> list[Event]:
-    parsed = [g.messages(c) for c in run.chats]
+def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]:
+    """The run's loopnb events, turn by turn (a turn's results from the next request's inputs);
+    ``parsed``: each request's ``g.messages``, when the caller has read them already."""
+    if parsed is None:
+        parsed = [g.messages(c) for c in run.chats]
     first_in = parsed[0][0] if parsed else None
     offered: list[str] = []
     outputs: set[str] = set()
@@ -311,7 +320,7 @@ def _responses(inputs: list[g.Message] | None) -> dict[str, Any] | None:
     return {p.id: p.content for m in inputs for p in m.parts if p.kind == "tool_call_response"}
 
 
-def _ends_here(run: _Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
+def _ends_here(run: Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
     """Whether the run ended on its last turn: its agent span failed, or (with no agent span)
     a tool failed with nothing after it, or calls were made that no request read."""
     if run.agent is not None:
@@ -388,7 +397,7 @@ def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
     return _HARD_BY_ERROR.get(kind, "source_error")
 
 
-def _end_hard(writer: RunWriter, run: _Run, last_tools: list[g.ToolSpan]) -> None:
+def _end_hard(writer: RunWriter, run: Run, last_tools: list[g.ToolSpan]) -> None:
     """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
     agent = run.agent
     last_chat = run.chats[-1] if run.chats else None
