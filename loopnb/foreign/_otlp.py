@@ -113,7 +113,12 @@ def _key(span: Span) -> tuple[float, float]:
 
 
 def split_runs(spans: list[Span]) -> list[Run]:
-    """The runs in ``spans``: one per agent span, else one per trace that made model requests."""
+    """The runs in ``spans``: one per agent span, else one per trace that made model requests.
+
+    A run's id is its trace's for the trace's first agent run (or its agent-less one, when it
+    has no agent span), ``<trace>-<agent span>`` for every other agent run, and
+    ``<trace>-trace`` for model requests outside any agent span beside agent runs: an id that
+    what comes later in the trace does not change, so that a run read live keeps it."""
     traces: dict[str, list[Span]] = {}
     for span in spans:
         traces.setdefault(span.trace_id, []).append(span)
@@ -126,9 +131,11 @@ def split_runs(spans: list[Span]) -> list[Run]:
             groups.setdefault(_owner(span, by_id, roles), []).append(span)
         if None in groups and not any(roles[s.span_id] == "chat" for s in groups[None]):
             del groups[None]
+        agents = [s for s in members if roles[s.span_id] == "agent"]
+        lead = min(agents, key=lambda s: (s.start or 0.0, s.span_id)).span_id if agents else None
         for owner, group in groups.items():
             agent = None if owner is None else by_id[owner]
-            run_id = trace_id if len(groups) == 1 or owner is None else f"{trace_id}-{owner}"
+            run_id = trace_id if owner == lead else f"{trace_id}-{owner or 'trace'}"
             chats = sorted((s for s in group if _top(s, "chat", by_id, roles, owner)), key=_key)
             tools = sorted((s for s in group if _top(s, "tool", by_id, roles, owner)), key=_key)
             first = agent or min(group, key=_key)

@@ -12,10 +12,12 @@ ends with its root span (or when watching stops). Until then a run's events are 
 as spans end, and only the prefix before its last turn is emitted: the prefix of what the whole
 trace gives, so no turn is emitted twice or differently from ``loopnb.from_otel(spans)``.
 
-Two things the whole trace may still change are kept as they were first emitted: the
-``RunStarted`` (written with the models, tools and system prompt of the requests seen by then),
-and a run's id (the reader names a run ``<trace>-<agent span>`` when its trace holds several;
-a run already shown keeps the id it was shown with, and a later one never reuses an id).
+What the whole trace may still change is kept as it was first emitted: the ``RunStarted``,
+written with the models, tools and system prompt of the requests seen by then (a later request
+that offers more adds nothing), and, in a trace where model requests outside any agent span come
+before an agent run, that agent run's id (the first one emitted keeps the trace's id; no id is
+used twice). Runs of one trace (an agent called from another's tool) are emitted as each turn
+is final, so their events interleave in the recorder where the reader lists run after run.
 """
 
 from __future__ import annotations
