@@ -8,6 +8,9 @@ the ``LiveSpans`` under test; what ``LiveSpans`` emitted is compared with
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -330,3 +333,61 @@ def test_an_observer_that_raises_is_detached_and_the_others_go_on():
     with pytest.warns(loopnb.LoopnbWarning, match="observer bug; it was detached"):
         run_both(provider)
     assert len(live.errors) == 1 and seen.count("run_finished") == 2 and len(live.turns) == 5
+
+
+GLOBAL = """
+import json
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+import loopnb
+
+view = loopnb.watch(display=False)  # no global provider yet: one is made and set
+made = trace.get_tracer_provider()
+again = loopnb.watch(display=False)  # now the global one is an SDK provider: it is used
+script = iter([ModelResponse(parts=[ToolCallPart("lookup", {"key": "a"}, tool_call_id="k1")]),
+               ModelResponse(parts=[TextPart("a is 1")])])
+agent = Agent(FunctionModel(lambda messages, info: next(script)))
+
+@agent.tool_plain
+def lookup(key: str) -> str:
+    return "1"
+
+Agent.instrument_all()  # pydantic-ai's default: the global tracer provider
+agent.run_sync("what is a?")
+print(json.dumps({
+    "sdk": isinstance(made, TracerProvider),
+    "same": view.provider is made and again.provider is made,
+    "turns": [list(v.turns["channel"]) for v in (view, again)],
+}))
+"""
+
+NOT_SDK = """
+from opentelemetry import trace
+import loopnb
+
+trace.set_tracer_provider(trace.NoOpTracerProvider())
+try:
+    loopnb.watch(display=False)
+except TypeError as exc:
+    print(exc)
+"""
+
+
+def _python(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_watch_without_a_provider_makes_the_global_one_and_then_uses_it():
+    found = json.loads(_python(GLOBAL))
+    assert found == {"sdk": True, "same": True, "turns": [["ok", "ok"], ["ok", "ok"]]}
+
+
+def test_watch_says_why_a_global_provider_that_is_not_the_sdks_cannot_be_watched():
+    said = _python(NOT_SDK)
+    assert "the global tracer provider is a NoOpTracerProvider, not an SDK TracerProvider" in said
+    assert "loopnb.watch(provider)" in said
