@@ -13,6 +13,14 @@ is soft, kept as ``otlp:UNSET`` (``soft_shown_as_success``); a call the model ma
 span at all (pydantic-ai's unknown tool) is ``otlp:missing``. The run is hard when its agent
 span is ``ERROR``: ``otlp:ERROR:execute_tool`` when the exception came out of a tool span
 (``crash``), else ``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
+
+Spans loopnb's own ``loopnb.otel.Exporter`` wrote say more, and are read for it: a
+``loopnb.soft_error`` event is an error given back to the model (``otlp:soft``, mark ``retry``)
+with its producer and the text the model read, on a tool span or, for a final answer the run
+turned down, on the ``chat`` span; ``loopnb.producer`` on the run's span names the hard ending;
+``loopnb.turn`` places a tool span in its turn (a simulated clock gives them all one time); a
+request with ``error.type`` and no answer failed (a fallback chain's); a call dispatched again
+(a recovery retry) is one call, read as its last dispatch.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
@@ -39,6 +47,7 @@ MARKS: dict[str, Mark] = {
     "UNSET": "ok",
     "OK": "ok",
     "ERROR": "error",
+    "soft": "retry",
     "missing": "missing",
     "output": "ok",
     "ERROR:execute_tool": "crash",
@@ -47,7 +56,8 @@ MARKS: dict[str, Mark] = {
     "unanswered": "ended",
 }
 """Every ``source_status`` this reader writes (after ``"otlp:"``) and what it means: a span's
-status code (on a call, and on a turn for its model request's span); ``missing`` for a call
+status code (on a call, and on a turn for its model request's span); ``soft`` for a call whose
+span loopnb's own exporter marked as an error given back to the model; ``missing`` for a call
 with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded on the agent
 span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
 tool span that raised, the agent span, the model request), or ``unanswered`` for a trace that
@@ -63,6 +73,8 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "MaxTurnsExceeded": "loop_detected",
     "GraphRecursionError": "loop_detected",
 }
+_SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
+_HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
 WITHHELD = "(not recorded: the trace kept no content for this result)"
 """The text of a result the model read but the trace did not keep (pydantic-ai's
@@ -214,14 +226,19 @@ def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall
             if found is not None:
                 loose.remove(found)
         pairs.append((call, found))
-    for t in loose:
-        call = ToolCall(t.name, _arguments(t.arguments), id=t.call_id or t.span.span_id)
-        pairs.append((call, t))
+    runs: dict[str, g.ToolSpan] = {}
+    for t in loose:  # a call run again (a retry) is one call, and its last run is what was read
+        runs[t.call_id or t.span.span_id] = t
+    for call_id, t in runs.items():
+        pairs.append((ToolCall(t.name, _arguments(t.arguments), id=call_id), t))
     return pairs
 
 
 def _soft(t: g.ToolSpan) -> SoftProducer:
     """The table's row for an error a tool span recorded."""
+    own = _own_soft(t.span)
+    if own is not None:
+        return own[0]
     a = t.span.attributes
     cause = a.get("pydantic_ai.tool.retry.cause")
     if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
@@ -235,11 +252,25 @@ def _soft(t: g.ToolSpan) -> SoftProducer:
     return "tool_error"
 
 
+def _own_soft(span: Span) -> tuple[SoftProducer, str] | None:
+    """The soft error loopnb's own exporter wrote on ``span`` (its producer is the table's row)."""
+    own = g.loopnb_soft(span)
+    if own is None or own[0] not in _SOFT:
+        return None
+    return cast(SoftProducer, own[0]), own[1]
+
+
+def _failed(chat: Span) -> bool:
+    """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
+    return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
+
+
 def _errored(t: g.ToolSpan) -> bool:
     """Whether a tool span recorded an error, whatever its status says."""
     a = t.span.attributes
     return (
         t.span.status == "ERROR"
+        or _own_soft(t.span) is not None
         or t.exception is not None
         or a.get("error.type") is not None
         or a.get("pydantic_ai.tool.retry.cause") is not None
@@ -285,18 +316,20 @@ def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]
     )
     starts = [c.start or 0.0 for c in run.chats]
     windows: list[list[g.ToolSpan]] = [[] for _ in run.chats]
+    numbered = {n: i for i, c in enumerate(run.chats) if (n := g.loopnb_turn(c)) is not None}
     for tool in run.tools:
-        i = bisect.bisect_right(starts, tool.start or 0.0) - 1
+        n = g.loopnb_turn(tool)  # loopnb's export numbers them: times may tie on a simulated clock
+        i = numbered[n] if n in numbered else bisect.bisect_right(starts, tool.start or 0.0) - 1
         if i >= 0:
             windows[i].append(g.tool_span(tool))
     n = len(run.chats)
     last_text: str | None = None
     for i, chat in enumerate(run.chats):
         later = i + 1 < n
-        if later and chat.status == "ERROR" and not parsed[i][1] and not windows[i]:
+        if later and _failed(chat) and not parsed[i][1] and not windows[i]:
             continue  # a failed model request the framework made again
         turn = writer.turn(at=chat.start)
-        if chat.status == "ERROR" and not parsed[i][1] and not later:
+        if _failed(chat) and not parsed[i][1] and not later:
             break  # the model request that ended the run: ended hard below
         last_text, calls = _reply(parsed[i][1], chat)
         pairs = _pair(calls, windows[i])
@@ -309,6 +342,9 @@ def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]
         responses = _responses(parsed[i + 1][0]) if later else None
         for call, t in pairs:
             _result(turn, call, t, responses, later, per_chat[i], outputs)
+        rejected = _own_soft(chat)  # loopnb's export: a final answer the run turned down
+        if rejected is not None:
+            turn.feedback(rejected[1], rejected[0], at=chat.end)
         turn.finish(source_status=status(NAME, chat.status))
     hard = writer.open_turn is not None or (agent is not None and agent.status == "ERROR")
     if not hard:
@@ -367,8 +403,11 @@ def _result(
         producer = _soft(t)
         counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
         attempt = counter if isinstance(counter, int) else 0
+    own = _own_soft(span)
     if read is not None:
         text = g.dumps(read)
+    elif own is not None:
+        text = own[1]
     elif t.result is not None:
         text = g.dumps(t.result)
     else:
@@ -380,7 +419,7 @@ def _result(
         text,
         name=call.name,
         producer=producer,
-        source_status=status(NAME, span.status),
+        source_status=status(NAME, "soft" if own is not None else span.status),
         attempt=attempt,
         executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
         at=span.end,
@@ -418,7 +457,8 @@ def _end_hard(writer: RunWriter, run: Run, last_tools: list[g.ToolSpan]) -> None
         )
         return
     kind, message = _error_text(source)
-    producer = _producer(kind, message)
+    own = g.loopnb_producer(source)
+    producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
     exc = g.exception(source)
     raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
     if raised and producer == "source_error":
