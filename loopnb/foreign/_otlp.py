@@ -73,7 +73,6 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "MaxTurnsExceeded": "loop_detected",
     "GraphRecursionError": "loop_detected",
 }
-_SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
 _HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
 WITHHELD = "(not recorded: the trace kept no content for this result)"
@@ -236,7 +235,7 @@ def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall
 
 def _soft(t: g.ToolSpan) -> SoftProducer:
     """The table's row for an error a tool span recorded."""
-    own = _own_soft(t.span)
+    own = g.loopnb_soft(t.span)
     if own is not None:
         return own[0]
     a = t.span.attributes
@@ -252,14 +251,6 @@ def _soft(t: g.ToolSpan) -> SoftProducer:
     return "tool_error"
 
 
-def _own_soft(span: Span) -> tuple[SoftProducer, str] | None:
-    """The soft error loopnb's own exporter wrote on ``span`` (its producer is the table's row)."""
-    own = g.loopnb_soft(span)
-    if own is None or own[0] not in _SOFT:
-        return None
-    return cast(SoftProducer, own[0]), own[1]
-
-
 def _failed(chat: Span) -> bool:
     """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
     return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
@@ -270,7 +261,7 @@ def _errored(t: g.ToolSpan) -> bool:
     a = t.span.attributes
     return (
         t.span.status == "ERROR"
-        or _own_soft(t.span) is not None
+        or g.loopnb_soft(t.span) is not None
         or t.exception is not None
         or a.get("error.type") is not None
         or a.get("pydantic_ai.tool.retry.cause") is not None
@@ -342,7 +333,7 @@ def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]
         responses = _responses(parsed[i + 1][0]) if later else None
         for call, t in pairs:
             _result(turn, call, t, responses, later, per_chat[i], outputs)
-        rejected = _own_soft(chat)  # loopnb's export: a final answer the run turned down
+        rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
         turn.finish(source_status=status(NAME, chat.status))
@@ -403,7 +394,7 @@ def _result(
         producer = _soft(t)
         counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
         attempt = counter if isinstance(counter, int) else 0
-    own = _own_soft(span)
+    own = g.loopnb_soft(span)
     if read is not None:
         text = g.dumps(read)
     elif own is not None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
+from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
 from loopnb.foreign._otlp_spans import Span
 from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
 
 Role = Literal["agent", "chat", "tool", "other"]
+_SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
 
 _OPERATIONS: dict[str, Role] = {
     "invoke_agent": "agent",
@@ -378,12 +380,13 @@ def loopnb_producer(span: Span) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def loopnb_soft(span: Span) -> tuple[str, str] | None:
+def loopnb_soft(span: Span) -> tuple[SoftProducer, str] | None:
     """The soft error loopnb's exporter recorded on a span: its producer and the text the model read."""
     for event in span.events:
         if event.name == SOFT_ERROR:
             producer = event.attributes.get(PRODUCER) or loopnb_producer(span)
-            return str(producer or ""), str(event.attributes.get(ERROR_TEXT) or "")
+            if producer in _SOFT:
+                return cast(SoftProducer, producer), str(event.attributes.get(ERROR_TEXT) or "")
     return None
 
 
