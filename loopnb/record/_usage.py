@@ -30,12 +30,14 @@ settings say ``clock: simulated``) adds its turns and tokens, not its simulated 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb.engine._events import Event, RunStarted
+from loopnb.engine._turns import Turn
+from loopnb.record._schema import TURNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -140,6 +142,16 @@ def turn_usage(
     answered = model is not None or input_tokens is not None or output_tokens is not None
     cost = price(model, input_tokens, output_tokens, started_at) if answered else Price()
     return TurnUsage(model, input_tokens, output_tokens, None if simulated else latency_ms, simulated, cost)
+
+
+_READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns if c.read is not None}
+_FIELDS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+
+
+def usage_of(t: Turn, *, simulated: bool) -> TurnUsage:
+    """One finished turn's usage, read as the turns frame's columns read it."""
+    model, input_tokens, output_tokens, latency_ms, started_at = (_READ[name](t) for name in _FIELDS)
+    return turn_usage(model, input_tokens, output_tokens, latency_ms, started_at, simulated=simulated)
 
 
 def _plus(total: Any, value: Any) -> Any:
