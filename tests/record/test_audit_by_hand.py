@@ -304,6 +304,29 @@ def test_models_leaves_simulated_time_out_of_its_latencies(tmp_path):
     assert with_fake.loc[0, "latency_ms_mean"] >= (20 + 40 + 60) / 5 and audit(frames).simulated == set()
 
 
+def test_usage_counts_tokens_and_wall_time_whether_or_not_prices_are_installed():
+    """Test doubles' names are no priced model: the cost is missing (with or without genai-prices,
+    which these lanes may lack), the tokens and the wall time are there; the FakeClock's are not."""
+    clock = FakeClock()
+    call = ToolCall("read_file", {"path": "src/main.rs"})
+    rec = Recorder()
+    Engine(
+        TimedModel("m2", [(20, call), (60, "done")], clock), tools=[read_file], observers=[rec], clock=clock
+    ).run("t", run_id="fake")
+    Engine(ScriptedModel([call, "done"], name="m2"), tools=[read_file], observers=[rec]).run(
+        "t", run_id="wall"
+    )
+    runs = audit(rec).usage()
+    assert table(runs, "run_id", "models", "turns", "input_tokens", "output_tokens", "clock") == [
+        ["fake", "m2", "2", "20", "10", "simulated"],
+        ["wall", "m2", "2", None, None, "wall"],
+    ]
+    wall = rec.turns.loc[rec.turns["run_id"] == "wall", "latency_ms"].sum()
+    assert pd.isna(runs.loc[0, "latency_ms"]) and runs.loc[1, "latency_ms"] == pytest.approx(wall)
+    assert runs["cost_usd"].isna().all() and runs["unpriced"].notna().all()
+    assert len(audit(rec).usage("turn")) == 4 and audit(rec).usage("model")["turns"].tolist() == [4]
+
+
 def test_two_files_reusing_a_run_id_are_two_runs(tmp_path):
     """The same hard run, recorded twice under the run id 'r', in two files."""
     for name in ("a.jsonl", "b.jsonl"):
