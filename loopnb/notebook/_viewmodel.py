@@ -40,7 +40,7 @@ from loopnb.record._breakers import BreakerCount, BreakerFold
 from loopnb.record._flowchart import FlowCount
 from loopnb.record._history import tool_breakers
 from loopnb.record._retries import LoopCount, RecoveryFold
-from loopnb.record._usage import UsageTotals, usage_of
+from loopnb.record._usage import Prices, UsageTotals, usage_of
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
@@ -80,6 +80,7 @@ class ViewModel:
         self._now = 0.0
         # a FakeClock's run: its turns' tokens and cost count, their simulated time does not
         self._simulated = started is not None and started.settings.get("clock") == "simulated"
+        self._prices = Prices()
 
     # -- the fold ---------------------------------------------------------------------------
 
@@ -226,7 +227,9 @@ class ViewModel:
             every, strategy = fold.calls, fold.strategy
             usage = self._turns[-1].usage if self._turns else UsageTotals()
             for f, error, (start, end, loop), flow, board in self._finished[len(self._turns) :]:
-                usage = usage.plus(usage_of(f, simulated=self._simulated))  # priced here, not per event
+                usage = usage.plus(
+                    usage_of(f, simulated=self._simulated, prices=self._prices)
+                )  # priced here, not per event
                 self._turns.append(
                     turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board, usage)
                 )

@@ -33,7 +33,7 @@ from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_p
 from loopnb.record._history import retries_from_events
 from loopnb.record._retries import retries_from_turns
 from loopnb.record._schema import EVENTS, TURNS
-from loopnb.record._usage import By, simulated_runs, usage_frame
+from loopnb.record._usage import By, on_wall, simulated_runs, usage_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -256,13 +256,17 @@ class Audit:
         simulated clock (``Audit``'s ``simulated``)."""
         import pandas as pd
 
-        t = self.turns.assign(latency_ms=self.turns["latency_ms"].where(self._on_wall(self.turns)))
+        t = self.turns.assign(
+            latency_ms=self.turns["latency_ms"].where(on_wall(self.turns, self._keys, self.simulated))
+        )
         t = t[t["model"].notna()]
         failures = requests = None
         if self.events is not None:
             e = self.events
             failures = e.loc[e["kind"] == "model_failed", "model"].astype(str).value_counts()
-            replied = e[(e["kind"] == "model_replied") & e["model"].notna() & self._on_wall(e)]
+            replied = e[
+                (e["kind"] == "model_replied") & e["model"].notna() & on_wall(e, self._keys, self.simulated)
+            ]
             requests = replied.groupby(replied["model"].astype(str))["latency_ms"].median()
         rows: dict[str, dict[str, Any]] = {}
         for model, g in t.groupby("model", sort=True):
@@ -296,31 +300,21 @@ class Audit:
         return pd.DataFrame(data)
 
     def usage(self, by: By = "run") -> pd.DataFrame:
-        """Token usage, wall time and cost, one row per run (``by="run"``), per model
-        (``"model"``) or per turn (``"turn"``); ``loopnb.record._usage`` says how model names
-        are priced.
+        """Token usage, wall time and cost per run (``by="run"``), per model or per turn; how
+        model names are priced: ``loopnb.record._usage``.
 
-        ``input_tokens`` and ``output_tokens``: what the replies reported (missing when none
-        did); ``latency_ms``: the turns' wall time added up (a run on a simulated clock, ``clock``
-        ``"simulated"``, adds none); ``cost_usd``: in US dollars, from the genai-prices package's
-        bundled table as of each turn's start, missing (never zero) unless every turn a model
-        answered has a price; ``priced_turns``: the turns that have one; ``priced_as``: the
-        table's ``provider/model`` they were priced as; ``price_source``: the table and its
-        version; ``unpriced``: why a cost is missing (no model named, no tokens reported, a model
-        the table does not know, genai-prices not installed). Per run: ``models`` that answered,
-        ``turns`` in all. Per model: the ``runs`` and ``turns`` it answered (a row with no model
-        holds turns that reported tokens without naming one). Per turn: ``turn`` and ``model``.
+        ``input_tokens``, ``output_tokens``: what the replies reported (missing when none did);
+        ``latency_ms``: the turns' wall time added up (none from a run whose ``clock`` is
+        ``"simulated"``); ``cost_usd``: US dollars from genai-prices' bundled table as of each
+        turn's start, missing (never zero) unless every turn a model answered has a price;
+        ``priced_turns``, ``priced_as`` (the table's ``provider/model``), ``price_source`` (the
+        table and its version), ``unpriced`` (why a cost is missing: no model named, no tokens,
+        a model the table does not know, genai-prices not installed). Per run: the ``models``
+        that answered and all its ``turns``; per model: the ``runs`` and ``turns`` it answered (a
+        row without a model holds turns that reported tokens but named none); per turn: ``turn``
+        and ``model``.
         """
         return usage_frame(self.turns, self._keys, self.simulated, by)
-
-    def _on_wall(self, frame: pd.DataFrame) -> pd.Series:
-        """Which rows of ``frame`` (turns or events) belong to runs on the wall clock."""
-        import pandas as pd
-
-        if not self.simulated:
-            return pd.Series(True, index=frame.index)
-        runs = frame[self._keys].astype(str).itertuples(index=False, name=None)
-        return pd.Series([run not in self.simulated for run in runs], index=frame.index, dtype=bool)
 
     def disagreements(self) -> pd.DataFrame:
         """Where a foreign run's own marking disagrees with the channel table: one row per call or

@@ -82,33 +82,57 @@ def lookups(model: str) -> list[tuple[str, str | None, str | None]]:
     return [(model, None, None)]
 
 
-def price(model: str | None, input_tokens: int | None, output_tokens: int | None, at: float | None) -> Price:
-    """The cost of one request of ``model`` started at ``at`` (epoch seconds), from genai-prices."""
-    if model is None:
-        return Price(unpriced=NO_MODEL)
-    if input_tokens is None or output_tokens is None:
-        return Price(unpriced=NO_TOKENS)
-    try:
-        import genai_prices
-    except ImportError:
-        return Price(unpriced=NOT_INSTALLED)
-    when = datetime.fromtimestamp(at, UTC) if at is not None and math.isfinite(at) else None
-    for ref, provider, url in lookups(model):
-        try:
-            usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
-            if url is not None:
-                calc = genai_prices.calc_price(usage, ref, provider_api_url=url, genai_request_timestamp=when)
+class Prices:
+    """genai-prices' table, asked about each model name it lacks only once: one per frame or run
+    (a table the user updates with ``genai_prices.UpdatePrices`` is seen by the next one)."""
+
+    def __init__(self) -> None:
+        self._missing: dict[str, str] = {}
+        self._module: Any = None
+
+    def __call__(
+        self, model: str | None, input_tokens: int | None, output_tokens: int | None, at: float | None
+    ) -> Price:
+        """The cost of one request of ``model`` started at ``at`` (epoch seconds)."""
+        if model is None:
+            return Price(unpriced=NO_MODEL)
+        if input_tokens is None or output_tokens is None:
+            return Price(unpriced=NO_TOKENS)
+        missing = self._missing.get(model)
+        if missing is not None:
+            return Price(unpriced=missing)
+        gp = self._table()
+        if gp is None:
+            return Price(unpriced=NOT_INSTALLED)
+        when = datetime.fromtimestamp(at, UTC) if at is not None and math.isfinite(at) else None
+        for ref, provider, url in lookups(model):
+            try:
+                usage = gp.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+                if url is not None:
+                    calc = gp.calc_price(usage, ref, provider_api_url=url, genai_request_timestamp=when)
+                else:
+                    calc = gp.calc_price(usage, ref, provider_id=provider, genai_request_timestamp=when)
+            except LookupError:
+                continue
+            except (ValueError, TypeError, ArithmeticError) as exc:
+                return Price(unpriced=f"genai-prices could not price it: {exc}")
+            source = f"genai-prices {gp.__version__}"
+            if calc.auto_update_timestamp is not None:
+                source += f" (prices updated {calc.auto_update_timestamp:%Y-%m-%d %H:%M})"
+            return Price(float(calc.total_price), f"{calc.provider.id}/{calc.model.id}", source)
+        missing = self._missing[model] = f"genai-prices has no price for {model}"
+        return Price(unpriced=missing)
+
+    def _table(self) -> Any:
+        """The genai_prices module, or None when it is not installed."""
+        if self._module is None:
+            try:
+                import genai_prices
+            except ImportError:
+                self._module = False
             else:
-                calc = genai_prices.calc_price(usage, ref, provider_id=provider, genai_request_timestamp=when)
-        except LookupError:
-            continue
-        except (ValueError, TypeError, ArithmeticError) as exc:
-            return Price(unpriced=f"genai-prices could not price it: {exc}")
-        source = f"genai-prices {genai_prices.__version__}"
-        if calc.auto_update_timestamp is not None:
-            source += f" (prices updated {calc.auto_update_timestamp:%Y-%m-%d %H:%M})"
-        return Price(float(calc.total_price), f"{calc.provider.id}/{calc.model.id}", source)
-    return Price(unpriced=f"genai-prices has no price for {model}")
+                self._module = genai_prices
+        return self._module or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +161,11 @@ def turn_usage(
     started_at: float | None,
     *,
     simulated: bool,
+    prices: Prices,
 ) -> TurnUsage:
     """One turn's usage; ``started_at`` in epoch seconds (when it is priced as of)."""
     answered = model is not None or input_tokens is not None or output_tokens is not None
-    cost = price(model, input_tokens, output_tokens, started_at) if answered else Price()
+    cost = prices(model, input_tokens, output_tokens, started_at) if answered else Price()
     return TurnUsage(model, input_tokens, output_tokens, None if simulated else latency_ms, simulated, cost)
 
 
@@ -148,10 +173,12 @@ _READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns
 _FIELDS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
 
 
-def usage_of(t: Turn, *, simulated: bool) -> TurnUsage:
+def usage_of(t: Turn, *, simulated: bool, prices: Prices) -> TurnUsage:
     """One finished turn's usage, read as the turns frame's columns read it."""
     model, input_tokens, output_tokens, latency_ms, started_at = (_READ[name](t) for name in _FIELDS)
-    return turn_usage(model, input_tokens, output_tokens, latency_ms, started_at, simulated=simulated)
+    return turn_usage(
+        model, input_tokens, output_tokens, latency_ms, started_at, simulated=simulated, prices=prices
+    )
 
 
 def _plus(total: Any, value: Any) -> Any:
@@ -211,6 +238,8 @@ class UsageTotals:
 
 def dollars(value: float) -> str:
     """A cost as text, to two significant figures below a cent: ``$1.23``, ``$0.0035``."""
+    if value < 0:
+        return f"-{dollars(-value)}"
     if value == 0:
         return "$0"
     if value >= 0.01:
@@ -226,6 +255,17 @@ def simulated_runs(events: Iterable[Event]) -> list[str]:
 
 # -- the frame ----------------------------------------------------------------------------------
 
+
+def on_wall(frame: pd.DataFrame, keys: Sequence[str], simulated: frozenset[tuple[str, ...]]) -> pd.Series:
+    """Which rows of ``frame`` (turns or events) belong to runs on the wall clock."""
+    import pandas as pd
+
+    if not simulated:
+        return pd.Series(True, index=frame.index)
+    runs = frame[list(keys)].astype(str).itertuples(index=False, name=None)
+    return pd.Series([run not in simulated for run in runs], index=frame.index, dtype=bool)
+
+
 _RUN = ("models", "turns", "input_tokens", "output_tokens", "latency_ms", "clock", "cost_usd", "priced_turns")
 _MODEL = ("model", "runs", "turns", "input_tokens", "output_tokens", "latency_ms", "cost_usd", "priced_turns")
 _TURN = ("turn", "model", "input_tokens", "output_tokens", "latency_ms", "clock", "cost_usd")
@@ -236,37 +276,35 @@ _DTYPES = {
 }  # fmt: skip
 
 
-def _value(v: Any) -> Any:
-    import pandas as pd
-
-    return None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+def _column(turns: pd.DataFrame, name: str, kind: type) -> list[Any]:
+    """A column as plain Python values of ``kind``, missing ones as None."""
+    column = turns[name]
+    present = column.notna().to_numpy()
+    return [kind(v) if ok else None for v, ok in zip(column.astype(object).to_numpy(), present, strict=True)]
 
 
 def turn_usages(
     turns: pd.DataFrame, keys: Sequence[str], simulated: frozenset[tuple[str, ...]]
 ) -> list[tuple[tuple[str, ...], int, TurnUsage]]:
     """Every turn of a turns frame as ``(run key, turn, TurnUsage)``, in the frame's order."""
-    import pandas as pd
-
-    columns = ["model", "input_tokens", "output_tokens", "latency_ms"]
-    values = [turns[c].astype(object).to_numpy() for c in columns]
     started = turns["started_at"]
-    at = [None if pd.isna(s) else s.timestamp() for s in started]
+    at = [s.timestamp() if ok else None for s, ok in zip(started, started.notna().to_numpy(), strict=True)]
     runs = list(turns[list(keys)].astype(str).itertuples(index=False, name=None))
-    numbers = turns["turn"].astype(object).to_numpy()
-    out = []
-    for i, run in enumerate(runs):
-        model, inp, out_, ms = (_value(v[i]) for v in values)
-        usage = turn_usage(
-            None if model is None else str(model),
-            None if inp is None else int(inp),
-            None if out_ is None else int(out_),
-            None if ms is None else float(ms),
-            at[i],
-            simulated=run in simulated,
-        )
-        out.append((run, int(numbers[i]), usage))
-    return out
+    rows = zip(
+        runs,
+        _column(turns, "turn", int),
+        _column(turns, "model", str),
+        _column(turns, "input_tokens", int),
+        _column(turns, "output_tokens", int),
+        _column(turns, "latency_ms", float),
+        at,
+        strict=True,
+    )
+    prices = Prices()
+    return [
+        (run, turn, turn_usage(model, inp, out, ms, when, simulated=run in simulated, prices=prices))
+        for run, turn, model, inp, out, ms, when in rows
+    ]
 
 
 def usage_frame(
