@@ -29,6 +29,7 @@ from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._disagree import Mark
+from loopnb.foreign._otlp_loopnb import failed_request, hard_producer, soft_error, windows
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status
 from loopnb.record._recording import Recording
@@ -209,6 +210,9 @@ def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall
 
 def _soft(t: g.ToolSpan) -> SoftProducer:
     """The table's row for an error a tool span recorded."""
+    own = soft_error(t.span)
+    if own is not None:
+        return own[0]
     a = t.span.attributes
     cause = a.get("pydantic_ai.tool.retry.cause")
     if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
@@ -230,6 +234,7 @@ def _errored(t: g.ToolSpan) -> bool:
         or t.exception is not None
         or a.get("error.type") is not None
         or a.get("pydantic_ai.tool.retry.cause") is not None
+        or soft_error(t.span) is not None
     )
 
 
@@ -267,23 +272,19 @@ def _write(run: _Run) -> list[Event]:
         tools=offered,
         settings={"agent": name} if name else {},
     )
-    starts = [c.start or 0.0 for c in run.chats]
-    windows: list[list[g.ToolSpan]] = [[] for _ in run.chats]
-    for tool in run.tools:
-        i = bisect.bisect_right(starts, tool.start or 0.0) - 1
-        if i >= 0:
-            windows[i].append(g.tool_span(tool))
+    tools_of = _windows(run)
     n = len(run.chats)
     last_text: str | None = None
     for i, chat in enumerate(run.chats):
         later = i + 1 < n
-        if later and chat.status == "ERROR" and not parsed[i][1] and not windows[i]:
+        failed = (chat.status == "ERROR" or failed_request(chat)) and not parsed[i][1]
+        if later and failed and not tools_of[i]:
             continue  # a failed model request the framework made again
         turn = writer.turn(at=chat.start)
-        if chat.status == "ERROR" and not parsed[i][1] and not later:
+        if failed and not later:
             break  # the model request that ended the run: ended hard below
         last_text, calls = _reply(parsed[i][1], chat)
-        pairs = _pair(calls, windows[i])
+        pairs = _pair(calls, tools_of[i])
         calls = [c for c, _ in pairs]
         turn.reply(
             last_text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=_ms(chat)
@@ -301,8 +302,22 @@ def _write(run: _Run) -> list[Event]:
             output, at=agent.end if agent is not None else (run.chats[-1].end if run.chats else None)
         )
     else:
-        _end_hard(writer, run, windows[-1] if windows else [g.tool_span(t) for t in run.tools])
+        _end_hard(writer, run, tools_of[-1] if tools_of else [g.tool_span(t) for t in run.tools])
     return writer.events
+
+
+def _windows(run: _Run) -> list[list[g.ToolSpan]]:
+    """The tool spans that ran each model request's calls: by loopnb's turn numbers, else by time."""
+    by_turn = windows(run.chats, run.tools)
+    if by_turn is not None:
+        return [[g.tool_span(t) for t in spans] for spans in by_turn]
+    starts = [c.start or 0.0 for c in run.chats]
+    out: list[list[g.ToolSpan]] = [[] for _ in run.chats]
+    for tool in run.tools:
+        i = bisect.bisect_right(starts, tool.start or 0.0) - 1
+        if i >= 0:
+            out[i].append(g.tool_span(tool))
+    return out
 
 
 def _responses(inputs: list[g.Message] | None) -> dict[str, Any] | None:
@@ -355,6 +370,8 @@ def _result(
         text = g.dumps(read)
     elif t.result is not None:
         text = g.dumps(t.result)
+    elif (own := soft_error(span)) is not None:
+        text = own[1]
     else:
         text = (t.exception[1] if t.exception else None) or span.description or ""
         if not text and (withheld or producer is not None):
@@ -402,7 +419,7 @@ def _end_hard(writer: RunWriter, run: _Run, last_tools: list[g.ToolSpan]) -> Non
         )
         return
     kind, message = _error_text(source)
-    producer = _producer(kind, message)
+    producer = hard_producer(source) or _producer(kind, message)
     exc = g.exception(source)
     raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
     if raised and producer == "source_error":
