@@ -47,6 +47,7 @@ _LAZY = {
     "SweepConfig": "loopnb._sweep",
     "query": "loopnb._sweep",
     "sweep": "loopnb._sweep",
+    "watch": "loopnb.otel",
 }
 
 # In the order ruff keeps a literal ``__all__`` (RUF022): constants, then classes, then the rest.

@@ -119,6 +119,7 @@ LAZY = {
     "loopnb.notebook": ["LiveView", "NotebookRunner", "ViewModel", "replay"],
     "loopnb.foreign": ["from_inspect", "from_openai_agents", "from_otel", "from_pydantic_ai"],
     "loopnb._sweep": ["Sweep", "SweepConfig", "query", "sweep"],
+    "loopnb.otel": ["watch"],
 }
 """``loopnb``'s names that load their layer on first use."""
 
@@ -136,6 +137,7 @@ EXPECTED = {
             *LAZY["loopnb.notebook"],
             *LAZY["loopnb.foreign"],
             *LAZY["loopnb._sweep"],
+            *LAZY["loopnb.otel"],
             "__version__",
         ],
         key=_order,
@@ -149,8 +151,10 @@ EXPECTED = {
         "PRODUCER",
         "SOFT_ERROR",
         "Exporter",
+        "LiveSpans",
         "exporter_for",
         "http_provider",
+        "watch",
     ],
     "loopnb.foreign": [
         "FORMATS",

@@ -129,6 +129,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def on_fake_clock(config: Mapping[str, Any]) -> bool:
+    """Whether the runs of a config (as ``SweepConfig.to_json`` writes it) run on a ``FakeClock``:
+    its own ``fake_clock``, else its scenario's choice; a task runs on the system clock."""
+    from loopnb.scenarios import get
+
+    if config.get("fake_clock") is not None:
+        return bool(config["fake_clock"])
+    return config.get("scenario") is not None and get(str(config["scenario"])).fake_clock
+
+
 def build(
     config: SweepConfig, seed: int, task: str | None, observers: Sequence[Observer]
 ) -> tuple[Engine, str]:
@@ -138,8 +148,7 @@ def build(
 
     if config.scenario is not None:
         scenario = get(config.scenario)
-        fake = scenario.fake_clock if config.fake_clock is None else config.fake_clock
-        clock: Clock = FakeClock() if fake else SystemClock()
+        clock: Clock = FakeClock() if on_fake_clock(config.to_json()) else SystemClock()
         kwargs = scenario.builder(Build(clock=clock, seed=seed))
         kwargs.setdefault("clock", clock)
         task = scenario.task

@@ -127,9 +127,15 @@ class Sweep:
         if config is not None:
             turns = turns[turns["config"] == config]
             ev = None if ev is None else ev[ev["config"] == config]
+        from loopnb._sweep._config import on_fake_clock
+
+        # simulated time (a FakeClock's back-off and cooldowns) is not latency
+        fake = [c["name"] for c in self.plan["configs"] if on_fake_clock(c)]
+        simulated = [run_id(c, s) for c in fake if config in (None, c) for s in self.seeds]
         return Audit(
             turns.drop(columns=["config", "seed"]),
             None if ev is None else ev.drop(columns=["config", "seed"]),
+            simulated=simulated,
         )
 
     def by_config(self) -> pd.DataFrame:

@@ -13,16 +13,24 @@ is soft, kept as ``otlp:UNSET`` (``soft_shown_as_success``); a call the model ma
 span at all (pydantic-ai's unknown tool) is ``otlp:missing``. The run is hard when its agent
 span is ``ERROR``: ``otlp:ERROR:execute_tool`` when the exception came out of a tool span
 (``crash``), else ``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
+
+Spans loopnb's own ``loopnb.otel.Exporter`` wrote say more, and are read for it: a
+``loopnb.soft_error`` event is an error given back to the model (``otlp:soft``, mark ``retry``)
+with its producer and the text the model read, on a tool span or, for a final answer the run
+turned down, on the ``chat`` span; ``loopnb.producer`` on the run's span names the hard ending;
+``loopnb.turn`` places a tool span in its turn (a simulated clock gives them all one time); a
+request with ``error.type`` and no answer failed (a fallback chain's); a call dispatched again
+(a recovery retry) is one call, read as its last dispatch.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
@@ -39,6 +47,7 @@ MARKS: dict[str, Mark] = {
     "UNSET": "ok",
     "OK": "ok",
     "ERROR": "error",
+    "soft": "retry",
     "missing": "missing",
     "output": "ok",
     "ERROR:execute_tool": "crash",
@@ -47,7 +56,8 @@ MARKS: dict[str, Mark] = {
     "unanswered": "ended",
 }
 """Every ``source_status`` this reader writes (after ``"otlp:"``) and what it means: a span's
-status code (on a call, and on a turn for its model request's span); ``missing`` for a call
+status code (on a call, and on a turn for its model request's span); ``soft`` for a call whose
+span loopnb's own exporter marked as an error given back to the model; ``missing`` for a call
 with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded on the agent
 span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
 tool span that raised, the agent span, the model request), or ``unanswered`` for a trace that
@@ -63,14 +73,21 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "MaxTurnsExceeded": "loop_detected",
     "GraphRecursionError": "loop_detected",
 }
+_HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
 WITHHELD = "(not recorded: the trace kept no content for this result)"
 """The text of a result the model read but the trace did not keep (pydantic-ai's
 ``include_content=False``): not an empty error, which would name nothing."""
 
 
+Messages = tuple[list[g.Message] | None, list[g.Message] | None]
+"""A model request's input and output messages, as ``g.messages`` reads them."""
+
+
 @dataclass(slots=True)
-class _Run:
+class Run:
+    """One run's spans: its agent span (if any), its model requests and its tool spans, in order."""
+
     run_id: str
     agent: Span | None
     chats: list[Span]
@@ -91,8 +108,8 @@ def from_otel(spans: Iterable[Any]) -> Recording:
 
 def _recording(decoded: Decoded, path: Path | None) -> Recording:
     events: list[Event] = []
-    for run in _runs(decoded.spans):
-        events.extend(_write(run))
+    for run in split_runs(decoded.spans):
+        events.extend(write_run(run))
     scopes = Counter(s.scope for s in decoded.spans if s.scope)
     source = {
         "format": NAME,
@@ -106,12 +123,17 @@ def _key(span: Span) -> tuple[float, float]:
     return (span.start or 0.0, span.end or 0.0)
 
 
-def _runs(spans: list[Span]) -> list[_Run]:
-    """The runs in ``spans``: one per agent span, else one per trace that made model requests."""
+def split_runs(spans: list[Span]) -> list[Run]:
+    """The runs in ``spans``: one per agent span, else one per trace that made model requests.
+
+    A run's id is its trace's for the trace's first agent run (or its agent-less one, when it
+    has no agent span), ``<trace>-<agent span>`` for every other agent run, and
+    ``<trace>-trace`` for model requests outside any agent span beside agent runs: an id that
+    what comes later in the trace does not change, so that a run read live keeps it."""
     traces: dict[str, list[Span]] = {}
     for span in spans:
         traces.setdefault(span.trace_id, []).append(span)
-    runs: list[tuple[tuple[float, float], _Run]] = []
+    runs: list[tuple[tuple[float, float], Run]] = []
     for trace_id, members in traces.items():
         by_id = {s.span_id: s for s in members}
         roles = {s.span_id: g.role_of(s) for s in members}
@@ -120,13 +142,15 @@ def _runs(spans: list[Span]) -> list[_Run]:
             groups.setdefault(_owner(span, by_id, roles), []).append(span)
         if None in groups and not any(roles[s.span_id] == "chat" for s in groups[None]):
             del groups[None]
+        agents = [s for s in members if roles[s.span_id] == "agent"]
+        lead = min(agents, key=lambda s: (s.start or 0.0, s.span_id)).span_id if agents else None
         for owner, group in groups.items():
             agent = None if owner is None else by_id[owner]
-            run_id = trace_id if len(groups) == 1 or owner is None else f"{trace_id}-{owner}"
+            run_id = trace_id if owner == lead else f"{trace_id}-{owner or 'trace'}"
             chats = sorted((s for s in group if _top(s, "chat", by_id, roles, owner)), key=_key)
             tools = sorted((s for s in group if _top(s, "tool", by_id, roles, owner)), key=_key)
             first = agent or min(group, key=_key)
-            runs.append((_key(first), _Run(run_id, agent, chats, tools)))
+            runs.append((_key(first), Run(run_id, agent, chats, tools)))
     runs.sort(key=lambda r: r[0])
     return [run for _, run in runs]
 
@@ -201,14 +225,19 @@ def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall
             if found is not None:
                 loose.remove(found)
         pairs.append((call, found))
-    for t in loose:
-        call = ToolCall(t.name, _arguments(t.arguments), id=t.call_id or t.span.span_id)
-        pairs.append((call, t))
+    runs: dict[str, g.ToolSpan] = {}
+    for t in loose:  # a call run again (a retry) is one call, and its last run is what was read
+        runs[t.call_id or t.span.span_id] = t
+    for call_id, t in runs.items():
+        pairs.append((ToolCall(t.name, _arguments(t.arguments), id=call_id), t))
     return pairs
 
 
 def _soft(t: g.ToolSpan) -> SoftProducer:
     """The table's row for an error a tool span recorded."""
+    own = g.loopnb_soft(t.span)
+    if own is not None:
+        return own[0]
     a = t.span.attributes
     cause = a.get("pydantic_ai.tool.retry.cause")
     if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
@@ -222,11 +251,17 @@ def _soft(t: g.ToolSpan) -> SoftProducer:
     return "tool_error"
 
 
+def _failed(chat: Span) -> bool:
+    """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
+    return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
+
+
 def _errored(t: g.ToolSpan) -> bool:
     """Whether a tool span recorded an error, whatever its status says."""
     a = t.span.attributes
     return (
         t.span.status == "ERROR"
+        or g.loopnb_soft(t.span) is not None
         or t.exception is not None
         or a.get("error.type") is not None
         or a.get("pydantic_ai.tool.retry.cause") is not None
@@ -237,13 +272,16 @@ def _ms(span: Span) -> float:
     return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
 
 
-def _start(run: _Run) -> float:
+def _start(run: Run) -> float:
     first = run.agent or (run.chats[0] if run.chats else None)
     return (first.start if first is not None else None) or 0.0
 
 
-def _write(run: _Run) -> list[Event]:
-    parsed = [g.messages(c) for c in run.chats]
+def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]:
+    """The run's loopnb events, turn by turn (a turn's results from the next request's inputs);
+    ``parsed``: each request's ``g.messages``, when the caller has read them already."""
+    if parsed is None:
+        parsed = [g.messages(c) for c in run.chats]
     first_in = parsed[0][0] if parsed else None
     offered: list[str] = []
     outputs: set[str] = set()
@@ -269,18 +307,20 @@ def _write(run: _Run) -> list[Event]:
     )
     starts = [c.start or 0.0 for c in run.chats]
     windows: list[list[g.ToolSpan]] = [[] for _ in run.chats]
+    numbered = {n: i for i, c in enumerate(run.chats) if (n := g.loopnb_turn(c)) is not None}
     for tool in run.tools:
-        i = bisect.bisect_right(starts, tool.start or 0.0) - 1
+        n = g.loopnb_turn(tool)  # loopnb's export numbers them: times may tie on a simulated clock
+        i = numbered[n] if n in numbered else bisect.bisect_right(starts, tool.start or 0.0) - 1
         if i >= 0:
             windows[i].append(g.tool_span(tool))
     n = len(run.chats)
     last_text: str | None = None
     for i, chat in enumerate(run.chats):
         later = i + 1 < n
-        if later and chat.status == "ERROR" and not parsed[i][1] and not windows[i]:
+        if later and _failed(chat) and not parsed[i][1] and not windows[i]:
             continue  # a failed model request the framework made again
         turn = writer.turn(at=chat.start)
-        if chat.status == "ERROR" and not parsed[i][1] and not later:
+        if _failed(chat) and not parsed[i][1] and not later:
             break  # the model request that ended the run: ended hard below
         last_text, calls = _reply(parsed[i][1], chat)
         pairs = _pair(calls, windows[i])
@@ -293,6 +333,9 @@ def _write(run: _Run) -> list[Event]:
         responses = _responses(parsed[i + 1][0]) if later else None
         for call, t in pairs:
             _result(turn, call, t, responses, later, per_chat[i], outputs)
+        rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
+        if rejected is not None:
+            turn.feedback(rejected[1], rejected[0], at=chat.end)
         turn.finish(source_status=status(NAME, chat.status))
     hard = writer.open_turn is not None or (agent is not None and agent.status == "ERROR")
     if not hard:
@@ -311,7 +354,7 @@ def _responses(inputs: list[g.Message] | None) -> dict[str, Any] | None:
     return {p.id: p.content for m in inputs for p in m.parts if p.kind == "tool_call_response"}
 
 
-def _ends_here(run: _Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
+def _ends_here(run: Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
     """Whether the run ended on its last turn: its agent span failed, or (with no agent span)
     a tool failed with nothing after it, or calls were made that no request read."""
     if run.agent is not None:
@@ -351,8 +394,11 @@ def _result(
         producer = _soft(t)
         counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
         attempt = counter if isinstance(counter, int) else 0
+    own = g.loopnb_soft(span)
     if read is not None:
         text = g.dumps(read)
+    elif own is not None:
+        text = own[1]
     elif t.result is not None:
         text = g.dumps(t.result)
     else:
@@ -364,7 +410,7 @@ def _result(
         text,
         name=call.name,
         producer=producer,
-        source_status=status(NAME, span.status),
+        source_status=status(NAME, "soft" if own is not None else span.status),
         attempt=attempt,
         executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
         at=span.end,
@@ -388,7 +434,7 @@ def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
     return _HARD_BY_ERROR.get(kind, "source_error")
 
 
-def _end_hard(writer: RunWriter, run: _Run, last_tools: list[g.ToolSpan]) -> None:
+def _end_hard(writer: RunWriter, run: Run, last_tools: list[g.ToolSpan]) -> None:
     """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
     agent = run.agent
     last_chat = run.chats[-1] if run.chats else None
@@ -402,7 +448,8 @@ def _end_hard(writer: RunWriter, run: _Run, last_tools: list[g.ToolSpan]) -> Non
         )
         return
     kind, message = _error_text(source)
-    producer = _producer(kind, message)
+    own = g.loopnb_producer(source)
+    producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
     exc = g.exception(source)
     raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
     if raised and producer == "source_error":

@@ -8,7 +8,8 @@ attribute); ``gen_ai.usage.input_tokens`` and ``gen_ai.usage.prompt_tokens``; in
 ``gen_ai.prompt.N`` / ``gen_ai.completion.N`` attributes. pydantic-ai's own names
 (``agent run``, ``running tool``, ``tool_arguments``, ``tool_response``, ``final_result``,
 ``pydantic_ai.tool.retry.*``) and OpenInference's (``openinference.span.kind``, ``tool.name``,
-``input.value``, ``output.value``, ``llm.input_messages.N``, ``llm.token_count.*``) where present.
+``input.value``, ``output.value``, ``llm.input_messages.N``, ``llm.token_count.*``) where present,
+and loopnb's own (``loopnb.otel.Exporter``'s ``loopnb.producer`` and ``loopnb.soft_error`` event).
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
+from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
 from loopnb.foreign._otlp_spans import Span
+from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
 
 Role = Literal["agent", "chat", "tool", "other"]
+_SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
 
 _OPERATIONS: dict[str, Role] = {
     "invoke_agent": "agent",
@@ -368,3 +372,25 @@ def final_output(span: Span) -> str | None:
     """What an agent run answered: pydantic-ai's ``final_result``, OpenInference's ``output.value``."""
     value = first(span.attributes, "final_result", "output.value")
     return None if value is None else dumps(value)
+
+
+def loopnb_producer(span: Span) -> str | None:
+    """The producer loopnb's exporter wrote on a span (``loopnb.producer``), if any."""
+    value = span.attributes.get(PRODUCER)
+    return value if isinstance(value, str) and value else None
+
+
+def loopnb_soft(span: Span) -> tuple[SoftProducer, str] | None:
+    """The soft error loopnb's exporter recorded on a span: its producer and the text the model read."""
+    for event in span.events:
+        if event.name == SOFT_ERROR:
+            producer = event.attributes.get(PRODUCER) or loopnb_producer(span)
+            if producer in _SOFT:
+                return cast(SoftProducer, producer), str(event.attributes.get(ERROR_TEXT) or "")
+    return None
+
+
+def loopnb_turn(span: Span) -> int | None:
+    """The turn loopnb's exporter numbered a span with (``loopnb.turn``), if any."""
+    value = span.attributes.get("loopnb.turn")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -20,12 +20,14 @@ from typing import Any, Literal, Protocol
 import ipywidgets as widgets
 
 from loopnb.engine._events import Event
+from loopnb.notebook._layout import MUTED
 from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
 from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
+from loopnb.record._usage import UsageTotals, dollars
 
 _VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}.loopnb-view .widget-html-content{min-width:0}"
 """The gauge's words at the panes' text size (``_markup``'s 13 px); a pane's content no wider
@@ -83,7 +85,8 @@ class LiveView:
         self._on_finish: list[Callable[[LiveView], None]] = []
         self._frames: Callable[[int], ViewState] | None = None
 
-        self.header = widgets.HTML(f"<b>{esc(title)}</b>")  # often a task or a file name
+        self.title = title  # often a task or a file name; the header adds the tokens and cost so far
+        self.header = widgets.HTML(header_html(title, self._state.usage))
         self._style = widgets.HTML(f"<style>{SVG_STYLE}{_VIEW_STYLE}</style>")  # the panes' SVG classes
         self.flow = widgets.HTML(flow_svg(self._state), layout=widgets.Layout(width="100%"))
         self.timeline = widgets.HTML(_timeline(self._state, None), layout=widgets.Layout(width="64%"))
@@ -202,8 +205,9 @@ class LiveView:
             self._drawing = True
             try:
                 with contextlib.ExitStack() as stack:
-                    for w in (*self._panes(), self.status, self.board, self.inspector):
+                    for w in (*self._panes(), self.header, self.status, self.board, self.inspector):
                         stack.enter_context(w.hold_sync())
+                    _set(self.header, header_html(self.title, shown.usage))
                     _set(self.flow, flow_svg(shown))
                     self._select(shown, selected)
                     _set(self.status, self._status_html(shown))
@@ -306,6 +310,21 @@ class LiveView:
     def __repr__(self) -> str:
         run = self._state.run
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
+
+
+def header_html(title: str, usage: UsageTotals) -> str:
+    """The view's title, then the tokens the models reported so far and, when every answered
+    turn has a price, their cost (``Audit.usage``'s totals, turn by turn); the title alone when
+    no model reported tokens."""
+    head = f"<b>{esc(title)}</b>"
+    if not usage.tokens:
+        return head
+    sides = ((usage.input_tokens, "in"), (usage.output_tokens, "out"))
+    words = [f"{n:,} tokens {side}" for n, side in sides if n is not None]
+    cost = usage.cost_usd
+    if cost is not None:
+        words.append(dollars(cost))
+    return f'{head} <span class="loopnb-usage" style="color:{MUTED}">· {esc(" · ".join(words))}</span>'
 
 
 def _gauge(state: ViewState, selected: int | None) -> str:

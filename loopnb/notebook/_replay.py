@@ -15,7 +15,6 @@ from typing import Protocol, TypeAlias
 
 from loopnb.engine._events import Event
 from loopnb.notebook._live import LiveView
-from loopnb.notebook._markup import esc
 from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
@@ -106,7 +105,7 @@ def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int =
 def _show(view: LiveView, runs: dict[str, list[Event]], run_id: str) -> None:
     """Put ``run_id``'s frames behind the view's slider, on its final frame."""
     frames = Frames(runs[run_id])
-    view.header.value = f"<b>{esc(_title(list(runs), run_id))}</b>"
+    view.title = _title(list(runs), run_id)  # drawn, with the run's usage, by show_frames
     view.set_note(
         "the recording ends here, before the run did" if frames.final.run.phase == "running" else None
     )

@@ -278,6 +278,44 @@ def _disagreements(runs: dict[str, list[Event]]) -> str:
     )
 
 
+def _usage(events: list[Event]) -> str:
+    """The runs' tokens, wall time and cost: ``Audit.usage()``'s rows, then, once each, the price
+    table they came from and why a cost is missing."""
+    from loopnb.record._audit import Audit
+    from loopnb.record._audit_text import cell_text, duration
+    from loopnb.record._frames import turn_table
+    from loopnb.record._usage import dollars, simulated_runs
+
+    usage = Audit(turn_table(events), simulated=simulated_runs(events)).usage("run")
+    if not (usage["input_tokens"].notna().any() or usage["output_tokens"].notna().any()):
+        return '<p class="muted loopnb-usage">usage and cost: no model reported tokens</p>'
+    rows = []
+    for r in usage.astype(object).to_dict("records"):
+        cost, simulated = r["cost_usd"], r["clock"] == "simulated"
+        counts = "".join(
+            f'<td class="n">{esc(cell_text(c, r[c]))}</td>'
+            for c in ("turns", "input_tokens", "output_tokens")
+        )
+        rows.append(
+            f'<tr><td class="wide"><code>{esc(r["run_id"], NAME_LIMIT)}</code></td>'
+            f'<td class="wide">{esc(cell_text("models", r["models"]), 400)}</td>{counts}'
+            f'<td class="n">{"simulated clock" if simulated else esc(duration(r["latency_ms"]))}</td>'
+            f'<td class="n">{dollars(cost) if isinstance(cost, float) else "-"}</td></tr>'
+        )
+    heads = "".join(
+        f"<th>{h}</th>" for h in ("run", "models", "turns", "tokens in", "tokens out", "wall time", "cost")
+    )
+    sources = sorted({str(v) for v in usage["price_source"].dropna()})
+    missing = sorted({part for v in usage["unpriced"].dropna() for part in str(v).split("; ")})
+    notes = [f"cost in US dollars, as of each turn's start, from {'; '.join(sources)}"] if sources else []
+    notes += [f"no cost where: {'; '.join(missing)}"] if missing else []
+    foot = "".join(f'<p class="muted">{esc(n, 2000)}</p>' for n in notes)
+    return (
+        '<section class="loopnb-usage"><h2>usage and cost</h2><table class="loopnb-turns">'
+        f"<thead><tr>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}</section>"
+    )
+
+
 def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
     """The report as one HTML string (every run, or only ``run_id``), secrets redacted."""
     runs = runs_of(exported_events(source))
@@ -294,7 +332,8 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{esc(title)}</h1>{_contents(states)}{''.join(sections)}</body></html>\n"
+        f"<h1>{esc(title)}</h1>{_contents(states)}{_usage([e for evs in runs.values() for e in evs])}"
+        f"{''.join(sections)}</body></html>\n"
     )
 
 

@@ -18,6 +18,7 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
 from loopnb.record._flowchart import EDGE_INDEX, EDGES
 from loopnb.record._retries import CallRecovery, LoopCount, turn_call
+from loopnb.record._usage import UsageTotals
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
@@ -190,6 +191,8 @@ class TurnView:
     counts: tuple[int, ...] = field(default=(), repr=False)
     """The flow's edge counts up to and with this turn."""
     board: BoardAt = field(default=(), repr=False)
+    usage: UsageTotals = field(default=UsageTotals(), repr=False)
+    """The tokens and cost of the run's turns up to and with this one (``Audit.usage``'s rule)."""
 
     @property
     def gauge(self) -> Gauge:
@@ -273,6 +276,14 @@ class ViewState:
     def breaker_by_name(self) -> dict[str, BreakerView]:
         return {b.name: b for b in self.breakers}
 
+    @property
+    def usage(self) -> UsageTotals:
+        """The tokens and cost of the turns up to the selected one (all of them when none is)."""
+        for t in reversed(self.turns):
+            if self.selected is None or t.turn <= self.selected:
+                return t.usage
+        return UsageTotals()
+
 
 def _arguments(call: ToolCall) -> str:
     if isinstance(call.arguments, str):
@@ -291,14 +302,16 @@ def turn_view(
     loop: LoopCount | None = None,
     flow: tuple[tuple[str, ...], tuple[int, ...]] = ((), ()),
     board: BoardAt = (),
+    usage: UsageTotals | None = None,
 ) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events);
-    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended."""
+    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended,
+    ``usage`` the run's tokens and cost up to and with it."""
     calls = t.calls
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
         t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop,
-        flow[0], flow[1], board,
+        flow[0], flow[1], board, usage or UsageTotals(),
     )  # fmt: skip
 
 

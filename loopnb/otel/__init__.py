@@ -1,10 +1,15 @@
-"""OpenTelemetry for loopnb: runs exported as GenAI spans with the soft/hard distinction kept.
+"""OpenTelemetry for loopnb: runs exported as GenAI spans, and any agent's spans watched live.
 
 ``Exporter`` is an engine observer emitting one ``invoke_agent`` span per run, a ``chat`` span per
 model request and an ``execute_tool`` span per tool call, with ``loopnb.channel`` and
 ``loopnb.producer`` beside the ``gen_ai.*`` attributes; a soft error leaves its span unset with the
-text the model read in an event, only a hard ending sets ERROR. Needs ``loopnb[otel]``.
+text the model read in an event, only a hard ending sets ERROR. ``LiveSpans`` goes the other way:
+a span processor reading an instrumented agent's spans as the ``otlp`` reader does, as they end,
+feeding the live view (``watch()``) and a recorder. Needs ``loopnb[otel]``; ``LiveSpans`` and
+``watch`` load the SDK (and the notebook layer) on first use.
 """
+
+import importlib as _importlib
 
 from loopnb.otel._exporter import (
     ATTEMPT,
@@ -19,6 +24,8 @@ from loopnb.otel._exporter import (
     http_provider,
 )
 
+_LAZY = {"LiveSpans": "loopnb.otel._live", "watch": "loopnb.otel._watch"}
+
 __all__ = [
     "ATTEMPT",
     "BREAKER",
@@ -28,6 +35,21 @@ __all__ = [
     "PRODUCER",
     "SOFT_ERROR",
     "Exporter",
+    "LiveSpans",
     "exporter_for",
     "http_provider",
+    "watch",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopnb.otel' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

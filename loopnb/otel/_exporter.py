@@ -11,7 +11,8 @@ The profile (GenAI semantic conventions, plus loopnb's own attributes where they
 
 Every span carries ``loopnb.channel`` (ok / soft / hard) and, when not ok, ``loopnb.producer``.
 A soft error keeps its span's status **unset**: the model read it and the run went on. The span
-carries a ``loopnb.soft_error`` event whose ``loopnb.error_text`` is exactly what the model read.
+carries a ``loopnb.soft_error`` event whose ``loopnb.error_text`` is exactly what the model read
+(a final answer the run turned down: on the turn's ``chat`` span, ended with the turn).
 Only a hard ending sets ``ERROR``, on the run's span, with the LoopError's message. Today's
 conventions have no attribute for "an error returned to the model", so any trace viewer shows
 this difference only through these attributes. Texts leave the process through the recorder's
@@ -32,6 +33,7 @@ from loopnb.engine._events import (
     RecoveryDecided,
     RunFinished,
     RunStarted,
+    SoftErrorReturned,
     ToolDispatched,
     TurnFinished,
 )
@@ -62,6 +64,8 @@ class _Run:
     input_tokens: int = 0
     output_tokens: int = 0
     hard: HardErrorRaised | None = None
+    reply: tuple[Any, int] | None = None
+    """The turn's ``chat`` span and its end: ended with the turn (a rejected answer is marked on it)."""
     channels: dict[str, int] = field(default_factory=lambda: {"ok": 0, "soft": 0, "hard": 0})
 
 
@@ -113,9 +117,13 @@ class Exporter:
                 run = self._runs.get(event.run_id)
                 if run is not None:
                     run.ceiling = event.max_attempts
+            case SoftErrorReturned():
+                if event.call_id is None:
+                    self._rejected(event)
             case TurnFinished():
                 run = self._runs.get(event.run_id)
                 if run is not None:
+                    _end_reply(run)
                     run.breakers = dict(event.breakers)
                     run.channels[event.channel] += 1
             case HardErrorRaised():
@@ -183,8 +191,18 @@ class Exporter:
             attributes["loopnb.tool_calls"] = [c.name for c in reply.tool_calls]
         else:
             attributes["gen_ai.response.finish_reasons"] = ["stop"]
-        span, end = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
-        span.end(end_time=end)
+        _end_reply(run)
+        run.reply = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
+
+    def _rejected(self, e: SoftErrorReturned) -> None:
+        """A soft error no call made (a final answer the run turned down), on the turn's ``chat`` span."""
+        run = self._runs.get(e.run_id)
+        if run is None or run.reply is None:
+            return
+        span, end = run.reply
+        span.set_attribute(CHANNEL, "soft")
+        span.set_attribute(PRODUCER, e.producer)
+        span.add_event(SOFT_ERROR, {ERROR_TEXT: self._text(e.text), PRODUCER: e.producer}, timestamp=end)
 
     def _failed(self, e: ModelFailed) -> None:
         run = self._runs.get(e.run_id)
@@ -237,6 +255,7 @@ class Exporter:
         run = self._runs.pop(e.run_id, None)
         if run is None:
             return
+        _end_reply(run)
         span = run.span
         span.set_attribute(CHANNEL, e.outcome)
         span.set_attribute("loopnb.turns", e.turns)
@@ -263,11 +282,19 @@ class Exporter:
     def close(self) -> None:
         """End the spans of runs still open (a run cut off mid-way), unset, and flush the provider."""
         for run in self._runs.values():
+            _end_reply(run)
             run.span.end()
         self._runs.clear()
         flush = getattr(self.provider, "force_flush", None)
         if flush is not None:
             flush()
+
+
+def _end_reply(run: _Run) -> None:
+    if run.reply is not None:
+        span, end = run.reply
+        run.reply = None
+        span.end(end_time=end)
 
 
 def http_provider(url: str) -> Any:

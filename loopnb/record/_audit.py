@@ -9,6 +9,7 @@
     a.recovery()              # how often the model recovered on its own, within how many turns
     a.retries()               # retries per call against the ceiling of 5
     a.breakers(); a.loops(); a.models()
+    a.usage()                 # tokens, latency and cost per run (by="model", by="turn")
     a.figure("retries")       # the plotly counterpart of any of them
 
 With events, per-call and per-transition detail comes from them; from turns alone, each table is
@@ -21,6 +22,7 @@ tables (from events or from turns alone) in ``retries`` and ``breakers``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._errors import SOFT_PRODUCERS
@@ -31,6 +33,7 @@ from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_p
 from loopnb.record._history import retries_from_events
 from loopnb.record._retries import retries_from_turns
 from loopnb.record._schema import EVENTS, TURNS
+from loopnb.record._usage import By, on_wall, simulated_runs, usage_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,7 +71,8 @@ def audit(source: Any, events: pd.DataFrame | None = None) -> Audit:
     if isinstance(source, pd.DataFrame):
         return Audit(source, events)
     if hasattr(source, "turns") and hasattr(source, "events"):
-        return Audit(source.turns, source.events if events is None else events)
+        simulated = simulated_runs(getattr(source, "event_objects", ()))
+        return Audit(source.turns, source.events if events is None else events, simulated=simulated)
     raise TypeError(
         "audit() takes a Recording, a Recorder, a turns DataFrame or a (turns, events) pair; "
         f"got {type(source).__name__}"
@@ -85,12 +89,24 @@ class Audit:
     The audit covers the turns it is given: a filtered ``turns`` frame audits those turns, and
     only the events of those turns (and of their runs, for events outside any turn) are used.
     Fractions (``share``, ``rate``) are between 0 and 1; times are in milliseconds.
+
+    ``simulated``: the runs that ran on a simulated clock (a ``FakeClock``), by ``run_id`` (or
+    ``(source, run_id)`` when the frames have a ``source`` column); their simulated time is left
+    out of every latency. ``audit()`` finds them in a Recording's or a Recorder's events; a frame
+    alone does not say, and its runs count as run on the wall clock.
     """
 
-    def __init__(self, turns: pd.DataFrame, events: pd.DataFrame | None = None) -> None:
+    def __init__(
+        self,
+        turns: pd.DataFrame,
+        events: pd.DataFrame | None = None,
+        *,
+        simulated: Iterable[str | tuple[str, ...]] = (),
+    ) -> None:
         self.turns = checked(turns, TURNS, "turns")
         self._keys = _keys(self.turns)
         no_repeated_turns(self.turns, self._keys)
+        self.simulated = frozenset((run,) if isinstance(run, str) else tuple(run) for run in simulated)
         self.events = None
         if events is not None:
             conformed = checked(events, EVENTS, "events")
@@ -236,15 +252,21 @@ class Audit:
         when none of them has a time); ``input_tokens`` and
         ``output_tokens`` its replies reported (missing when none did). With events:
         ``failures``, requests it could not answer, and ``request_ms_median``, the median time of
-        its answered requests alone (missing from turns alone)."""
+        its answered requests alone (missing from turns alone). Both times leave out the runs on a
+        simulated clock (``Audit``'s ``simulated``)."""
         import pandas as pd
 
-        t = self.turns[self.turns["model"].notna()]
+        t = self.turns.assign(
+            latency_ms=self.turns["latency_ms"].where(on_wall(self.turns, self._keys, self.simulated))
+        )
+        t = t[t["model"].notna()]
         failures = requests = None
         if self.events is not None:
             e = self.events
             failures = e.loc[e["kind"] == "model_failed", "model"].astype(str).value_counts()
-            replied = e[(e["kind"] == "model_replied") & e["model"].notna()]
+            replied = e[
+                (e["kind"] == "model_replied") & e["model"].notna() & on_wall(e, self._keys, self.simulated)
+            ]
             requests = replied.groupby(replied["model"].astype(str))["latency_ms"].median()
         rows: dict[str, dict[str, Any]] = {}
         for model, g in t.groupby("model", sort=True):
@@ -276,6 +298,23 @@ class Audit:
             [None if requests is None else _or_none(requests.get(m)) for m in rows], dtype="Float64"
         )
         return pd.DataFrame(data)
+
+    def usage(self, by: By = "run") -> pd.DataFrame:
+        """Token usage, wall time and cost per run (``by="run"``), per model or per turn; how
+        model names are priced: ``loopnb.record._usage``.
+
+        ``input_tokens``, ``output_tokens``: what the replies reported (missing when none did);
+        ``latency_ms``: the turns' wall time added up (none from a run whose ``clock`` is
+        ``"simulated"``); ``cost_usd``: US dollars from genai-prices' bundled table as of each
+        turn's start, missing (never zero) unless every turn a model answered has a price;
+        ``priced_turns``, ``priced_as`` (the table's ``provider/model``), ``price_source`` (the
+        table and its version), ``unpriced`` (why a cost is missing: no model named, no tokens,
+        a model the table does not know, genai-prices not installed). Per run: the ``models``
+        that answered and all its ``turns``; per model: the ``runs`` and ``turns`` it answered (a
+        row without a model holds turns that reported tokens but named none); per turn: ``turn``
+        and ``model``.
+        """
+        return usage_frame(self.turns, self._keys, self.simulated, by)
 
     def disagreements(self) -> pd.DataFrame:
         """Where a foreign run's own marking disagrees with the channel table: one row per call or

@@ -9,7 +9,7 @@ of its own, never clipped in a cell. Each channel's word takes its palette colou
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopnb import _terminal as terminal
@@ -34,20 +34,22 @@ _TOKENS = {"input_tokens": "tokens in", "output_tokens": "tokens out"}
 _CHANNEL_LABELS = {"ok turns": "ok", "soft turns": "soft", "runs ended hard": "hard"}
 
 
-def audit_lines(a: Audit, *, width: int = 100, simulated: Iterable[tuple[str, ...]] = ()) -> list[Text]:
-    """Every section of the audit of ``a``, line by line. ``simulated``: the runs (``(source,
-    run_id)``, or ``(run_id,)`` without a source column) that ran on a simulated clock, whose
-    times are told apart from wall time."""
+def audit_lines(a: Audit, *, width: int = 100) -> list[Text]:
+    """Every section of the audit of ``a``, line by line; the times of its runs on a simulated
+    clock (``Audit``'s ``simulated``) are told apart from wall time."""
     hard = int((a.turns["channel"].astype(str) == "hard").sum())
     lines: list[Text] = []
+    usage = a.usage("model")
     for title, body in (
         ("Summary", _summary(a.summary(), width)),
         ("Soft and hard turns per producer", _by_producer(a.by_producer(), width)),
         ("Self-recovery after soft errors", _recovery(a.recovery(), width)),
-        ("Per model", _models(a, width, frozenset(simulated))),
+        ("Per model", _models(a, width)),
+        ("Usage and cost", _usage(usage, width) if _reported(usage) else []),
         (f"Runs that ended hard ({hard})", _hard_runs(a, width)),
     ):
-        lines += [_text(""), _text(title, style="bold"), *body]
+        if body:
+            lines += [_text(""), _text(title, style="bold"), *body]
     if a.events is not None and a.turns["source_status"].notna().any():
         rows = a.disagreements()
         title = f"Where the source's own marking disagrees with the channel table ({len(rows)})"
@@ -150,24 +152,18 @@ def _recovery(df: pd.DataFrame, width: int) -> list[Text]:
     return _fitted(headers, rows, width, left={"producer"})
 
 
-def _models(a: Audit, width: int, simulated: frozenset[tuple[str, ...]]) -> list[Text]:
+def _models(a: Audit, width: int) -> list[Text]:
     import pandas as pd
 
-    df = a.models()
+    df = a.models()  # its times leave out the runs on a simulated clock
     t = a.turns
     keys = ["source", "run_id"] if "source" in t.columns else ["run_id"]
     on_fake = pd.Series(
-        [tuple(k) in simulated for k in t[keys].astype(str).itertuples(index=False)],
+        [tuple(k) in a.simulated for k in t[keys].astype(str).itertuples(index=False)],
         index=t.index,
         dtype=bool,
     )
     fake = bool(on_fake.any())  # times shown as missing, and why, below
-    if fake:  # times from the runs on a wall clock alone
-        from loopnb.record._audit import Audit
-
-        timed = Audit(t[~on_fake], a.events).models().set_index("model")
-        for column in _TIMES:
-            df[column] = df["model"].map(timed[column]).astype("Float64")
     counts = ["turns", "runs", "ok", "soft", "hard", "failures"]
     columns = ["model", *counts, *_TIMES, *_TOKENS]
     rows = [
@@ -215,6 +211,42 @@ def _models(a: Audit, width: int, simulated: frozenset[tuple[str, ...]]) -> list
     gone = [headers[i] for i, c in enumerate(columns) if i not in kept]
     if gone:
         notes.append(f"not shown, no recording has any: {', '.join(gone)}.")
+    if notes:
+        lines.append(_text(""))
+    for note in notes:
+        lines += [_text(line) for line in _wrap(note, width, "  ", "    ")]
+    return lines
+
+
+def _reported(usage: pd.DataFrame) -> bool:
+    """Whether any model reported tokens (the usage section is left out otherwise)."""
+    return bool(usage["input_tokens"].notna().any() or usage["output_tokens"].notna().any())
+
+
+def _usage(usage: pd.DataFrame, width: int) -> list[Text]:
+    """``Audit.usage("model")`` as a table: tokens, cost and the price it was taken from; then,
+    once each, the price table and why a cost is missing."""
+    from loopnb.record._usage import dollars
+
+    columns = ["model", "runs", "turns", "input_tokens", "output_tokens", "cost_usd", "priced_as"]
+    headers = ["model", "runs", "turns", "tokens in", "tokens out", "cost", "priced as"]
+    rows = [
+        [
+            _NO_MODEL if c == "model" and not isinstance(v, str)
+            else dollars(float(v)) if c == "cost_usd" and isinstance(v, float)
+            else cell_text(c, v)
+            for c, v in zip(columns, row, strict=True)
+        ]
+        for row in _values(usage, columns)
+    ]  # fmt: skip
+    lines = _fitted(headers, rows, width, left={"model", "priced as"})
+    notes = []
+    sources = sorted({str(v) for v in usage["price_source"].dropna()})
+    if sources:
+        notes.append(f"cost: US dollars, as of each turn's start, from {'; '.join(sources)}.")
+    missing = sorted({part for v in usage["unpriced"].dropna() for part in str(v).split("; ")})
+    if missing:
+        notes.append(f"no cost where: {'; '.join(missing)}.")
     if notes:
         lines.append(_text(""))
     for note in notes:

@@ -16,7 +16,6 @@ from typing import TextIO
 
 from loopnb import _terminal as terminal
 from loopnb._terminal import plural
-from loopnb.engine._events import Event, RunStarted
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recorder import Recorder
 
@@ -46,6 +45,7 @@ def audit_command(
     from loopnb.record._audit_text import audit_lines
     from loopnb.record._progress import Progress, wanted
     from loopnb.record._recording import load
+    from loopnb.record._usage import simulated_runs
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -87,17 +87,17 @@ def audit_command(
                 df = frames[name]
                 df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
                 bucket.append(df)
-            simulated += [(str(path), run_id) for run_id in _simulated_runs(rec.event_objects)]
+            simulated += [(str(path), run_id) for run_id in simulated_runs(rec.event_objects)]
     for w in caught:
         print(f"loopnb audit: warning: {w.message}", file=err)
     code = 2 if strangers else 1 if failed else 0
     if not turns:
         return code
-    a = Audit(pd.concat(turns, ignore_index=True), pd.concat(events, ignore_index=True))
+    a = Audit(pd.concat(turns, ignore_index=True), pd.concat(events, ignore_index=True), simulated=simulated)
     con = terminal.console(out)
     terminal.write(con, f"loopnb audit: {_counted(len(files), strangers, failed)}")
     shown = width or shutil.get_terminal_size((100, 24)).columns
-    for line in audit_lines(a, width=shown, simulated=simulated):
+    for line in audit_lines(a, width=shown):
         terminal.write(con, line)
     return code
 
@@ -114,11 +114,6 @@ def _counted(given: int, strangers: int, failed: int) -> str:
         problems.append(f"{failed} could not be read")
     what = plural(given, "file") if strangers else plural(given, "recording")
     return f"{what}, {' and '.join(problems)} (named above)"
-
-
-def _simulated_runs(events: Sequence[Event]) -> list[str]:
-    """The runs whose ``RunStarted`` says they ran on a simulated clock (a ``FakeClock``)."""
-    return [e.run_id for e in events if isinstance(e, RunStarted) and e.settings.get("clock") == "simulated"]
 
 
 def _not_a_recording(path: Path) -> bool:

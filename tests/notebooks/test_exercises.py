@@ -161,6 +161,7 @@ def test_06_audits_a_folder_of_your_own(session, tmp_path):
 @pytest.fixture
 def fake_openai():
     from tests.models import fakeserver
+
     return fakeserver
 
 
@@ -274,6 +275,25 @@ def test_08_shows_each_sources_disagreements_and_its_exercises_hold(session):
     again()
     assert "UnexpectedModelBehavior" in out("error = None")
     assert "tool_recovery_exhausted" in out("history = from_pydantic_ai(")
+
+
+def test_09_the_sweep_run_again_reads_what_is_written_and_the_default_detector_counts_all(session):
+    s = session("09_sweeps_at_scale.ipynb")
+    close = cell_index(s.nb, "cluster.close()")
+    for i in range(close):
+        s.run_cell(i)
+    assert not s.errors()
+    s.run_cell(cell_index(s.nb, "results = sweep("))  # again: resume=True reads what is written
+    assert s.run("print(len(results.figures), results.turns['run_id'].nunique())").split() == ["0", "600"]
+    # The exercise: without the strict loop detector, the vague text's soft refusals all "recover".
+    s.edit("SLIPS = [", '        loop_detector={"warn_after": 3, "stop_after": 3},\n', "")
+    for marker in ("scratch = tempfile", "SLIPS = [", "results = sweep("):  # a fresh folder, the same cluster
+        s.run_cell(cell_index(s.nb, marker))
+    rates = s.run("print(*results.by_config()['recovery_rate'])")
+    s.run_cell(close)
+    assert not s.errors()
+    assert rates.split() == ["1.0", "1.0", "1.0"], rates
+    assert s.run("print(WORK.exists())").strip() == "False"
 
 
 def test_10_the_try_it_edits_move_the_divergence_and_a_new_text_needs_a_new_run(session):

@@ -21,7 +21,7 @@ from loopnb import (
     tool,
 )
 from loopnb.engine import FakeClock, ModelReply, Retry, Usage
-from loopnb.record import Recorder, RecordingWarning
+from loopnb.record import Audit, Recorder, RecordingWarning
 
 from .conftest import Run, hard_run, read_file, recorded, run_engine, script_run, timed_model, typo_run
 from .test_audit import breaker_run, loop_run
@@ -258,7 +258,7 @@ def test_models_after_a_fallback_turn_latency_request_latency_and_tokens():
     """m1 fails once, in 100 ms, and backs off for the rest of the run; m2 answers turn 1 in 20 ms,
     turn 2 in 40 ms, turn 3 in 60 ms. Turn latencies of m2: 120, 40, 60 ms (median 60, mean
     73.3333); its own requests: 20, 40, 60 (median 40). m1 reports no tokens; m2 10 in and 5 out
-    a reply."""
+    a reply. The frames alone do not say the clock was a FakeClock: their times count."""
     clock = FakeClock()
     m1 = TimedModel("m1", [(100, ModelUnavailable("down"))] * 3, clock)
     call = ToolCall("read_file", {"path": "src/main.rs"})
@@ -267,13 +267,64 @@ def test_models_after_a_fallback_turn_latency_request_latency_and_tokens():
     Engine(FallbackChain([m1, m2]), tools=[read_file], observers=[rec], clock=clock).run("t")
     columns = ("model", "turns", "runs", "ok", "latency_ms_median", "latency_ms_mean")
     more = ("input_tokens", "output_tokens", "failures", "request_ms_median")
-    assert table(audit(rec).models(), *columns, *more) == [
+    assert table(audit((rec.turns, rec.events)).models(), *columns, *more) == [
         ["m2", "3", "1", "3", "60", "73.3333", "30", "15", "0", "40"],
         ["m1", "0", "0", "0", None, None, None, None, "1", None],
     ]
     assert table(audit(rec.turns).models(), *columns, *more) == [
         ["m2", "3", "1", "3", "60", "73.3333", "30", "15", None, None],
     ]
+
+
+def test_models_leaves_simulated_time_out_of_its_latencies(tmp_path):
+    """The same FakeClock run audited from the Recorder, from its file, and with the run named as
+    simulated by hand: every time is missing (the 120 ms and the 20 ms requests never passed),
+    the counts and tokens are the same; a wall-clock run beside it keeps its times."""
+    clock = FakeClock()
+    call = ToolCall("read_file", {"path": "src/main.rs"})
+    rec = Recorder()
+    m2 = TimedModel("m2", [(20, call), (40, call), (60, "done")], clock)
+    Engine(m2, tools=[read_file], observers=[rec], clock=clock).run("t", run_id="fake")
+    Engine(ScriptedModel([call, "done"], name="m2"), tools=[read_file], observers=[rec]).run(
+        "t", run_id="wall"
+    )
+    path = rec.save(tmp_path / "two.jsonl")
+    frames = (rec.turns, rec.events)
+    wall_only = audit((rec.turns[rec.turns["run_id"] == "wall"], rec.events)).models()
+    for a in (audit(rec), audit(load(path)), Audit(*frames, simulated=["fake"])):
+        assert a.simulated == {("fake",)}
+        m = a.models()
+        assert table(m, "model", "turns", "runs", "input_tokens", "output_tokens") == [
+            ["m2", "5", "2", "30", "15"]
+        ]
+        for column in ("latency_ms_median", "latency_ms_mean", "request_ms_median"):
+            assert m.loc[0, column] == wall_only.loc[0, column], column
+    assert wall_only.loc[0, "latency_ms_median"] < 60  # the fake run's 60 ms median is not in it
+    with_fake = audit(frames).models()
+    assert with_fake.loc[0, "latency_ms_mean"] >= (20 + 40 + 60) / 5 and audit(frames).simulated == set()
+
+
+def test_usage_counts_tokens_and_wall_time_whether_or_not_prices_are_installed():
+    """Test doubles' names are no priced model: the cost is missing (with or without genai-prices,
+    which these lanes may lack), the tokens and the wall time are there; the FakeClock's are not."""
+    clock = FakeClock()
+    call = ToolCall("read_file", {"path": "src/main.rs"})
+    rec = Recorder()
+    Engine(
+        TimedModel("m2", [(20, call), (60, "done")], clock), tools=[read_file], observers=[rec], clock=clock
+    ).run("t", run_id="fake")
+    Engine(ScriptedModel([call, "done"], name="m2"), tools=[read_file], observers=[rec]).run(
+        "t", run_id="wall"
+    )
+    runs = audit(rec).usage()
+    assert table(runs, "run_id", "models", "turns", "input_tokens", "output_tokens", "clock") == [
+        ["fake", "m2", "2", "20", "10", "simulated"],
+        ["wall", "m2", "2", None, None, "wall"],
+    ]
+    wall = rec.turns.loc[rec.turns["run_id"] == "wall", "latency_ms"].sum()
+    assert pd.isna(runs.loc[0, "latency_ms"]) and runs.loc[1, "latency_ms"] == pytest.approx(wall)
+    assert runs["cost_usd"].isna().all() and runs["unpriced"].notna().all()
+    assert len(audit(rec).usage("turn")) == 4 and audit(rec).usage("model")["turns"].tolist() == [4]
 
 
 def test_two_files_reusing_a_run_id_are_two_runs(tmp_path):
@@ -339,7 +390,8 @@ def test_categorical_columns_unused_categories_and_any_index_change_nothing():
     for column in ("run_id", "model", "tools"):
         t[column] = t[column].astype("category").cat.add_categories(["unused"])
     t = t.iloc[::-1].set_axis(pd.Index([f"row{i}" for i in range(len(t))]))
-    plain, shaped = audit(rec), audit(t, rec.events.iloc[::-1])
+    plain = audit(rec)
+    shaped = Audit(t, rec.events.iloc[::-1], simulated=plain.simulated)
     for name in (
         "by_producer",
         "recovery_episodes",

@@ -137,3 +137,15 @@ def test_the_dataset_is_readable_while_the_sweep_goes(tmp_path, client):
     assert [d for d, _, _ in seen] == list(range(1, 9)) and {t for _, t, _ in seen} == {8}
     counts = [n for _, _, n in seen]
     assert counts == sorted(counts) and counts[0] >= 3 and counts[-1] == len(result.turns) == 24
+
+
+def test_a_sweep_audit_keeps_fake_clock_time_out_of_latency(tmp_path, client):
+    result = loopnb.sweep(
+        ["flaky_tool_breaker", "mistyped_path"], seeds=2, out=tmp_path / "c", cluster=client, progress=False
+    )
+    for audit in (result.audit(), result.audit(events=False), result.audit("flaky_tool_breaker")):
+        usage = audit.usage(by="run").set_index("run_id")["latency_ms"]
+        fake = usage[usage.index.str.startswith("flaky_tool_breaker")]
+        assert len(fake) == 2 and fake.isna().all()  # a FakeClock's cooldowns are not latency
+    wall = result.audit().usage(by="run").set_index("run_id")["latency_ms"]
+    assert wall[wall.index.str.startswith("mistyped_path")].notna().all()
