@@ -84,7 +84,8 @@ def test_binder_environment_runs_notebook_01(tmp_path):
         [str(venv / "bin" / "python"), "-c", "import " + ", ".join(modules)],
         cwd=work, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert imported.returncode == 0, f"binder/requirements.txt lacks a notebook's import:\n{imported.stderr[-2000:]}"
+    lacks = f"binder/requirements.txt lacks a notebook's import:\n{imported.stderr[-2000:]}"
+    assert imported.returncode == 0, lacks
 
 
 def notebook_imports() -> list[str]:
