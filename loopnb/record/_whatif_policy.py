@@ -221,6 +221,18 @@ def _suggestions(tape: Tape) -> bool:
     return True
 
 
+class _Shortest(random.Random):
+    """The jitter that gives a fallback chain's back-off its shortest wait (half the full one).
+
+    A replay's waits must never outlast the recorded ones: each recorded request then finds the
+    clock at or before its recorded time, and the paced model moves it there exactly, whatever
+    jitter the recorded run drew.
+    """
+
+    def random(self) -> float:
+        return 1.0 - 2.0**-53  # the largest float random() can return
+
+
 def _models(tape: Tape, ours: bool) -> Model:
     """The recorded replies as the model: one paced script per model of a loopnb run's fallback
     chain (each behind a breaker like the recorded chain's), else one script of them all."""
@@ -231,12 +243,12 @@ def _models(tape: Tape, ours: bool) -> Model:
         for name in names:
             steps = model_steps(tape.events, name)
             scripts.append(PacedModel(ScriptedModel([s for _, _, s in steps], name=name), steps, tape))
-        return FallbackChain(scripts, breaker=template, rng=random.Random(0))
+        return FallbackChain(scripts, breaker=template, rng=_Shortest())
     steps = model_steps(tape.events)
     replied = [s.model for _, _, s in steps if isinstance(s, ModelReply) and s.model]
     name = (names[0] if names else None) or (replied[0] if replied else "recorded")
     script = ScriptedModel([s for _, _, s in steps], name=name)
-    return FallbackChain([PacedModel(script, steps, tape)], breaker=template, rng=random.Random(0))
+    return FallbackChain([PacedModel(script, steps, tape)], breaker=template, rng=_Shortest())
 
 
 def _breaker(tape: Tape, scope: str, target: str | None) -> CircuitBreaker | None:
