@@ -131,3 +131,12 @@ def test_coloured_on_a_terminal_and_the_same_words_piped(pair: tuple[Path, Path]
     assert code == 0 and "\x1b" not in plain
     assert ANSI.sub("", coloured) == plain
     assert on_a_pty(args, NO_COLOR="1")[1] == plain
+
+
+def test_the_aligned_rows_show_a_calls_arguments_not_its_json(
+    capsys: pytest.CaptureFixture[str], pair: tuple[Path, Path]
+) -> None:
+    code, out, _ = run(capsys, "compare", str(pair[0]), str(pair[1]), "--width", "140")
+    assert code == 0
+    rows = out.split("Aligned turns", 1)[1]
+    assert "read_file(path=config.yaml)" in rows and '{"path"' not in rows

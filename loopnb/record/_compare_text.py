@@ -8,6 +8,7 @@ piped, or with ``NO_COLOR``, the same words in plain text.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -129,7 +130,9 @@ def _side(r: dict[Any, Any], s: str, w: int, *, pad: bool = True) -> Text:
     channel = str(r[f"channel_{s}"])
     producer = r[f"producer_{s}"]
     call, reply = r[f"call_{s}"], r[f"reply_text_{s}"]
-    if not isinstance(call, str):
+    if isinstance(call, str):
+        call = _short(call)
+    else:
         call = f"reply: {' '.join(reply.split())}" if isinstance(reply, str) else "(no call)"
     tail = f" {producer}" if isinstance(producer, str) else ""
     said = f"t{turn} {GLYPH.get(channel, '?')} {channel}"
@@ -137,6 +140,35 @@ def _side(r: dict[Any, Any], s: str, w: int, *, pad: bool = True) -> Text:
     out = terminal.channel(said, channel)
     out.append(f"{rest:<{w - len(said)}}" if pad else rest)
     return out
+
+
+def _short(calls: str) -> str:
+    """``read_file({"path": "src/a.rs"}), ls({})`` as ``read_file(path=src/a.rs), ls()``, so that a
+    narrow column shows the arguments, where two runs differ, rather than JSON's punctuation;
+    anything not in that form is shown as it is."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while i < len(calls):
+        opening = calls.find("(", i)
+        try:
+            arguments, end = decoder.raw_decode(calls, opening + 1)
+        except ValueError:
+            return calls
+        if opening < 0 or calls[end : end + 1] != ")":
+            return calls
+        if isinstance(arguments, dict):
+            inner = ", ".join(
+                f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                for k, v in arguments.items()
+            )
+        else:
+            inner = json.dumps(arguments, ensure_ascii=False)
+        out.append(f"{calls[i:opening]}({inner})")
+        i = end + 1
+        if calls.startswith(", ", i):
+            i += 2
+        elif i < len(calls):
+            return calls
+    return ", ".join(out)
 
 
 def _side_source(path: str) -> Any:
