@@ -217,16 +217,19 @@ def _flat_messages(attrs: dict[str, Any], prefix: str, style: str) -> list[Messa
     return out
 
 
-def messages(span: Span) -> tuple[list[Message] | None, list[Message] | None]:
-    """A model request's input and output messages (``None`` where the span kept none)."""
+def messages(span: Span, history: History | None = None) -> tuple[list[Message] | None, list[Message] | None]:
+    """A model request's input and output messages (``None`` where the span kept none);
+    ``history``: the run's requests read so far, in order (an input that repeats the previous
+    request's and adds to it is read from where that one ended)."""
     a = span.attributes
     inputs = a.get("gen_ai.input.messages")
     outputs = a.get("gen_ai.output.messages")
     if inputs is not None or outputs is not None:
-        return (
-            None if inputs is None else _semconv_messages(loads(inputs)),
-            None if outputs is None else _semconv_messages(loads(outputs)),
-        )
+        if inputs is None:
+            read_in = None
+        else:
+            read_in = history.read(inputs) if history is not None else _semconv_messages(loads(inputs))
+        return read_in, None if outputs is None else _semconv_messages(loads(outputs))
     events = _events_messages(span)
     if events is not None:
         return events
@@ -237,6 +240,46 @@ def messages(span: Span) -> tuple[list[Message] | None, list[Message] | None]:
         if any(k.startswith(prefix_in + ".") or k.startswith(prefix_out + ".") for k in a):
             return _flat_messages(a, prefix_in, style), _flat_messages(a, prefix_out, style)
     return None, None
+
+
+class History:
+    """The input messages of one run's requests, read in turn.
+
+    A framework that sends the whole history with every request (pydantic-ai) writes each
+    request's ``gen_ai.input.messages`` as the previous one's JSON with the new messages before
+    its closing bracket: that input is read from there on, and the messages read before are
+    kept, so reading a request costs what it adds rather than the length of the run.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[str, list[Message]] | None = None
+
+    def read(self, raw: Any) -> list[Message]:
+        """``gen_ai.input.messages`` (a JSON text, or its value) as messages."""
+        if not isinstance(raw, str):
+            return _semconv_messages(loads(raw))
+        last = self._last
+        found: list[Message] | None = None
+        if last is not None:
+            before, read = last
+            n = len(before)
+            if len(raw) > n and raw[n - 1] == "," and before[-1] == "]" and raw.startswith(before[:-1]):
+                try:
+                    added = json.loads("[" + raw[n:])  # what follows the last message read
+                except json.JSONDecodeError:
+                    added = None
+                if isinstance(added, list):
+                    found = read + _semconv_messages(added)
+        if found is None:
+            value = loads(raw)
+            found = _semconv_messages(value)
+            if not isinstance(value, list):
+                self._last = None
+                return found
+        self._last = (raw, found)
+        return found
 
 
 def usage(span: Span) -> Usage | None:
