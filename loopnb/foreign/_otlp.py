@@ -31,17 +31,25 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
+from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._disagree import Mark
+from loopnb.foreign._otlp_calls import (
+    NAME,
+    pair_spans,
+    read_reply,
+    results_read,
+    span_ms,
+    write_result,
+)
 from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
-from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.foreign._transcript import RunWriter, status
+from loopnb.record._errors import RecordingError
 from loopnb.record._recording import Recording
-
-NAME = "otlp"
 
 MARKS: dict[str, Mark] = {
     "UNSET": "ok",
@@ -75,13 +83,10 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
 }
 _HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
-WITHHELD = "(not recorded: the trace kept no content for this result)"
-"""The text of a result the model read but the trace did not keep (pydantic-ai's
-``include_content=False``): not an empty error, which would name nothing."""
 
 
-Messages = tuple[list[g.Message] | None, list[g.Message] | None]
-"""A model request's input and output messages, as ``g.messages`` reads them."""
+Messages = tuple[list[m.Message] | None, list[m.Message] | None]
+"""A model request's input and output messages, as ``m.messages`` reads them."""
 
 
 def read(path: Path) -> Recording:
@@ -98,8 +103,13 @@ def from_otel(spans: Iterable[Any]) -> Recording:
 
 def _recording(decoded: Decoded, path: Path | None) -> Recording:
     events: list[Event] = []
-    for run in split_runs(decoded.spans):
-        events.extend(write_run(run))
+    try:
+        for run in split_runs(decoded.spans):
+            events.extend(write_run(run))
+    except RecordingError as exc:  # a span's value of the wrong shape: said with the file's path
+        if path is None or exc.path is not None:
+            raise
+        raise RecordingError(exc.reason, path=path) from exc
     scopes = Counter(s.scope for s in decoded.spans if s.scope)
     source = {
         "format": NAME,
@@ -109,27 +119,7 @@ def _recording(decoded: Decoded, path: Path | None) -> Recording:
     return Recording.from_events(events, meta={"source": source}, path=path)
 
 
-def _arguments(value: Any) -> dict[str, Any] | str:
-    value = g.loads(value)
-    if value is None:
-        return {}
-    return value if isinstance(value, dict) else g.dumps(value)
-
-
-def _reply(outputs: list[g.Message] | None, chat: Span) -> tuple[str | None, list[ToolCall]]:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for msg in outputs or ():
-        for part in msg.parts:
-            if part.kind == "text" and part.content:
-                texts.append(g.dumps(part.content))
-            elif part.kind == "tool_call":
-                call_id = part.id or f"{chat.span_id}-{len(calls)}"
-                calls.append(ToolCall(part.name, _arguments(part.content), id=call_id))
-    return ("\n".join(texts) or None), calls
-
-
-def _user_text(inputs: list[g.Message] | None, role: str) -> str | None:
+def _user_text(inputs: list[m.Message] | None, role: str) -> str | None:
     for msg in inputs or ():
         if msg.role == role:
             texts = [g.dumps(p.content) for p in msg.parts if p.kind == "text" and p.content]
@@ -138,64 +128,9 @@ def _user_text(inputs: list[g.Message] | None, role: str) -> str | None:
     return None
 
 
-def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall, g.ToolSpan | None]]:
-    """Each call with the tool span that ran it (by call id, else by name in order); a tool
-    span no call names (the request's output was not recorded) adds its own call."""
-    by_id = {t.call_id: t for t in spans if t.call_id}
-    loose = [t for t in spans if not t.call_id or t.call_id not in {c.id for c in calls}]
-    pairs: list[tuple[ToolCall, g.ToolSpan | None]] = []
-    for call in calls:
-        found = by_id.get(call.id)
-        if found is None:
-            found = next((t for t in loose if not t.call_id and t.name == call.name), None)
-            if found is not None:
-                loose.remove(found)
-        pairs.append((call, found))
-    runs: dict[str, g.ToolSpan] = {}
-    for t in loose:  # a call run again (a retry) is one call, and its last run is what was read
-        runs[t.call_id or t.span.span_id] = t
-    for call_id, t in runs.items():
-        pairs.append((ToolCall(t.name, _arguments(t.arguments), id=call_id), t))
-    return pairs
-
-
-def _soft(t: g.ToolSpan) -> SoftProducer:
-    """The table's row for an error a tool span recorded."""
-    own = g.loopnb_soft(t.span)
-    if own is not None:
-        return own[0]
-    a = t.span.attributes
-    cause = a.get("pydantic_ai.tool.retry.cause")
-    if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
-        return "invalid_arguments"
-    if cause in ("unknown_tool", "unavailable_tool"):
-        return "not_advertised"
-    if cause is None:
-        kind = (t.exception[0] if t.exception else str(a.get("error.type") or "")).rsplit(".", 1)[-1]
-        if kind.endswith("ValidationError") or kind == "JSONDecodeError":
-            return "invalid_arguments"
-    return "tool_error"
-
-
 def _failed(chat: Span) -> bool:
     """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
     return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
-
-
-def _errored(t: g.ToolSpan) -> bool:
-    """Whether a tool span recorded an error, whatever its status says."""
-    a = t.span.attributes
-    return (
-        t.span.status == "ERROR"
-        or g.loopnb_soft(t.span) is not None
-        or t.exception is not None
-        or a.get("error.type") is not None
-        or a.get("pydantic_ai.tool.retry.cause") is not None
-    )
-
-
-def _ms(span: Span) -> float:
-    return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
 
 
 def _start(agent: Span | None, chats: Sequence[Span]) -> float:
@@ -227,7 +162,7 @@ class RunReader:
     """
 
     def __init__(self, run_id: str, agent: Span | None, chats: Sequence[Span]) -> None:
-        self._history = g.History()
+        self._history = m.History()
         self._held: tuple[Span, Messages] | None = None
         self._tools: list[Span] = []
         """Tool spans not yet placed in a turn, in order."""
@@ -295,7 +230,7 @@ class RunReader:
     def _read(self, chat: Span) -> Messages:
         """``chat``'s messages: read once (the last one read is held for its turn)."""
         if self._held is None or self._held[0] is not chat:
-            self._held = (chat, g.messages(chat, self._history))
+            self._held = (chat, m.messages(chat, self._history))
         return self._held[1]
 
     def _windows(self, rest: Sequence[Span], count: int) -> list[list[g.ToolSpan]]:
@@ -334,37 +269,24 @@ class RunReader:
         turn = writer.turn(at=chat.start)
         if _failed(chat) and not outputs and not later:
             return  # the model request that ended the run: ended hard after it
-        text, calls = _reply(outputs, chat)
+        text, calls = read_reply(outputs, chat)
         self._last = (chat, text)
-        pairs = _pair(calls, tools)
+        pairs = pair_spans(calls, tools)
         calls = [c for c, _ in pairs]
-        turn.reply(text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=_ms(chat))
+        turn.reply(
+            text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=span_ms(chat)
+        )
         if following is None and _ends_here(agent, pairs):
             return
         wanted = {c.id for c in calls}
-        responses = None if following is None else _responses(self._read(following)[0], wanted)
+        responses = None if following is None else results_read(self._read(following)[0], wanted)
         offered = g.tools(chat)[0]
         for call, t in pairs:
-            _result(turn, call, t, responses, later, offered, self.outputs)
+            write_result(turn, call, t, responses, later, offered, self.outputs)
         rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
         turn.finish(source_status=status(NAME, chat.status))
-
-
-def _responses(inputs: list[g.Message] | None, wanted: set[str]) -> dict[str, Any] | None:
-    """What ``inputs`` gave back to each of the calls ``wanted`` (its last response), read from
-    the end: a request's input holds the whole history, the newest results last."""
-    if inputs is None:
-        return None
-    found: dict[str, Any] = {}
-    for msg in reversed(inputs):
-        if len(found) == len(wanted):
-            break
-        for p in reversed(msg.parts):
-            if p.kind == "tool_call_response" and p.id in wanted and p.id not in found:
-                found[p.id] = p.content
-    return found
 
 
 def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
@@ -373,62 +295,6 @@ def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None
     if agent is not None:
         return agent.status == "ERROR"
     return bool(pairs)
-
-
-def _result(
-    turn: TurnWriter,
-    call: ToolCall,
-    t: g.ToolSpan | None,
-    responses: dict[str, Any] | None,
-    later: bool,
-    offered: list[str] | None,
-    outputs: set[str],
-) -> None:
-    """Write what the model read for ``call``, and what the trace said of it."""
-    read = responses.get(call.id) if responses is not None else None
-    withheld = read is None and responses is not None and call.id in responses
-    producer: SoftProducer | None = None
-    if t is None:
-        if call.name in outputs:
-            said = "missing" if later else "output"
-            producer = "invalid_arguments" if later else None
-        else:
-            said = "missing"
-            if later and offered is not None and call.name not in offered:
-                producer = "not_advertised"
-        text = WITHHELD if withheld else g.dumps(read)
-        turn.result(
-            call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False
-        )
-        return
-    span = t.span
-    attempt = 0
-    if _errored(t):
-        producer = _soft(t)
-        counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
-        attempt = counter if isinstance(counter, int) else 0
-    own = g.loopnb_soft(span)
-    if read is not None:
-        text = g.dumps(read)
-    elif own is not None:
-        text = own[1]
-    elif t.result is not None:
-        text = g.dumps(t.result)
-    else:
-        text = (t.exception[1] if t.exception else None) or span.description or ""
-        if not text and (withheld or producer is not None):
-            text = WITHHELD
-    turn.result(
-        call.id,
-        text,
-        name=call.name,
-        producer=producer,
-        source_status=status(NAME, "soft" if own is not None else span.status),
-        attempt=attempt,
-        executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
-        at=span.end,
-        latency_ms=_ms(span),
-    )
 
 
 def _error_text(span: Span) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from pydantic_ai.usage import UsageLimits
 
 import loopnb
 from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._transcript import RunWriter
 from loopnb.otel import LiveSpans
 from tests.golden.foreign.make_otlp import call, say
@@ -41,14 +42,14 @@ def _steps(turns: int) -> FunctionModel:
 def _watched(turns: int, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """What ``LiveSpans`` did while a ``turns``-turn run was watched (then checked against the trace)."""
     work: Counter[str] = Counter()
-    role_of, semconv, turn = g.role_of, g._semconv_messages, RunWriter.turn
+    role_of, semconv, turn = g.role_of, m._semconv, RunWriter.turn
 
     def counted_role(span: Any) -> Any:
         work["roles"] += 1
         return role_of(span)
 
-    def counted_messages(raw: Any) -> Any:
-        found = semconv(raw)
+    def counted_messages(raw: Any, *args: Any) -> Any:
+        found = semconv(raw, *args)
         work["messages"] += len(found)
         return found
 
@@ -60,7 +61,7 @@ def _watched(turns: int, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     provider, memory = traced(live)
     with monkeypatch.context() as patch:
         patch.setattr(g, "role_of", counted_role)
-        patch.setattr(g, "_semconv_messages", counted_messages)
+        patch.setattr(m, "_semconv", counted_messages)
         patch.setattr(RunWriter, "turn", counted_turn)
         agent(provider, "reader", _steps(turns), retries=turns).run_sync(
             "read the notes", usage_limits=UsageLimits(request_limit=turns + 1)
