@@ -30,7 +30,6 @@ import math
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -43,8 +42,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from loopnb.engine._errors import LoopnbWarning, exception_text
 from loopnb.engine._events import Event
 from loopnb.foreign._otlp import RunReader
-from loopnb.foreign._otlp_runs import Tree, key, run_id
+from loopnb.foreign._otlp_runs import key, run_id
 from loopnb.foreign._otlp_spans import Span, decode_objects
+from loopnb.otel._traces import Run, Trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,50 +52,6 @@ if TYPE_CHECKING:
     from loopnb.record import Recorder, Recording
 
 Observer = Callable[[Event], None]
-
-
-@dataclass(slots=True)
-class _Run:
-    """One run of a trace (an agent span's, or the trace's agent-less one) as read so far."""
-
-    owner: str | None
-    agent: Span | None = None
-    open: dict[str, float] = field(default_factory=dict)
-    """The run's model requests and tool spans still open, and when each started."""
-    chats: list[Span] = field(default_factory=list)
-    """Its ended model requests whose turns are not written yet, in order."""
-    tools: list[Span] = field(default_factory=list)
-    """Its ended tool spans, in order, until the reader is made (then the reader holds them)."""
-    reader: RunReader | None = None
-    """Made when the run is first shown."""
-    has_chat: bool = False
-    """Whether any model request hangs in it (an agent-less run without one is no run)."""
-    first: tuple[float, float] = (math.inf, math.inf)
-    """The earliest of its ended spans: the order in which a trace's runs are read at its end."""
-    done: bool = False
-    broken: bool = False
-
-
-@dataclass(slots=True)
-class _Trace:
-    """One trace as far as it has been seen: where each span is, what is open, each run."""
-
-    tree: Tree = field(default_factory=Tree)
-    open: dict[str, Span] = field(default_factory=dict)
-    """Its spans started and not ended (as they started)."""
-    runs: dict[str | None, _Run] = field(default_factory=dict)
-    """By agent span id (``None``: the agent-less run)."""
-    root_ended: bool = False
-    lead: tuple[float, str] | None = None
-    """The agent span that started first (its run has the trace's id)."""
-    chat_start: float = -math.inf
-    """When the latest-starting model request that has ended started."""
-
-    def run(self, owner: str | None) -> _Run:
-        found = self.runs.get(owner)
-        if found is None:
-            found = self.runs[owner] = _Run(owner)
-        return found
 
 
 class LiveSpans(SpanProcessor):
@@ -126,7 +82,7 @@ class LiveSpans(SpanProcessor):
         """What could not be read or delivered, one line each."""
         self._observers: list[Observer] = [recorder, *observers]
         self._lock = threading.Lock()
-        self._traces: dict[str, _Trace] = {}
+        self._traces: dict[str, Trace] = {}
         self._ids: set[str] = set()
         self._runs = 0
         self._outbox: list[Event] = []
@@ -188,9 +144,9 @@ class LiveSpans(SpanProcessor):
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, _Trace())
+                trace = self._traces.setdefault(decoded.trace_id, Trace())
                 trace.open[decoded.span_id] = decoded
-                self._place(trace, decoded, ended=False)
+                trace.place(decoded, ended=False)
         except Exception as exc:
             self._fail(f"a span that started could not be read ({_what(span)}): {exception_text(exc)}")
 
@@ -201,45 +157,19 @@ class LiveSpans(SpanProcessor):
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, _Trace())
-                self._place(trace, decoded, ended=True)
+                trace = self._traces.setdefault(decoded.trace_id, Trace())
+                trace.place(decoded, ended=True)
                 if decoded.parent_id is None:
                     trace.root_ended = True
                     self._update(decoded.trace_id, trace, None)
                 else:
-                    moved = _moves(trace, decoded)
+                    moved = trace.moves(decoded)
                     if moved is not None:
                         self._update(decoded.trace_id, trace, [moved])
         except Exception as exc:
             self._forget(span)
             self._fail(f"a span that ended could not be read ({_what(span)}): {exception_text(exc)}")
         self._deliver()
-
-    def _place(self, trace: _Trace, span: Span, *, ended: bool) -> None:
-        """Place ``span`` in its run (a span placed before that now hangs elsewhere moves too)."""
-        moved = trace.tree.add(span)
-        if moved:
-            self._move(trace, set(moved))
-        if ended:
-            trace.open.pop(span.span_id, None)
-        _note(trace, span, ended=ended)
-
-    def _move(self, trace: _Trace, span_ids: set[str]) -> None:
-        """Spans not yet written whose run changed (a role that changed as a span ended, a parent
-        seen after its children): taken out of their runs and placed again."""
-        again: list[tuple[Span, bool]] = []
-        for run in trace.runs.values():
-            for span_id in span_ids & run.open.keys():
-                del run.open[span_id]
-                if span_id in trace.open:
-                    again.append((trace.open[span_id], False))
-            for held in (run.chats, run.tools):
-                again.extend((s, True) for s in held if s.span_id in span_ids)
-                held[:] = [s for s in held if s.span_id not in span_ids]
-            if run.reader is not None:
-                again.extend((s, True) for s in run.reader.take(span_ids))
-        for span, ended in again:
-            _note(trace, span, ended=ended)
 
     def _forget(self, span: Any) -> None:
         """A span that cannot be read is left out: it no longer holds its run open."""
@@ -265,7 +195,7 @@ class LiveSpans(SpanProcessor):
 
     # -- decoding --------------------------------------------------------------------------------
 
-    def _update(self, trace_id: str, trace: _Trace, runs: list[_Run] | None, *, flush: bool = False) -> None:
+    def _update(self, trace_id: str, trace: Trace, runs: list[Run] | None, *, flush: bool = False) -> None:
         """Write and queue the new final events of ``runs`` of ``trace`` (``None``: all of them,
         in the reader's order, when its root span has ended or when flushing). Under the lock."""
         if runs is None:
@@ -286,7 +216,7 @@ class LiveSpans(SpanProcessor):
         if over and not trace.open and (trace.root_ended or flush):
             del self._traces[trace_id]  # nothing of it can change: it is not kept
 
-    def _advance(self, trace_id: str, trace: _Trace, run: _Run, flush: bool) -> None:
+    def _advance(self, trace_id: str, trace: Trace, run: Run, flush: bool) -> None:
         """Write the turns of ``run`` that no span still to come can change, and queue them."""
         if run.owner is not None:
             over = run.agent is not None and run.agent.end is not None and not run.open
@@ -313,7 +243,7 @@ class LiveSpans(SpanProcessor):
         run.done = over
 
     @staticmethod
-    def _run_id(trace_id: str, trace: _Trace, run: _Run) -> str:
+    def _run_id(trace_id: str, trace: Trace, run: Run) -> str:
         return run_id(trace_id, run.owner, trace.lead[1] if trace.lead is not None else None)
 
     def _fresh_id(self, run_id: str, trace_id: str, owner: str | None) -> str:
@@ -378,43 +308,3 @@ def _decode(span: Any) -> Span:
 def _what(span: Any) -> str:
     name = getattr(span, "name", None)
     return f"{type(span).__name__} {name!r}" if isinstance(name, str) else type(span).__name__
-
-
-def _note(trace: _Trace, span: Span, *, ended: bool) -> None:
-    """Note ``span`` (as it started, or as it ended) in its run."""
-    node = trace.tree.nodes[span.span_id]
-    run = trace.run(node.owner)
-    if node.role == "agent":
-        run.agent = span
-        first = (span.start or 0.0, span.span_id)
-        if trace.lead is None or first < trace.lead:
-            trace.lead = first
-    elif node.role == "chat":
-        run.has_chat = True
-        if ended:
-            trace.chat_start = max(trace.chat_start, span.start or 0.0)
-    if not ended:
-        if node.top:
-            run.open[span.span_id] = span.start or 0.0
-        return
-    run.first = min(run.first, key(span))
-    if node.top:
-        run.open.pop(span.span_id, None)
-        if node.role == "chat":
-            bisect.insort(run.chats, span, key=key)
-        elif run.reader is not None:
-            run.reader.tool(span)
-        else:
-            bisect.insort(run.tools, span, key=key)
-
-
-def _moves(trace: _Trace, ended: Span) -> _Run | None:
-    """The run a span that ended can make a turn of final: an agent span's, a model request's;
-    a tool span's only when a model request that started after it has ended already (it held
-    that one back)."""
-    node = trace.tree.nodes[ended.span_id]
-    if node.role == "agent" or (node.top and node.role == "chat"):
-        return trace.runs[node.owner]
-    if node.top and node.role == "tool" and trace.chat_start > (ended.start or 0.0):
-        return trace.runs[node.owner]
-    return None
