@@ -28,20 +28,28 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
+from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._disagree import Mark
+from loopnb.foreign._otlp_calls import (
+    NAME,
+    pair_spans,
+    read_reply,
+    results_read,
+    span_ms,
+    write_result,
+)
+from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
-from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.foreign._transcript import RunWriter, status
+from loopnb.record._errors import RecordingError
 from loopnb.record._recording import Recording
-
-NAME = "otlp"
 
 MARKS: dict[str, Mark] = {
     "UNSET": "ok",
@@ -75,23 +83,10 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
 }
 _HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
-WITHHELD = "(not recorded: the trace kept no content for this result)"
-"""The text of a result the model read but the trace did not keep (pydantic-ai's
-``include_content=False``): not an empty error, which would name nothing."""
 
 
-Messages = tuple[list[g.Message] | None, list[g.Message] | None]
-"""A model request's input and output messages, as ``g.messages`` reads them."""
-
-
-@dataclass(slots=True)
-class Run:
-    """One run's spans: its agent span (if any), its model requests and its tool spans, in order."""
-
-    run_id: str
-    agent: Span | None
-    chats: list[Span]
-    tools: list[Span]
+Messages = tuple[list[m.Message] | None, list[m.Message] | None]
+"""A model request's input and output messages, as ``m.messages`` reads them."""
 
 
 def read(path: Path) -> Recording:
@@ -108,8 +103,13 @@ def from_otel(spans: Iterable[Any]) -> Recording:
 
 def _recording(decoded: Decoded, path: Path | None) -> Recording:
     events: list[Event] = []
-    for run in split_runs(decoded.spans):
-        events.extend(write_run(run))
+    try:
+        for run in split_runs(decoded.spans):
+            events.extend(write_run(run))
+    except RecordingError as exc:  # a span's value of the wrong shape: said with the file's path
+        if path is None or exc.path is not None:
+            raise
+        raise RecordingError(exc.reason, path=path) from exc
     scopes = Counter(s.scope for s in decoded.spans if s.scope)
     source = {
         "format": NAME,
@@ -119,91 +119,7 @@ def _recording(decoded: Decoded, path: Path | None) -> Recording:
     return Recording.from_events(events, meta={"source": source}, path=path)
 
 
-def _key(span: Span) -> tuple[float, float]:
-    return (span.start or 0.0, span.end or 0.0)
-
-
-def split_runs(spans: list[Span]) -> list[Run]:
-    """The runs in ``spans``: one per agent span, else one per trace that made model requests.
-
-    A run's id is its trace's for the trace's first agent run (or its agent-less one, when it
-    has no agent span), ``<trace>-<agent span>`` for every other agent run, and
-    ``<trace>-trace`` for model requests outside any agent span beside agent runs: an id that
-    what comes later in the trace does not change, so that a run read live keeps it."""
-    traces: dict[str, list[Span]] = {}
-    for span in spans:
-        traces.setdefault(span.trace_id, []).append(span)
-    runs: list[tuple[tuple[float, float], Run]] = []
-    for trace_id, members in traces.items():
-        by_id = {s.span_id: s for s in members}
-        roles = {s.span_id: g.role_of(s) for s in members}
-        groups: dict[str | None, list[Span]] = {}
-        for span in members:
-            groups.setdefault(_owner(span, by_id, roles), []).append(span)
-        if None in groups and not any(roles[s.span_id] == "chat" for s in groups[None]):
-            del groups[None]
-        agents = [s for s in members if roles[s.span_id] == "agent"]
-        lead = min(agents, key=lambda s: (s.start or 0.0, s.span_id)).span_id if agents else None
-        for owner, group in groups.items():
-            agent = None if owner is None else by_id[owner]
-            run_id = trace_id if owner == lead else f"{trace_id}-{owner or 'trace'}"
-            chats = sorted((s for s in group if _top(s, "chat", by_id, roles, owner)), key=_key)
-            tools = sorted((s for s in group if _top(s, "tool", by_id, roles, owner)), key=_key)
-            first = agent or min(group, key=_key)
-            runs.append((_key(first), Run(run_id, agent, chats, tools)))
-    runs.sort(key=lambda r: r[0])
-    return [run for _, run in runs]
-
-
-def _owner(span: Span, by_id: dict[str, Span], roles: dict[str, g.Role]) -> str | None:
-    """The id of the nearest agent span at or above ``span``."""
-    current: Span | None = span
-    for _ in range(len(by_id) + 1):
-        if current is None:
-            return None
-        if roles[current.span_id] == "agent":
-            return current.span_id
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    return None
-
-
-def _top(span: Span, role: str, by_id: dict[str, Span], roles: dict[str, g.Role], owner: str | None) -> bool:
-    """Whether ``span`` has ``role`` and no model request or tool above it in its run (a
-    model called inside a tool is the tool's business, not a turn of the run)."""
-    if roles[span.span_id] != role:
-        return False
-    current = by_id.get(span.parent_id) if span.parent_id else None
-    for _ in range(len(by_id)):
-        if current is None or current.span_id == owner:
-            return True
-        above = roles[current.span_id]
-        if above == "tool" or (above == "chat" and role == "chat"):
-            return False
-        current = by_id.get(current.parent_id) if current.parent_id else None
-    return True
-
-
-def _arguments(value: Any) -> dict[str, Any] | str:
-    value = g.loads(value)
-    if value is None:
-        return {}
-    return value if isinstance(value, dict) else g.dumps(value)
-
-
-def _reply(outputs: list[g.Message] | None, chat: Span) -> tuple[str | None, list[ToolCall]]:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for msg in outputs or ():
-        for part in msg.parts:
-            if part.kind == "text" and part.content:
-                texts.append(g.dumps(part.content))
-            elif part.kind == "tool_call":
-                call_id = part.id or f"{chat.span_id}-{len(calls)}"
-                calls.append(ToolCall(part.name, _arguments(part.content), id=call_id))
-    return ("\n".join(texts) or None), calls
-
-
-def _user_text(inputs: list[g.Message] | None, role: str) -> str | None:
+def _user_text(inputs: list[m.Message] | None, role: str) -> str | None:
     for msg in inputs or ():
         if msg.role == role:
             texts = [g.dumps(p.content) for p in msg.parts if p.kind == "text" and p.content]
@@ -212,210 +128,173 @@ def _user_text(inputs: list[g.Message] | None, role: str) -> str | None:
     return None
 
 
-def _pair(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall, g.ToolSpan | None]]:
-    """Each call with the tool span that ran it (by call id, else by name in order); a tool
-    span no call names (the request's output was not recorded) adds its own call."""
-    by_id = {t.call_id: t for t in spans if t.call_id}
-    loose = [t for t in spans if not t.call_id or t.call_id not in {c.id for c in calls}]
-    pairs: list[tuple[ToolCall, g.ToolSpan | None]] = []
-    for call in calls:
-        found = by_id.get(call.id)
-        if found is None:
-            found = next((t for t in loose if not t.call_id and t.name == call.name), None)
-            if found is not None:
-                loose.remove(found)
-        pairs.append((call, found))
-    runs: dict[str, g.ToolSpan] = {}
-    for t in loose:  # a call run again (a retry) is one call, and its last run is what was read
-        runs[t.call_id or t.span.span_id] = t
-    for call_id, t in runs.items():
-        pairs.append((ToolCall(t.name, _arguments(t.arguments), id=call_id), t))
-    return pairs
-
-
-def _soft(t: g.ToolSpan) -> SoftProducer:
-    """The table's row for an error a tool span recorded."""
-    own = g.loopnb_soft(t.span)
-    if own is not None:
-        return own[0]
-    a = t.span.attributes
-    cause = a.get("pydantic_ai.tool.retry.cause")
-    if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
-        return "invalid_arguments"
-    if cause in ("unknown_tool", "unavailable_tool"):
-        return "not_advertised"
-    if cause is None:
-        kind = (t.exception[0] if t.exception else str(a.get("error.type") or "")).rsplit(".", 1)[-1]
-        if kind.endswith("ValidationError") or kind == "JSONDecodeError":
-            return "invalid_arguments"
-    return "tool_error"
-
-
 def _failed(chat: Span) -> bool:
     """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
     return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
 
 
-def _errored(t: g.ToolSpan) -> bool:
-    """Whether a tool span recorded an error, whatever its status says."""
-    a = t.span.attributes
-    return (
-        t.span.status == "ERROR"
-        or g.loopnb_soft(t.span) is not None
-        or t.exception is not None
-        or a.get("error.type") is not None
-        or a.get("pydantic_ai.tool.retry.cause") is not None
-    )
-
-
-def _ms(span: Span) -> float:
-    return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
-
-
-def _start(run: Run) -> float:
-    first = run.agent or (run.chats[0] if run.chats else None)
+def _start(agent: Span | None, chats: Sequence[Span]) -> float:
+    first = agent or (chats[0] if chats else None)
     return (first.start if first is not None else None) or 0.0
 
 
-def write_run(run: Run, parsed: Sequence[Messages] | None = None) -> list[Event]:
-    """The run's loopnb events, turn by turn (a turn's results from the next request's inputs);
-    ``parsed``: each request's ``g.messages``, when the caller has read them already."""
-    if parsed is None:
-        parsed = [g.messages(c) for c in run.chats]
-    first_in = parsed[0][0] if parsed else None
-    offered: list[str] = []
-    outputs: set[str] = set()
-    per_chat: list[list[str] | None] = []
-    for chat in run.chats:
-        names, output_tools = g.tools(chat)
-        per_chat.append(names)
-        outputs.update(output_tools)
-        offered.extend(n for n in names or () if n not in offered)
-    agent = run.agent
-    task = _user_text(first_in, "user")
-    if task is None and agent is not None:
-        task = g.dumps(agent.attributes.get("input.value")) or None
-    name = g.agent_name(agent) if agent is not None else None
-    writer = RunWriter(
-        run.run_id,
-        task=task or "",
-        at=_start(run),
-        system=next((s for s in map(g.system_text, run.chats) if s), None) or _user_text(first_in, "system"),
-        models=list(dict.fromkeys(m for m in map(g.model, run.chats) if m)),
-        tools=offered,
-        settings={"agent": name} if name else {},
-    )
-    starts = [c.start or 0.0 for c in run.chats]
-    windows: list[list[g.ToolSpan]] = [[] for _ in run.chats]
-    numbered = {n: i for i, c in enumerate(run.chats) if (n := g.loopnb_turn(c)) is not None}
+def write_run(run: Run) -> list[Event]:
+    """The run's loopnb events, turn by turn (a turn's results from the next request's inputs)."""
+    reader = RunReader(run.run_id, run.agent, run.chats)
     for tool in run.tools:
-        n = g.loopnb_turn(tool)  # loopnb's export numbers them: times may tie on a simulated clock
-        i = numbered[n] if n in numbered else bisect.bisect_right(starts, tool.start or 0.0) - 1
-        if i >= 0:
-            windows[i].append(g.tool_span(tool))
-    n = len(run.chats)
-    last_text: str | None = None
-    for i, chat in enumerate(run.chats):
-        later = i + 1 < n
-        if later and _failed(chat) and not parsed[i][1] and not windows[i]:
-            continue  # a failed model request the framework made again
+        reader.tool(tool)
+    reader.turns(run.chats, run.agent, end=True)
+    return reader.writer.events
+
+
+class RunReader:
+    """One run's events, written as its spans become known: turn *i* once request *i + 1* is
+    (what the model read for its calls is in that request's input), the last turn and how the
+    run ended once it is over. ``write_run`` hands it a whole run, ``loopnb.otel.LiveSpans``
+    the spans as they end: the events are the same. It keeps only what the turns still to
+    write need: the next request's messages and the tool spans not yet placed in a turn.
+
+    Args:
+        run_id: The run's id.
+        agent: The run's agent span as it is now, if it has one.
+        chats: The run's model requests known now, in order: the run's start (its task, models,
+            tools and system prompt) is read from them.
+    """
+
+    def __init__(self, run_id: str, agent: Span | None, chats: Sequence[Span]) -> None:
+        self._history = m.History()
+        self._held: tuple[Span, Messages] | None = None
+        self._tools: list[Span] = []
+        """Tool spans not yet placed in a turn, in order."""
+        self._numbers: set[int] = set()
+        """The ``loopnb.turn`` numbers of the requests written."""
+        self._last: tuple[Span | None, str | None] = (None, None)
+        """The last request written, and the last text the model answered."""
+        self.outputs: set[str] = set()
+        """Every output tool a request offered (pydantic-ai's ``final_result``)."""
+        offered: list[str] = []
+        for chat in chats:
+            names, output_tools = g.tools(chat)
+            self.outputs.update(output_tools)
+            offered.extend(n for n in names or () if n not in offered)
+        first_in = self._read(chats[0])[0] if chats else None
+        task = _user_text(first_in, "user")
+        if task is None and agent is not None:
+            task = g.dumps(agent.attributes.get("input.value")) or None
+        name = g.agent_name(agent) if agent is not None else None
+        self.writer = RunWriter(
+            run_id,
+            task=task or "",
+            at=_start(agent, chats),
+            system=next((s for s in map(g.system_text, chats) if s), None) or _user_text(first_in, "system"),
+            models=list(dict.fromkeys(m for m in map(g.model, chats) if m)),
+            tools=offered,
+            settings={"agent": name} if name else {},
+        )
+
+    def tool(self, span: Span) -> None:
+        """A tool span of the run that has ended: placed in its turn when that turn is written."""
+        bisect.insort(self._tools, span, key=key)
+
+    def take(self, span_ids: set[str]) -> list[Span]:
+        """Take back the tool spans of ``span_ids`` not yet placed (they turned out to be another run's)."""
+        taken = [t for t in self._tools if t.span_id in span_ids]
+        self._tools = [t for t in self._tools if t.span_id not in span_ids]
+        return taken
+
+    def turns(self, rest: Sequence[Span], agent: Span | None, *, end: bool) -> int:
+        """Write the turns of ``rest`` (the run's ended requests from the first not yet written
+        on, in order): every one but the last, or with ``end`` every one and how the run ended
+        (``agent``: its agent span as it ended). Returns how many of ``rest`` were written."""
+        n = len(rest)
+        count = n if end else max(0, n - 1)
+        for chat in rest:
+            self.outputs.update(g.tools(chat)[1])
+        windows = self._windows(rest, count)
+        for i in range(count):
+            later = i + 1 < n
+            self._turn(rest[i], windows[i], rest[i + 1] if later else None, agent)
+        if end:
+            last_chat, last_text = self._last
+            last_chat = rest[-1] if rest else last_chat
+            writer = self.writer
+            if writer.open_turn is None and (agent is None or agent.status != "ERROR"):
+                output = (g.final_output(agent) if agent is not None else None) or last_text
+                at = agent.end if agent is not None else (last_chat.end if last_chat is not None else None)
+                writer.finish(output, at=at)
+            else:
+                tools = windows[-1] if windows else [g.tool_span(t) for t in self._tools]
+                _end_hard(writer, agent, last_chat, tools)
+        return count
+
+    def _read(self, chat: Span) -> Messages:
+        """``chat``'s messages: read once (the last one read is held for its turn)."""
+        if self._held is None or self._held[0] is not chat:
+            self._held = (chat, m.messages(chat, self._history))
+        return self._held[1]
+
+    def _windows(self, rest: Sequence[Span], count: int) -> list[list[g.ToolSpan]]:
+        """The tool spans of each turn written now (of ``rest[:count]``), by ``loopnb.turn``
+        (loopnb's export numbers them: times may tie on a simulated clock), else by time."""
+        windows: list[list[g.ToolSpan]] = [[] for _ in range(count)]
+        if not rest:
+            return windows
+        numbered = {n: i for i, c in enumerate(rest) if (n := g.loopnb_turn(c)) is not None}
+        starts = [c.start or 0.0 for c in rest]
+        kept: list[Span] = []
+        for tool in self._tools:
+            n = g.loopnb_turn(tool)
+            if n in numbered:
+                i = numbered[n]
+            elif n in self._numbers:
+                continue  # of a turn written already
+            else:
+                i = bisect.bisect_right(starts, tool.start or 0.0) - 1
+            if i >= count:
+                kept.append(tool)
+            elif i >= 0:
+                windows[i].append(g.tool_span(tool))
+        self._tools = kept
+        self._numbers.update(n for c in rest[:count] if (n := g.loopnb_turn(c)) is not None)
+        return windows
+
+    def _turn(self, chat: Span, tools: list[g.ToolSpan], following: Span | None, agent: Span | None) -> None:
+        """Write the turn of request ``chat`` (``following``: the next request, None for the last)."""
+        writer = self.writer
+        later = following is not None
+        outputs = self._read(chat)[1]
+        self._last = (chat, self._last[1])
+        if later and _failed(chat) and not outputs and not tools:
+            return  # a failed model request the framework made again
         turn = writer.turn(at=chat.start)
-        if _failed(chat) and not parsed[i][1] and not later:
-            break  # the model request that ended the run: ended hard below
-        last_text, calls = _reply(parsed[i][1], chat)
-        pairs = _pair(calls, windows[i])
+        if _failed(chat) and not outputs and not later:
+            return  # the model request that ended the run: ended hard after it
+        text, calls = read_reply(outputs, chat)
+        self._last = (chat, text)
+        pairs = pair_spans(calls, tools)
         calls = [c for c, _ in pairs]
         turn.reply(
-            last_text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=_ms(chat)
+            text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=span_ms(chat)
         )
-        if not later and _ends_here(run, pairs):
-            break
-        responses = _responses(parsed[i + 1][0]) if later else None
+        if following is None and _ends_here(agent, pairs):
+            return
+        wanted = {c.id for c in calls}
+        responses = None if following is None else results_read(self._read(following)[0], wanted)
+        offered = g.tools(chat)[0]
         for call, t in pairs:
-            _result(turn, call, t, responses, later, per_chat[i], outputs)
+            write_result(turn, call, t, responses, later, offered, self.outputs)
         rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
         turn.finish(source_status=status(NAME, chat.status))
-    hard = writer.open_turn is not None or (agent is not None and agent.status == "ERROR")
-    if not hard:
-        output = (g.final_output(agent) if agent is not None else None) or last_text
-        writer.finish(
-            output, at=agent.end if agent is not None else (run.chats[-1].end if run.chats else None)
-        )
-    else:
-        _end_hard(writer, run, windows[-1] if windows else [g.tool_span(t) for t in run.tools])
-    return writer.events
 
 
-def _responses(inputs: list[g.Message] | None) -> dict[str, Any] | None:
-    if inputs is None:
-        return None
-    return {p.id: p.content for m in inputs for p in m.parts if p.kind == "tool_call_response"}
-
-
-def _ends_here(run: Run, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
+def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None]]) -> bool:
     """Whether the run ended on its last turn: its agent span failed, or (with no agent span)
     a tool failed with nothing after it, or calls were made that no request read."""
-    if run.agent is not None:
-        return run.agent.status == "ERROR"
+    if agent is not None:
+        return agent.status == "ERROR"
     return bool(pairs)
-
-
-def _result(
-    turn: TurnWriter,
-    call: ToolCall,
-    t: g.ToolSpan | None,
-    responses: dict[str, Any] | None,
-    later: bool,
-    offered: list[str] | None,
-    outputs: set[str],
-) -> None:
-    """Write what the model read for ``call``, and what the trace said of it."""
-    read = responses.get(call.id) if responses is not None else None
-    withheld = read is None and responses is not None and call.id in responses
-    producer: SoftProducer | None = None
-    if t is None:
-        if call.name in outputs:
-            said = "missing" if later else "output"
-            producer = "invalid_arguments" if later else None
-        else:
-            said = "missing"
-            if later and offered is not None and call.name not in offered:
-                producer = "not_advertised"
-        text = WITHHELD if withheld else g.dumps(read)
-        turn.result(
-            call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False
-        )
-        return
-    span = t.span
-    attempt = 0
-    if _errored(t):
-        producer = _soft(t)
-        counter = span.attributes.get("pydantic_ai.tool.retry.attempt")
-        attempt = counter if isinstance(counter, int) else 0
-    own = g.loopnb_soft(span)
-    if read is not None:
-        text = g.dumps(read)
-    elif own is not None:
-        text = own[1]
-    elif t.result is not None:
-        text = g.dumps(t.result)
-    else:
-        text = (t.exception[1] if t.exception else None) or span.description or ""
-        if not text and (withheld or producer is not None):
-            text = WITHHELD
-    turn.result(
-        call.id,
-        text,
-        name=call.name,
-        producer=producer,
-        source_status=status(NAME, "soft" if own is not None else span.status),
-        attempt=attempt,
-        executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
-        at=span.end,
-        latency_ms=_ms(span),
-    )
 
 
 def _error_text(span: Span) -> tuple[str, str]:
@@ -434,10 +313,10 @@ def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
     return _HARD_BY_ERROR.get(kind, "source_error")
 
 
-def _end_hard(writer: RunWriter, run: Run, last_tools: list[g.ToolSpan]) -> None:
+def _end_hard(
+    writer: RunWriter, agent: Span | None, last_chat: Span | None, last_tools: list[g.ToolSpan]
+) -> None:
     """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
-    agent = run.agent
-    last_chat = run.chats[-1] if run.chats else None
     failed = next((t for t in reversed(last_tools) if t.span.status == "ERROR"), None)
     source = agent if agent is not None else (failed.span if failed is not None else None)
     if source is None:

@@ -1,28 +1,29 @@
 """What a span says about an agent run, by the conventions that name it.
 
 Every ``gen_ai.*`` item of the GenAI semantic conventions is still at Development status, so
-both the current and the previous names are read: ``gen_ai.input.messages`` /
-``gen_ai.output.messages`` and the older message events (``gen_ai.user.message``,
-``gen_ai.tool.message``, ``gen_ai.choice``: span events, or pydantic-ai's ``events``
-attribute); ``gen_ai.usage.input_tokens`` and ``gen_ai.usage.prompt_tokens``; indexed
-``gen_ai.prompt.N`` / ``gen_ai.completion.N`` attributes. pydantic-ai's own names
+both the current and the previous names are read (the messages: ``_otlp_messages``):
+``gen_ai.usage.input_tokens`` and ``gen_ai.usage.prompt_tokens``, ``gen_ai.tool.definitions``
+and the indexed ``llm.tools.N``. pydantic-ai's own names
 (``agent run``, ``running tool``, ``tool_arguments``, ``tool_response``, ``final_result``,
 ``pydantic_ai.tool.retry.*``) and OpenInference's (``openinference.span.kind``, ``tool.name``,
 ``input.value``, ``output.value``, ``llm.input_messages.N``, ``llm.token_count.*``) where present,
 and loopnb's own (``loopnb.otel.Exporter``'s ``loopnb.producer`` and ``loopnb.soft_error`` event).
+A value of the wrong shape is a ``RecordingError`` naming the span, the attribute and what was
+expected (``Malformed``, then ``bad``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
-from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._otlp_spans import Span, describe
 from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
+from loopnb.record._errors import RecordingError
 
 Role = Literal["agent", "chat", "tool", "other"]
 _SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
@@ -57,21 +58,18 @@ def role_of(span: Span) -> Role:
     return next((role for prefix, role in _PREFIXES if span.name.startswith(prefix)), "other")
 
 
-@dataclass(slots=True)
-class Part:
-    """One part of a message: ``text``, a ``tool_call`` or a ``tool_call_response``."""
+class Malformed(Exception):
+    """A value that is not what its convention says: ``where`` (the attribute, and where in its
+    value), what was ``expected``, and what was found; ``bad`` names the span it is on."""
 
-    kind: str
-    content: Any = None
-    """The text, the call's arguments, or the response's result."""
-    id: str = ""
-    name: str = ""
+    def __init__(self, where: str, expected: str, found: Any) -> None:
+        super().__init__(f"{where}: expected {expected}, found {describe(found)}")
 
 
-@dataclass(slots=True)
-class Message:
-    role: str
-    parts: list[Part] = field(default_factory=list)
+def bad(span: Span, exc: Malformed) -> RecordingError:
+    """The ``RecordingError`` of a malformed value on ``span``: where the span is, which span, what."""
+    where = f"{span.where}, " if span.where else ""
+    return RecordingError(f"{where}span {span.span_id} {span.name!r}, {exc}")
 
 
 def first(attrs: dict[str, Any], *names: str) -> Any:
@@ -88,7 +86,7 @@ def loads(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON (or nested past any reason): text
             return value
     return value
 
@@ -102,80 +100,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _semconv_messages(raw: Any) -> list[Message]:
-    """``gen_ai.input.messages`` / ``gen_ai.output.messages``: ``[{role, parts: [...]}]``."""
-    out: list[Message] = []
-    for msg in raw if isinstance(raw, list) else ():
-        if not isinstance(msg, dict):
-            continue
-        parts: list[Part] = []
-        for p in msg.get("parts") or ():
-            kind = p.get("type") if isinstance(p, dict) else None
-            if kind == "text":
-                parts.append(Part("text", p.get("content")))
-            elif kind == "tool_call":
-                parts.append(
-                    Part("tool_call", p.get("arguments"), str(p.get("id") or ""), str(p.get("name") or ""))
-                )
-            elif kind == "tool_call_response":
-                parts.append(
-                    Part("tool_call_response", p.get("result", p.get("response")), str(p.get("id") or ""))
-                )
-        out.append(Message(str(msg.get("role", "")), parts))
-    return out
-
-
-def _event_message(name: str, body: dict[str, Any]) -> Message | None:
-    """One message event of the previous conventions (``gen_ai.assistant.message``, ...)."""
-    if name == "gen_ai.choice":
-        body = loads(body.get("message")) or {}
-        if not isinstance(body, dict):
-            return None
-        name = "gen_ai.assistant.message"
-    role = name.removeprefix("gen_ai.").removesuffix(".message")
-    msg = Message(str(body.get("role") or role))
-    if role == "tool":
-        msg.parts.append(Part("tool_call_response", loads(body.get("content")), str(body.get("id") or "")))
-        return msg
-    if body.get("content") is not None:
-        msg.parts.append(Part("text", body.get("content")))
-    for call in loads(body.get("tool_calls")) or ():
-        if isinstance(call, dict):
-            fn = call.get("function") or {}
-            msg.parts.append(
-                Part(
-                    "tool_call",
-                    loads(fn.get("arguments")),
-                    str(call.get("id") or ""),
-                    str(fn.get("name") or ""),
-                )
-            )
-    return msg
-
-
-def _events_messages(span: Span) -> tuple[list[Message], list[Message]] | None:
-    """The previous conventions' message events: pydantic-ai's ``events`` attribute, or span
-    events named ``gen_ai.*.message`` / ``gen_ai.choice``."""
-    bodies: list[tuple[str, dict[str, Any]]] = []
-    raw = loads(span.attributes.get("events"))
-    if isinstance(raw, list):
-        bodies = [(str(e.get("event.name", "")), e) for e in raw if isinstance(e, dict)]
-    else:
-        bodies = [(e.name, e.attributes) for e in span.events if e.name.startswith("gen_ai.")]
-    if not bodies:
-        return None
-    inputs: list[Message] = []
-    outputs: list[Message] = []
-    for name, body in bodies:
-        if not (name.endswith(".message") or name == "gen_ai.choice"):
-            continue
-        msg = _event_message(name, body)
-        if msg is not None:
-            (outputs if name == "gen_ai.choice" else inputs).append(msg)
-    return inputs, outputs
-
-
-def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+def indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """Flattened attributes ``<prefix>.<i>.<rest>`` grouped by ``i``: ``[{rest: value}, ...]``."""
     groups: dict[int, dict[str, Any]] = {}
     dotted = prefix + "."
@@ -187,75 +112,37 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [groups[i] for i in sorted(groups)]
 
 
-def _flat_messages(attrs: dict[str, Any], prefix: str, style: str) -> list[Message]:
-    """OpenInference's ``llm.*_messages.N.message.*`` or the older ``gen_ai.prompt.N.*``."""
-    lead = "message." if style == "openinference" else ""
-    out: list[Message] = []
-    for group in _indexed(attrs, prefix):
-        role = str(group.get(lead + "role") or "")
-        msg = Message(role)
-        call_id = group.get(lead + "tool_call_id")
-        content = group.get(lead + "content")
-        if role == "tool" or call_id is not None:
-            msg.parts.append(Part("tool_call_response", content, str(call_id or "")))
-            out.append(msg)
-            continue
-        if content is not None:
-            msg.parts.append(Part("text", content))
-        calls = _indexed({k: v for k, v in group.items()}, lead + "tool_calls")
-        for call in calls:
-            if style == "openinference":
-                name, args, cid = (
-                    call.get("tool_call.function.name"),
-                    call.get("tool_call.function.arguments"),
-                    call.get("tool_call.id"),
-                )
-            else:
-                name, args, cid = call.get("name"), call.get("arguments"), call.get("id")
-            msg.parts.append(Part("tool_call", loads(args), str(cid or ""), str(name or "")))
-        out.append(msg)
-    return out
-
-
-def messages(span: Span) -> tuple[list[Message] | None, list[Message] | None]:
-    """A model request's input and output messages (``None`` where the span kept none)."""
-    a = span.attributes
-    inputs = a.get("gen_ai.input.messages")
-    outputs = a.get("gen_ai.output.messages")
-    if inputs is not None or outputs is not None:
-        return (
-            None if inputs is None else _semconv_messages(loads(inputs)),
-            None if outputs is None else _semconv_messages(loads(outputs)),
-        )
-    events = _events_messages(span)
-    if events is not None:
-        return events
-    for style, prefix_in, prefix_out in (
-        ("openinference", "llm.input_messages", "llm.output_messages"),
-        ("semconv", "gen_ai.prompt", "gen_ai.completion"),
-    ):
-        if any(k.startswith(prefix_in + ".") or k.startswith(prefix_out + ".") for k in a):
-            return _flat_messages(a, prefix_in, style), _flat_messages(a, prefix_out, style)
-    return None, None
+_INPUT_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+_OUTPUT_TOKENS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+)
 
 
 def usage(span: Span) -> Usage | None:
     """The request's token usage, by the current, the previous or OpenInference's names."""
-    a = span.attributes
-    inp = first(a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
-    out = first(
-        a, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"
-    )
+    inp, out = _count(span, _INPUT_TOKENS), _count(span, _OUTPUT_TOKENS)
     if inp is None and out is None:
         return None
-    return Usage(input_tokens=_count(inp), output_tokens=_count(out))
+    return Usage(input_tokens=inp or 0, output_tokens=out or 0)
 
 
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+def _count(span: Span, names: tuple[str, ...]) -> int | None:
+    """The first of the attributes ``names`` that ``span`` has, as a number of tokens."""
+    for name in names:
+        value = span.attributes.get(name)
+        if value is None:
+            continue
+        count = value
+        if (isinstance(value, float) and value.is_integer()) or (
+            isinstance(value, str) and value.strip().isdigit()
+        ):
+            count = int(value)
+        if type(count) is not int or not 0 <= count < 2**63:
+            raise bad(span, Malformed(name, "a whole number of tokens", value))
+        return count
+    return None
 
 
 def model(span: Span) -> str | None:
@@ -284,13 +171,21 @@ Names = tuple[tuple[str, ...] | None, tuple[str, ...]]
 def _declared_values(params: Any, defs: Any) -> Names | None:
     output: tuple[str, ...] = ()
     if isinstance(params, dict):
-        output = tuple(n for n in map(_tool_name, params.get("output_tools") or ()) if n)
+        output = tuple(n for n in map(_tool_name, _definitions(params, "output_tools")) if n)
     if isinstance(defs, list):
         return tuple(n for n in map(_tool_name, defs) if n), output
     if isinstance(params, dict):
-        names = tuple(n for n in map(_tool_name, params.get("function_tools") or ()) if n)
+        names = tuple(n for n in map(_tool_name, _definitions(params, "function_tools")) if n)
         return names + output, output
     return None
+
+
+def _definitions(params: dict[str, Any], name: str) -> list[Any]:
+    """pydantic-ai's ``model_request_parameters.<name>``: a list of tool definitions."""
+    found = params.get(name)
+    if found is not None and not isinstance(found, list):
+        raise Malformed(f"model_request_parameters.{name}", "a list of tool definitions", found)
+    return found or []
 
 
 @functools.lru_cache(maxsize=64)
@@ -304,13 +199,16 @@ def tools(span: Span) -> tuple[list[str] | None, list[str]]:
     pydantic-ai's output tools (``final_result``), whose plain validation makes no span."""
     a = span.attributes
     params, defs = a.get("model_request_parameters"), a.get("gen_ai.tool.definitions")
-    if (params is None or isinstance(params, str)) and (defs is None or isinstance(defs, str)):
-        found = _declared(params, defs)
-    else:
-        found = _declared_values(loads(params), loads(defs))
+    try:
+        if (params is None or isinstance(params, str)) and (defs is None or isinstance(defs, str)):
+            found = _declared(params, defs)
+        else:
+            found = _declared_values(loads(params), loads(defs))
+    except Malformed as exc:
+        raise bad(span, exc) from None
     if found is not None:
         return (None if found[0] is None else list(found[0])), list(found[1])
-    schemas = _indexed(a, "llm.tools")
+    schemas = indexed(a, "llm.tools")
     if schemas:
         return [n for n in (_tool_name(loads(s.get("tool.json_schema"))) for s in schemas) if n], []
     return None, []

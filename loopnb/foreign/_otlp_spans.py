@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from loopnb.engine._errors import exception_text
 from loopnb.record._errors import RecordingError
 
 STATUS_NAMES = ("UNSET", "OK", "ERROR")
@@ -101,6 +102,24 @@ def _hex_id(value: Any, size: int, where: str, path: Path | None) -> tuple[str |
     return raw.hex(), "base64"
 
 
+class _Bad(Exception):
+    """A value that is not what the encoding says (the span's decoder adds where it is)."""
+
+
+def describe(value: Any) -> str:
+    """A value as an error message names it: its type, and the value when it is short."""
+    text = repr(value)
+    return type(value).__name__ + (f" {text}" if len(text) <= 40 else "")
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(f"{what} should be a list, found {describe(value)}")
+    return value
+
+
 def _any_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...) as Python."""
     if not isinstance(value, dict):
@@ -110,38 +129,61 @@ def _any_value(value: Any) -> Any:
             return raw
         if kind in ("intValue", "int_value"):
             return int(raw)
-        if kind in ("arrayValue", "array_value"):
-            return [_any_value(v) for v in (raw or {}).get("values", ())]
-        if kind in ("kvlistValue", "kvlist_value"):
-            return _attributes((raw or {}).get("values", ()))
+        if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
+            if raw is not None and not isinstance(raw, dict):
+                raise _Bad(f"an {kind} should be an object with values, found {describe(raw)}")
+            values = _list((raw or {}).get("values"), f"an {kind}'s values")
+            return [_any_value(v) for v in values] if kind.startswith("array") else _attributes(values)
         if kind in ("bytesValue", "bytes_value"):
             return raw
     return None
 
 
-def _attributes(items: Iterable[Any]) -> dict[str, Any]:
+def _attributes(items: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for kv in items:
+    for kv in _list(items, "attributes"):
         if type(kv) is not dict or "key" not in kv:
             continue
+        key = kv["key"]
+        if type(key) is not str:
+            raise _Bad(f"an attribute's key should be a string, found {describe(key)}")
         value = kv.get("value")
         text = value.get("stringValue") if type(value) is dict else None
-        out[kv["key"]] = text if text is not None else _any_value(value)  # most values are strings
+        out[key] = text if text is not None else _any_value(value)  # most values are strings
     return out
 
 
-def _nanos(value: Any) -> float | None:
+_LIMIT = 2**63 / 1e9
+"""Times are kept as nanoseconds in 64 bits: from 1677 to 2262."""
+
+
+def _time(seconds: float | None, what: str) -> float | None:
+    if seconds is not None and not -_LIMIT < seconds < _LIMIT:
+        raise _Bad(f"{what} {seconds:.0f} s from 1970 is not a time between the years 1677 and 2262")
+    return seconds
+
+
+def _nanos(value: Any, what: str = "a time") -> float | None:
     if value is None or value == "" or value == 0 or value == "0":
         return None
-    return int(value) / 1e9
+    return _time(int(value) / 1e9, what)
 
 
 def _status_code(value: Any) -> str:
     if value is None:
         return "UNSET"
-    if isinstance(value, int):
-        return STATUS_NAMES[value] if 0 <= value < len(STATUS_NAMES) else "UNSET"
-    return str(value).removeprefix("STATUS_CODE_").upper()
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(STATUS_NAMES):
+        return STATUS_NAMES[value]
+    name = value.removeprefix("STATUS_CODE_").upper() if isinstance(value, str) else None
+    if name not in STATUS_NAMES:
+        raise _Bad(f"a status code should be UNSET, OK or ERROR (0, 1, 2), found {describe(value)}")
+    return name
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _Bad(f"{what} should be a string, found {describe(value)}")
+    return value or None
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -163,33 +205,35 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
         events = [
             SpanEvent(
                 str(e.get("name", "")),
-                _nanos(_key(e, "timeUnixNano", "time_unix_nano")),
-                _attributes(e.get("attributes") or ()),
+                _nanos(_key(e, "timeUnixNano", "time_unix_nano"), "an event's time"),
+                _attributes(e.get("attributes")),
             )
-            for e in raw.get("events") or ()
+            for e in _list(raw.get("events"), "events")
             if isinstance(e, dict)
         ]
-        start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"))
-        end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"))
-        attributes = _attributes(raw.get("attributes") or ())
+        start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"), "the start time")
+        end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"), "the end time")
+        attributes = _attributes(raw.get("attributes"))
+        return Span(
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_id=parent_id,
+            name=str(raw.get("name", "")),
+            start=start,
+            end=end,
+            status=_status_code(code),
+            description=_text(status.get("message"), "the status message"),
+            attributes=attributes,
+            events=events,
+            scope=scope,
+            where=where,
+        )
+    except _Bad as exc:
+        raise RecordingError(f"{where}: {exc}", path=path) from exc
     except (ValueError, TypeError) as exc:
         raise RecordingError(
             f"{where}: a time or an integer value is not a number ({exc})", path=path
         ) from exc
-    return Span(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_id=parent_id,
-        name=str(raw.get("name", "")),
-        start=start,
-        end=end,
-        status=_status_code(code),
-        description=status.get("message") or None,
-        attributes=attributes,
-        events=events,
-        scope=scope,
-        where=where,
-    )
 
 
 def _scope_name(scope: Any) -> str | None:
@@ -216,15 +260,19 @@ def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decode
             scope = _scope_name(
                 scoped.get("scope") or _key(scoped, "instrumentationLibrary", "instrumentation_library")
             )
-            for i, raw in enumerate(scoped.get("spans") or ()):
+            spans = scoped.get("spans")
+            if spans is not None and not isinstance(spans, list):
+                at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans"
+                raise RecordingError(f"{at} should be a list, found {describe(spans)}", path=path)
+            for i, raw in enumerate(spans or ()):
                 at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
                 decoded.spans.append(_otlp_span(raw, scope, at, path, decoded))
 
 
-def _iso(value: Any) -> float | None:
+def _iso(value: Any, what: str = "a time") -> float | None:
     if not value:
         return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    return _time(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp(), what)
 
 
 def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
@@ -239,27 +287,33 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
     parent_id, _ = _hex_id(raw.get("parent_id"), 8, where, path)
     status = _plain(raw.get("status"))
     try:
-        start, end = _iso(raw.get("start_time")), _iso(raw.get("end_time"))
+        start, end = _iso(raw.get("start_time"), "the start time"), _iso(raw.get("end_time"), "the end time")
         events = [
-            SpanEvent(str(e.get("name", "")), _iso(e.get("timestamp")), _plain(e.get("attributes")))
-            for e in raw.get("events") or ()
+            SpanEvent(
+                str(e.get("name", "")),
+                _iso(e.get("timestamp"), "an event's time"),
+                _plain(e.get("attributes")),
+            )
+            for e in _list(raw.get("events"), "events")
             if isinstance(e, dict)
         ]
+        return Span(
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_id=parent_id,
+            name=str(raw.get("name", "")),
+            start=start,
+            end=end,
+            status=_status_code(status.get("status_code")),
+            description=_text(status.get("description"), "the status description"),
+            attributes=_plain(raw.get("attributes")),
+            events=events,
+            where=where,
+        )
+    except _Bad as exc:
+        raise RecordingError(f"{where}: {exc}", path=path) from exc
     except (ValueError, TypeError, AttributeError) as exc:
         raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
-    return Span(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_id=parent_id,
-        name=str(raw.get("name", "")),
-        start=start,
-        end=end,
-        status=_status_code(status.get("status_code")),
-        description=status.get("description") or None,
-        attributes=_plain(raw.get("attributes")),
-        events=events,
-        where=where,
-    )
 
 
 def _value(obj: Any, where: str, path: Path | None, decoded: Decoded) -> None:
@@ -289,6 +343,8 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
     try:
         yield json.loads(text), ""
         return
+    except RecursionError as exc:
+        raise RecordingError("JSON nested too deeply to be spans", path=path) from exc
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
@@ -302,6 +358,10 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
         line = text.count("\n", 0, pos) + 1
         try:
             obj, pos = decoder.raw_decode(text, pos)
+        except RecursionError as exc:
+            raise RecordingError(
+                f"value {n + 1} is JSON nested too deeply to be spans", path=path, line=line
+            ) from exc
         except json.JSONDecodeError as exc:
             raise RecordingError(f"value {n + 1} is not JSON: {exc.msg}", path=path, line=line) from exc
         n += 1
@@ -339,25 +399,35 @@ def _readable(span: Any, where: str) -> Span:
     context = getattr(span, "context", None)
     if context is None:
         raise RecordingError(f"{where}: expected an OpenTelemetry ReadableSpan, found {type(span).__name__}")
-    parent = getattr(span, "parent", None)
-    scope = getattr(span, "instrumentation_scope", None)
-    status = getattr(span, "status", None)
-    code = getattr(getattr(status, "status_code", None), "name", "UNSET")
+    try:
+        parent = getattr(span, "parent", None)
+        scope = getattr(span, "instrumentation_scope", None)
+        status = getattr(span, "status", None)
+        code = getattr(getattr(status, "status_code", None), "name", "UNSET")
 
-    def seconds(ns: int | None) -> float | None:
-        return None if not ns else ns / 1e9
+        def seconds(ns: int | None, what: str) -> float | None:
+            return None if not ns else _time(ns / 1e9, what)
 
-    return Span(
-        trace_id=format(context.trace_id, "032x"),
-        span_id=format(context.span_id, "016x"),
-        parent_id=None if parent is None else format(parent.span_id, "016x"),
-        name=str(span.name),
-        start=seconds(span.start_time),
-        end=seconds(span.end_time),
-        status=str(code),
-        description=getattr(status, "description", None) or None,
-        attributes=dict(span.attributes or {}),
-        events=[SpanEvent(e.name, seconds(e.timestamp), dict(e.attributes or {})) for e in span.events],
-        scope=_scope_name({"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)}),
-        where=where,
-    )
+        return Span(
+            trace_id=format(context.trace_id, "032x"),
+            span_id=format(context.span_id, "016x"),
+            parent_id=None if parent is None else format(parent.span_id, "016x"),
+            name=str(span.name),
+            start=seconds(span.start_time, "the start time"),
+            end=seconds(span.end_time, "the end time"),
+            status=_status_code(code),
+            description=_text(getattr(status, "description", None), "the status description"),
+            attributes=dict(span.attributes or {}),
+            events=[
+                SpanEvent(e.name, seconds(e.timestamp, "an event's time"), dict(e.attributes or {}))
+                for e in span.events
+            ],
+            scope=_scope_name(
+                {"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)}
+            ),
+            where=where,
+        )
+    except _Bad as exc:
+        raise RecordingError(f"{where}: {exc}") from exc
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise RecordingError(f"{where}: not a ReadableSpan's shape ({exception_text(exc)})") from exc

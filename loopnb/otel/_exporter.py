@@ -9,14 +9,19 @@ The profile (GenAI semantic conventions, plus loopnb's own attributes where they
   ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
   ``loopnb.breaker.state``).
 
-Every span carries ``loopnb.channel`` (ok / soft / hard) and, when not ok, ``loopnb.producer``.
-A soft error keeps its span's status **unset**: the model read it and the run went on. The span
+Every span carries ``loopnb.channel`` (ok / soft / hard: what reached the model) and, when not
+ok, ``loopnb.producer``. A soft error keeps its span's status **unset**: the model read it and
+the run went on. The span of the attempt whose result went back to the model (a call's last)
 carries a ``loopnb.soft_error`` event whose ``loopnb.error_text`` is exactly what the model read
-(a final answer the run turned down: on the turn's ``chat`` span, ended with the turn).
-Only a hard ending sets ``ERROR``, on the run's span, with the LoopError's message. Today's
-conventions have no attribute for "an error returned to the model", so any trace viewer shows
-this difference only through these attributes. Texts leave the process through the recorder's
-default redactor, as a saved recording's do.
+(a final answer the run turned down: on the turn's ``chat`` span, ended with the turn). An
+attempt's error the model never read (a recovery strategy retried the call, or the run ended
+first) is a ``loopnb.attempt_error`` event instead, with the attempt's text, producer and
+``loopnb.recovery.attempt`` (and ``loopnb.recovery.decision``), on a span whose channel is then
+ok (or hard, on the turn the run ended on). Only a hard ending sets ``ERROR``, on the run's
+span, with the LoopError's message. Today's conventions have no attribute for "an error
+returned to the model", so any trace viewer shows this difference only through these
+attributes. Texts leave the process through the recorder's default redactor, as a saved
+recording's do.
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ ATTEMPT = "loopnb.recovery.attempt"
 CEILING = "loopnb.recovery.ceiling"
 BREAKER = "loopnb.breaker.state"
 ERROR_TEXT = "loopnb.error_text"
+DECISION = "loopnb.recovery.decision"
 SOFT_ERROR = "loopnb.soft_error"
+ATTEMPT_ERROR = "loopnb.attempt_error"
 """The attribute and event names loopnb adds to the GenAI conventions."""
 
 _NS = 1_000_000_000
@@ -66,6 +73,9 @@ class _Run:
     hard: HardErrorRaised | None = None
     reply: tuple[Any, int] | None = None
     """The turn's ``chat`` span and its end: ended with the turn (a rejected answer is marked on it)."""
+    failed: dict[str, tuple[Any, int, ToolDispatched]] = field(default_factory=dict)
+    """By call id, the span of a failed attempt not yet known to be read by the model, its end,
+    and the dispatch: ended once the model reads it (``SoftErrorReturned``) or it is retried."""
     channels: dict[str, int] = field(default_factory=lambda: {"ok": 0, "soft": 0, "hard": 0})
 
 
@@ -117,12 +127,18 @@ class Exporter:
                 run = self._runs.get(event.run_id)
                 if run is not None:
                     run.ceiling = event.max_attempts
+                    if event.decision == "retry" and event.call_id in run.failed:
+                        self._unread(run, event.call_id, "ok", decision="retry")
             case SoftErrorReturned():
                 if event.call_id is None:
                     self._rejected(event)
+                else:
+                    self._read(event)
             case TurnFinished():
                 run = self._runs.get(event.run_id)
                 if run is not None:
+                    for call_id in list(run.failed):  # the turn ended without the model reading them
+                        self._unread(run, call_id, event.channel, producer=event.producer)
                     _end_reply(run)
                     run.breakers = dict(event.breakers)
                     run.channels[event.channel] += 1
@@ -226,6 +242,8 @@ class Exporter:
         if run is None:
             return
         result = e.result
+        if result.call_id in run.failed:  # dispatched again: the model did not read that attempt
+            self._unread(run, result.call_id, "ok")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": result.name,
@@ -236,25 +254,58 @@ class Exporter:
             ATTEMPT: e.attempt,
             CEILING: run.ceiling,
             BREAKER: run.breakers.get(result.name, "closed"),
-            CHANNEL: "soft" if result.is_error else "ok",
         }
-        if result.producer is not None:
-            attributes[PRODUCER] = result.producer
+        if not result.is_error:
+            attributes[CHANNEL] = "ok"
         span, end = self._child(
             run, f"execute_tool {result.name}", e.at - e.latency_ms / 1000.0, e.at, attributes
         )
-        if result.is_error:
-            span.add_event(
-                SOFT_ERROR,
-                {ERROR_TEXT: self._text(result.content), PRODUCER: result.producer or ""},
-                timestamp=end,
-            )
+        if result.is_error:  # its channel once it is known whether the model reads it
+            run.failed[result.call_id] = (span, end, e)
+        else:
+            span.end(end_time=end)
+
+    def _read(self, e: SoftErrorReturned) -> None:
+        """The model reads a call's error: on its last attempt's span, exactly the text it read."""
+        run = self._runs.get(e.run_id)
+        if run is None or e.call_id is None or e.call_id not in run.failed:
+            return
+        span, end, _ = run.failed.pop(e.call_id)
+        span.set_attribute(CHANNEL, "soft")
+        span.set_attribute(PRODUCER, e.producer)
+        span.add_event(SOFT_ERROR, {ERROR_TEXT: self._text(e.text), PRODUCER: e.producer}, timestamp=end)
+        span.end(end_time=end)
+
+    def _unread(
+        self,
+        run: _Run,
+        call_id: str,
+        channel: str,
+        *,
+        decision: str | None = None,
+        producer: str | None = None,
+    ) -> None:
+        """A failed attempt the model never read (retried, or the run ended first), ended as such."""
+        span, end, e = run.failed.pop(call_id)
+        span.set_attribute(CHANNEL, channel)
+        if channel != "ok" and producer is not None:
+            span.set_attribute(PRODUCER, producer)
+        attributes: dict[str, Any] = {
+            ERROR_TEXT: self._text(e.result.content),
+            PRODUCER: e.result.producer or "",
+            ATTEMPT: e.attempt,
+        }
+        if decision is not None:
+            attributes[DECISION] = decision
+        span.add_event(ATTEMPT_ERROR, attributes, timestamp=end)
         span.end(end_time=end)
 
     def _finished(self, e: RunFinished) -> None:
         run = self._runs.pop(e.run_id, None)
         if run is None:
             return
+        for call_id in list(run.failed):
+            self._unread(run, call_id, "hard" if e.outcome == "hard" else "ok", producer=e.producer)
         _end_reply(run)
         span = run.span
         span.set_attribute(CHANNEL, e.outcome)
@@ -282,6 +333,8 @@ class Exporter:
     def close(self) -> None:
         """End the spans of runs still open (a run cut off mid-way), unset, and flush the provider."""
         for run in self._runs.values():
+            for call_id in list(run.failed):
+                self._unread(run, call_id, "ok")
             _end_reply(run)
             run.span.end()
         self._runs.clear()

@@ -1,16 +1,18 @@
 """``LiveSpans``: an OpenTelemetry span processor that reads any agent's spans as they end.
 
-Spans are read exactly as the ``otlp`` reader reads a trace (``loopnb.foreign._otlp``: its
-``split_runs`` and ``write_run``), over what has ended so far, and the turns that can no
-longer change are emitted to observers (a ``LiveView``, a ``Recorder``) in order.
+Spans are read exactly as the ``otlp`` reader reads a trace (``loopnb.foreign._otlp``): each
+placed in its run as it starts (``_otlp_runs.Tree``), and each run's turns written by the
+reader's own ``RunReader`` as they become final, then emitted to observers (a ``LiveView``, a
+``Recorder``) in order.
 
 When a turn is final: what the model read for a call is in the *next* model request's input
 messages, so turn *k* is final once request *k + 1* has ended and no span started before that
 request (a tool, a model request) is still open; the run's last turn, and how the run ended,
 once its agent span has ended with nothing of the run left open. A trace with no agent span
-ends with its root span (or when watching stops). Until then a run's events are decoded again
-as spans end, and only the prefix before its last turn is emitted: the prefix of what the whole
-trace gives, so no turn is emitted twice or differently from ``loopnb.from_otel(spans)``.
+ends with its root span (or when watching stops). A turn is written once, when it is final,
+from what the reader keeps (the next request's messages, the tool spans not yet placed): what
+a span costs does not grow with the run, and no turn is emitted twice or differently from
+``loopnb.from_otel(spans)``.
 
 What the whole trace may still change is kept as it was first emitted: the ``RunStarted``,
 written with the models, tools and system prompt of the requests seen by then (a later request
@@ -22,12 +24,12 @@ is final, so their events interleave in the recorder where the reader lists run 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -39,9 +41,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from loopnb.engine._errors import LoopnbWarning, exception_text
 from loopnb.engine._events import Event
-from loopnb.foreign import _otlp
-from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign._otlp import RunReader
+from loopnb.foreign._otlp_runs import key, run_id
 from loopnb.foreign._otlp_spans import Span, decode_objects
+from loopnb.otel._traces import Run, Trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,29 +52,6 @@ if TYPE_CHECKING:
     from loopnb.record import Recorder, Recording
 
 Observer = Callable[[Event], None]
-
-
-@dataclass(slots=True)
-class _Shown:
-    """What has been emitted of one run (a trace's agent span, or the trace's agent-less run)."""
-
-    run_id: str
-    emitted: int = 0
-    done: bool = False
-    broken: bool = False
-
-
-@dataclass(slots=True)
-class _Trace:
-    """The spans of one trace seen so far: each as it started, replaced by it as it ended."""
-
-    spans: dict[str, Span] = field(default_factory=dict)
-    open: set[str] = field(default_factory=set)
-    root_ended: bool = False
-    parsed: dict[str, _otlp.Messages] = field(default_factory=dict)
-    """Each ended model request's messages, read once (a request holds the whole history so far)."""
-    shown: dict[str | None, _Shown] = field(default_factory=dict)
-    """What was emitted of each run, by its agent span's id (``None``: the agent-less run)."""
 
 
 class LiveSpans(SpanProcessor):
@@ -102,7 +82,7 @@ class LiveSpans(SpanProcessor):
         """What could not be read or delivered, one line each."""
         self._observers: list[Observer] = [recorder, *observers]
         self._lock = threading.Lock()
-        self._traces: dict[str, _Trace] = {}
+        self._traces: dict[str, Trace] = {}
         self._ids: set[str] = set()
         self._runs = 0
         self._outbox: list[Event] = []
@@ -143,6 +123,10 @@ class LiveSpans(SpanProcessor):
         a run still going is left where it was. The SDK cannot take a processor off a provider:
         a stopped one stays on it and does nothing.
         """
+        self._halt()
+        return self.recording()
+
+    def _halt(self) -> None:
         with self._lock:
             if self._watching:
                 self._watching = False
@@ -150,20 +134,19 @@ class LiveSpans(SpanProcessor):
                     if not trace.open:
                         self._update(trace_id, trace, None, flush=True)
         self._deliver()
-        return self.recording()
 
     # -- the SDK's side ------------------------------------------------------------------------
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
-        """Note the span (what it is, where it hangs) before any of it has ended."""
+        """Place the span in its run (what it is, where it hangs) before any of it has ended."""
         if not self._watching:
             return
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, _Trace())
-                trace.spans[decoded.span_id] = decoded
-                trace.open.add(decoded.span_id)
+                trace = self._traces.setdefault(decoded.trace_id, Trace())
+                trace.open[decoded.span_id] = decoded
+                trace.place(decoded, ended=False)
         except Exception as exc:
             self._fail(f"a span that started could not be read ({_what(span)}): {exception_text(exc)}")
 
@@ -174,13 +157,15 @@ class LiveSpans(SpanProcessor):
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, _Trace())
-                trace.spans[decoded.span_id] = decoded
-                trace.open.discard(decoded.span_id)
+                trace = self._traces.setdefault(decoded.trace_id, Trace())
+                trace.place(decoded, ended=True)
                 if decoded.parent_id is None:
                     trace.root_ended = True
-                if decoded.parent_id is None or _moves(trace, decoded):
-                    self._update(decoded.trace_id, trace, decoded)
+                    self._update(decoded.trace_id, trace, None)
+                else:
+                    moved = trace.moves(decoded)
+                    if moved is not None:
+                        self._update(decoded.trace_id, trace, [moved])
         except Exception as exc:
             self._forget(span)
             self._fail(f"a span that ended could not be read ({_what(span)}): {exception_text(exc)}")
@@ -194,14 +179,15 @@ class LiveSpans(SpanProcessor):
             if trace is not None:
                 span_id = format(context.span_id, "016x")
                 with self._lock:
-                    trace.open.discard(span_id)
-                    trace.spans.pop(span_id, None)
+                    trace.open.pop(span_id, None)
+                    for run in trace.runs.values():
+                        run.open.pop(span_id, None)
         except Exception:  # no ids to forget it by: it was never noted either
             pass
 
     def shutdown(self) -> None:
-        """The provider shuts down: ``stop``."""
-        self.stop()
+        """The provider shuts down: stop, as ``stop`` does (the recording is not built)."""
+        self._halt()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is held back: every final turn was delivered as its span ended."""
@@ -209,47 +195,56 @@ class LiveSpans(SpanProcessor):
 
     # -- decoding --------------------------------------------------------------------------------
 
-    def _update(self, trace_id: str, trace: _Trace, ended: Span | None, *, flush: bool = False) -> None:
-        """Decode the runs of ``trace`` that ``ended`` belongs to (all of them when it is the root
-        or when flushing) and queue their new final events. Called under the lock."""
-        runs = _otlp.split_runs(list(trace.spans.values()))
-        everything = flush or ended is None or ended.parent_id is None
+    def _update(self, trace_id: str, trace: Trace, runs: list[Run] | None, *, flush: bool = False) -> None:
+        """Write and queue the new final events of ``runs`` of ``trace`` (``None``: all of them,
+        in the reader's order, when its root span has ended or when flushing). Under the lock."""
+        if runs is None:
+            runs = sorted(trace.runs.values(), key=lambda r: r.first if r.agent is None else key(r.agent))
         for run in runs:
-            owner = run.agent.span_id if run.agent is not None else None
-            shown = trace.shown.get(owner)
-            if shown is not None and (shown.done or shown.broken):
-                continue
-            if not everything and ended is not None and not _holds(run, ended.span_id):
+            if run.done or run.broken or (run.owner is None and not run.has_chat):
                 continue
             try:
-                self._emit(trace_id, owner, run, trace, flush)
+                self._advance(trace_id, trace, run, flush)
             except Exception as exc:
-                shown = trace.shown.setdefault(owner, _Shown(run.run_id))
-                shown.broken = True
+                run.broken = True
+                reader = run.reader
+                shown = reader.writer.run_id if reader is not None else self._run_id(trace_id, trace, run)
                 self._fail(
-                    f"run {shown.run_id} could not be read on ({exception_text(exc)}); "
-                    "it is shown as far as it got"
+                    f"run {shown} could not be read on ({exception_text(exc)}); it is shown as far as it got"
                 )
-        over = all(s.done or s.broken for s in trace.shown.values())
+        over = all(r.done or r.broken for r in trace.runs.values() if r.reader is not None)
         if over and not trace.open and (trace.root_ended or flush):
-            del self._traces[trace_id]  # nothing of it can change: its spans are not kept
+            del self._traces[trace_id]  # nothing of it can change: it is not kept
 
-    def _emit(self, trace_id: str, owner: str | None, run: _otlp.Run, trace: _Trace, flush: bool) -> None:
-        events, final = _final_events(run, trace, flush)
-        if not events:
-            return
-        shown = trace.shown.get(owner)
-        if shown is None:
-            shown = trace.shown[owner] = _Shown(self._fresh_id(run.run_id, trace_id, owner))
+    def _advance(self, trace_id: str, trace: Trace, run: Run, flush: bool) -> None:
+        """Write the turns of ``run`` that no span still to come can change, and queue them."""
+        if run.owner is not None:
+            over = run.agent is not None and run.agent.end is not None and not run.open
+        else:
+            over = not run.open and not trace.open and (trace.root_ended or flush)
+        rest = run.chats
+        if not over:  # the requests that started before anything still open
+            cut = min(run.open.values(), default=math.inf)
+            rest = rest[: bisect.bisect_left(rest, (cut, -math.inf), key=key)]
+            if run.reader is None and not rest:
+                return
+        if run.reader is None:
+            fresh = self._fresh_id(self._run_id(trace_id, trace, run), trace_id, run.owner)
+            run.reader = RunReader(fresh, run.agent, rest)
+            for tool in run.tools:
+                run.reader.tool(tool)
+            run.tools = []
             self._runs += 1
-        if len(events) < shown.emitted:
-            raise ValueError(f"the trace now gives {len(events)} events where {shown.emitted} were shown")
-        new = events[shown.emitted :]
-        if run.run_id != shown.run_id:
-            new = [replace(e, run_id=shown.run_id) for e in new]
-        self._outbox.extend(new)
-        shown.emitted = len(events)
-        shown.done = final
+        written = run.reader.turns(rest, run.agent, end=over)
+        del run.chats[:written]
+        events = run.reader.writer.events
+        self._outbox.extend(events)
+        events.clear()
+        run.done = over
+
+    @staticmethod
+    def _run_id(trace_id: str, trace: Trace, run: Run) -> str:
+        return run_id(trace_id, run.owner, trace.lead[1] if trace.lead is not None else None)
 
     def _fresh_id(self, run_id: str, trace_id: str, owner: str | None) -> str:
         """``run_id``, unless an earlier run was shown with it: then one named after the span."""
@@ -313,56 +308,3 @@ def _decode(span: Any) -> Span:
 def _what(span: Any) -> str:
     name = getattr(span, "name", None)
     return f"{type(span).__name__} {name!r}" if isinstance(name, str) else type(span).__name__
-
-
-def _moves(trace: _Trace, ended: Span) -> bool:
-    """Whether ``ended`` can make a turn final: an agent span or a model request; a tool span
-    only when a model request that started after it has ended already (it held that one back)."""
-    role = g.role_of(ended)
-    if role in ("agent", "chat"):
-        return True
-    if role != "tool":
-        return False
-    start = ended.start or 0.0
-    return any(
-        s.end is not None and (s.start or 0.0) > start and g.role_of(s) == "chat"
-        for s in trace.spans.values()
-    )
-
-
-def _holds(run: _otlp.Run, span_id: str) -> bool:
-    """Whether ``span_id`` is one of the spans a turn of ``run`` is read from."""
-    if run.agent is not None and run.agent.span_id == span_id:
-        return True
-    return any(s.span_id == span_id for s in run.chats) or any(s.span_id == span_id for s in run.tools)
-
-
-def _final_events(run: _otlp.Run, trace: _Trace, flush: bool) -> tuple[list[Event], bool]:
-    """The events of ``run`` that no span still to come can change, and whether that is all of them."""
-    pending = [s.start or 0.0 for s in (*run.chats, *run.tools) if s.end is None]
-    if run.agent is not None:
-        over = run.agent.end is not None and not pending
-    else:
-        over = not pending and not trace.open and (trace.root_ended or flush)
-    if over:
-        return _otlp.write_run(run, _parsed(trace, run.chats)), True
-    cut = min(pending, default=math.inf)
-    chats = [c for c in run.chats if c.end is not None and (c.start or 0.0) < cut]
-    if not chats:
-        return [], False
-    tools = [t for t in run.tools if t.end is not None and (t.start or 0.0) < cut]
-    events = _otlp.write_run(_otlp.Run(run.run_id, run.agent, chats, tools), _parsed(trace, chats))
-    last = max(i for i, e in enumerate(events) if e.kind == "turn_started")
-    return events[:last], False
-
-
-def _parsed(trace: _Trace, chats: list[Span]) -> list[_otlp.Messages]:
-    """``g.messages`` of each of ``chats`` (all ended), each read once."""
-    cache = trace.parsed
-    out = []
-    for chat in chats:
-        found = cache.get(chat.span_id)
-        if found is None:
-            found = cache[chat.span_id] = g.messages(chat)
-        out.append(found)
-    return out

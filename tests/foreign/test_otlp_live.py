@@ -19,7 +19,7 @@ from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 import loopnb
-from loopnb.foreign import _otlp
+from loopnb.foreign._otlp_calls import WITHHELD
 from tests.foreign.test_otlp import PYDANTIC, PYDANTIC_TURNS, V2, disagreement_rows, turn_rows
 from tests.golden.foreign import make_otlp as make
 
@@ -111,7 +111,7 @@ def test_without_content_the_channels_stay():
         ("ok", None),
         ("ok", None),
     ]
-    assert set(rec.turns["error_text"].iloc[:3]) == {_otlp.WITHHELD}  # content withheld, not empty
+    assert set(rec.turns["error_text"].iloc[:3]) == {WITHHELD}  # content withheld, not empty
     assert [r[-1] for r in disagreement_rows(rec)] == [
         "soft_shown_as_hard",
         "missing_tool_record",

@@ -7,7 +7,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import loopnb
-from loopnb.otel import CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR, Exporter, exporter_for
+from loopnb.otel import ATTEMPT, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR, Exporter, exporter_for
+from loopnb.otel._exporter import ATTEMPT_ERROR, DECISION
 from loopnb.scenarios import SCENARIOS
 
 
@@ -137,3 +138,96 @@ def test_loopnb_demo_refuses_an_endpoint_that_is_no_url(capsys):
 
     assert main(["demo", "mistyped_path", "--otlp", "127.0.0.1:4318"]) == 2
     assert "--otlp: an OTLP/HTTP endpoint is an http(s) URL" in capsys.readouterr().err
+
+
+def _soft_texts(spans):
+    """``(call id, producer, text)`` of every tool span's ``loopnb.soft_error`` event."""
+    out = []
+    for span in _by_operation(spans, "execute_tool"):
+        for event in span.events:
+            if event.name == SOFT_ERROR:
+                out.append(
+                    (
+                        span.attributes["gen_ai.tool.call.id"],
+                        event.attributes[PRODUCER],
+                        event.attributes[ERROR_TEXT],
+                    )
+                )
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_soft_error_events_hold_exactly_what_the_model_read(sink, name):
+    provider, memory = sink
+    outcome = _export(name, provider)
+    read = [
+        (e.call_id, e.producer, e.text)
+        for e in outcome.events
+        if e.kind == "soft_error_returned" and e.call_id
+    ]
+    assert sorted(_soft_texts(memory.get_finished_spans())) == sorted(read)
+
+
+def test_an_attempt_a_recovery_strategy_retried_is_no_soft_error(sink):
+    provider, memory = sink
+    _export("recovery_success", provider)
+    first, second = sorted(
+        _by_operation(memory.get_finished_spans(), "execute_tool"), key=lambda s: s.attributes[ATTEMPT]
+    )
+    assert [e.name for e in first.events] == [ATTEMPT_ERROR] and not second.events
+    assert dict(first.events[0].attributes) == {
+        ERROR_TEXT: "file src/lib.sr not found",
+        PRODUCER: "tool_error",
+        ATTEMPT: 0,
+        DECISION: "retry",
+    }
+    assert (
+        first.attributes[CHANNEL] == second.attributes[CHANNEL] == "ok" and PRODUCER not in first.attributes
+    )
+    # the ceiling: six attempts, none read by the model, the run ended hard on them
+    provider, memory = sink
+    memory.clear()
+    _export("recovery_ceiling", provider)
+    tools = _by_operation(memory.get_finished_spans(), "execute_tool")
+    assert not _soft_texts(tools)
+    assert sorted(e.attributes[ATTEMPT] for s in tools for e in s.events if e.name == ATTEMPT_ERROR) == list(
+        range(6)
+    )
+
+
+class _OnceThenSkip:
+    """A recovery strategy that retries a failed call once, then gives up."""
+
+    def decide(self, failure, attempt, max_attempts):
+        return loopnb.Retry(note="try again") if attempt == 0 else loopnb.Skip(note="no luck")
+
+
+def test_a_strategy_that_gives_up_shows_the_model_the_first_failure_on_the_last_attempt(sink):
+    provider, memory = sink
+    tries = []
+
+    @loopnb.tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        tries.append(url)
+        raise loopnb.ToolError(f"{url}: attempt {len(tries)} failed")
+
+    engine = loopnb.Engine(
+        loopnb.ScriptedModel([loopnb.ToolCall("fetch", {"url": "a"}, id="f1"), "gave up"]),
+        [fetch],
+        recovery=_OnceThenSkip(),
+    )
+    engine.subscribe(exporter_for(provider))
+    engine.run("fetch a")
+    spans = memory.get_finished_spans()
+    first, last = sorted(_by_operation(spans, "execute_tool"), key=lambda s: s.attributes[ATTEMPT])
+    assert [e.name for e in first.events] == [ATTEMPT_ERROR]
+    assert first.events[0].attributes[ERROR_TEXT] == "a: attempt 1 failed"
+    assert _soft_texts(spans) == [("f1", "recovery_gave_up", "a: attempt 1 failed")]  # what the model read
+    assert last.attributes[CHANNEL] == "soft" and last.attributes[PRODUCER] == "recovery_gave_up"
+    read = loopnb.from_otel(spans).turns  # and read back: the turn the model read it in
+    assert list(read[["channel", "producer", "error_text"]].iloc[0]) == [
+        "soft",
+        "recovery_gave_up",
+        "a: attempt 1 failed",
+    ]

@@ -1,0 +1,180 @@
+"""What the model read for each call of a turn, and what the trace said of it.
+
+A turn's calls come from its request's output messages, each paired with the tool span that
+ran it; what the model read for a call, from the next request's input. A tool span that
+recorded an error (an ``ERROR`` status, an ``exception`` event, ``error.type``, pydantic-ai's
+retry cause, loopnb's ``loopnb.soft_error`` event) gives a soft error, its row of the channel
+table read from what the span says; a call with no tool span is ``missing``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopnb.engine._errors import SoftProducer
+from loopnb.engine._messages import ToolCall
+from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign import _otlp_messages as m
+from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._transcript import TurnWriter, status
+
+NAME = "otlp"
+ATTEMPT = "pydantic_ai.tool.retry.attempt"
+WITHHELD = "(not recorded: the trace kept no content for this result)"
+"""The text of a result the model read but the trace did not keep (pydantic-ai's
+``include_content=False``): not an empty error, which would name nothing."""
+
+
+def call_arguments(value: Any) -> dict[str, Any] | str:
+    value = g.loads(value)
+    if value is None:
+        return {}
+    return value if isinstance(value, dict) else g.dumps(value)
+
+
+def read_reply(outputs: list[m.Message] | None, chat: Span) -> tuple[str | None, list[ToolCall]]:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for msg in outputs or ():
+        for part in msg.parts:
+            if part.kind == "text" and part.content:
+                texts.append(g.dumps(part.content))
+            elif part.kind == "tool_call":
+                call_id = part.id or f"{chat.span_id}-{len(calls)}"
+                calls.append(ToolCall(part.name, call_arguments(part.content), id=call_id))
+    return ("\n".join(texts) or None), calls
+
+
+def pair_spans(calls: list[ToolCall], spans: list[g.ToolSpan]) -> list[tuple[ToolCall, g.ToolSpan | None]]:
+    """Each call with the tool span that ran it (by call id, else by name in order); a tool
+    span no call names (the request's output was not recorded) adds its own call."""
+    by_id = {t.call_id: t for t in spans if t.call_id}
+    loose = [t for t in spans if not t.call_id or t.call_id not in {c.id for c in calls}]
+    pairs: list[tuple[ToolCall, g.ToolSpan | None]] = []
+    for call in calls:
+        found = by_id.get(call.id)
+        if found is None:
+            found = next((t for t in loose if not t.call_id and t.name == call.name), None)
+            if found is not None:
+                loose.remove(found)
+        pairs.append((call, found))
+    runs: dict[str, g.ToolSpan] = {}
+    for t in loose:  # a call run again (a retry) is one call, and its last run is what was read
+        runs[t.call_id or t.span.span_id] = t
+    for call_id, t in runs.items():
+        pairs.append((ToolCall(t.name, call_arguments(t.arguments), id=call_id), t))
+    return pairs
+
+
+def _soft(t: g.ToolSpan) -> SoftProducer:
+    """The table's row for an error a tool span recorded."""
+    own = g.loopnb_soft(t.span)
+    if own is not None:
+        return own[0]
+    a = t.span.attributes
+    cause = a.get("pydantic_ai.tool.retry.cause")
+    if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
+        return "invalid_arguments"
+    if cause in ("unknown_tool", "unavailable_tool"):
+        return "not_advertised"
+    if cause is None:
+        kind = (t.exception[0] if t.exception else str(a.get("error.type") or "")).rsplit(".", 1)[-1]
+        if kind.endswith("ValidationError") or kind == "JSONDecodeError":
+            return "invalid_arguments"
+    return "tool_error"
+
+
+def _errored(t: g.ToolSpan) -> bool:
+    """Whether a tool span recorded an error, whatever its status says."""
+    a = t.span.attributes
+    return (
+        t.span.status == "ERROR"
+        or g.loopnb_soft(t.span) is not None
+        or t.exception is not None
+        or a.get("error.type") is not None
+        or a.get("pydantic_ai.tool.retry.cause") is not None
+    )
+
+
+def span_ms(span: Span) -> float:
+    return 0.0 if span.start is None or span.end is None else max(0.0, (span.end - span.start) * 1000)
+
+
+def results_read(inputs: list[m.Message] | None, wanted: set[str]) -> dict[str, Any] | None:
+    """What ``inputs`` gave back to each of the calls ``wanted`` (its last response), read from
+    the end: a request's input holds the whole history, the newest results last."""
+    if inputs is None:
+        return None
+    found: dict[str, Any] = {}
+    for msg in reversed(inputs):
+        if len(found) == len(wanted):
+            break
+        for p in reversed(msg.parts):
+            if p.kind == "tool_call_response" and p.id in wanted and p.id not in found:
+                found[p.id] = p.content
+    return found
+
+
+def write_result(
+    turn: TurnWriter,
+    call: ToolCall,
+    t: g.ToolSpan | None,
+    responses: dict[str, Any] | None,
+    later: bool,
+    offered: list[str] | None,
+    outputs: set[str],
+) -> None:
+    """Write what the model read for ``call``, and what the trace said of it."""
+    read = responses.get(call.id) if responses is not None else None
+    withheld = read is None and responses is not None and call.id in responses
+    producer: SoftProducer | None = None
+    if t is None:
+        if call.name in outputs:
+            said = "missing" if later else "output"
+            producer = "invalid_arguments" if later else None
+        else:
+            said = "missing"
+            if later and offered is not None and call.name not in offered:
+                producer = "not_advertised"
+        text = WITHHELD if withheld else g.dumps(read)
+        turn.result(
+            call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False
+        )
+        return
+    span = t.span
+    attempt = 0
+    if _errored(t):
+        producer = _soft(t)
+        attempt = _attempt(span)
+    own = g.loopnb_soft(span)
+    if read is not None:
+        text = g.dumps(read)
+    elif own is not None:
+        text = own[1]
+    elif t.result is not None:
+        text = g.dumps(t.result)
+    else:
+        text = (t.exception[1] if t.exception else None) or span.description or ""
+        if not text and (withheld or producer is not None):
+            text = WITHHELD
+    turn.result(
+        call.id,
+        text,
+        name=call.name,
+        producer=producer,
+        source_status=status(NAME, "soft" if own is not None else span.status),
+        attempt=attempt,
+        executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
+        at=span.end,
+        latency_ms=span_ms(span),
+    )
+
+
+def _attempt(span: Span) -> int:
+    """pydantic-ai's retry counter on a tool span (0 where it has none)."""
+    counter = span.attributes.get(ATTEMPT)
+    if counter is None:
+        return 0
+    if type(counter) is not int or not 0 <= counter < 2**63:
+        raise g.bad(span, g.Malformed(ATTEMPT, "a whole number of retries", counter))
+    return counter

@@ -1,0 +1,231 @@
+"""A model request span's input and output messages, by each convention that writes them down.
+
+The current GenAI names (``gen_ai.input.messages`` / ``gen_ai.output.messages``: JSON lists of
+``{role, parts}``); the previous ones' message events (``gen_ai.user.message``,
+``gen_ai.tool.message``, ``gen_ai.choice``: span events, or pydantic-ai's ``events``
+attribute); OpenInference's ``llm.input_messages.N.message.*`` and the older indexed
+``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``. A value of the wrong shape (a message that is
+not an object, ``parts`` or ``tool_calls`` that are not lists) is a ``RecordingError`` naming
+the span, the attribute and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopnb.foreign._otlp_genai import Malformed, bad, indexed, loads
+from loopnb.foreign._otlp_spans import Span
+
+INPUTS = "gen_ai.input.messages"
+OUTPUTS = "gen_ai.output.messages"
+
+
+@dataclass(slots=True)
+class Part:
+    """One part of a message: ``text``, a ``tool_call`` or a ``tool_call_response``."""
+
+    kind: str
+    content: Any = None
+    """The text, the call's arguments, or the response's result."""
+    id: str = ""
+    name: str = ""
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    parts: list[Part] = field(default_factory=list)
+
+
+def _semconv(raw: Any, where: str, start: int = 0) -> list[Message]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages``: ``[{role, parts: [...]}]``
+    (``start``: the index of the first of ``raw`` in the attribute's list)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise Malformed(where, "a JSON list of messages", raw)
+    out: list[Message] = []
+    for i, msg in enumerate(raw, start):
+        if not isinstance(msg, dict):
+            raise Malformed(f"{where}[{i}]", "a message object ({role, parts})", msg)
+        found = msg.get("parts")
+        if found is not None and not isinstance(found, list):
+            raise Malformed(f"{where}[{i}].parts", "a list of parts", found)
+        parts: list[Part] = []
+        for j, p in enumerate(found or ()):
+            if not isinstance(p, dict):
+                raise Malformed(f"{where}[{i}].parts[{j}]", "a part object ({type, ...})", p)
+            kind = p.get("type")
+            if kind == "text":
+                parts.append(Part("text", p.get("content")))
+            elif kind == "tool_call":
+                parts.append(
+                    Part("tool_call", p.get("arguments"), str(p.get("id") or ""), str(p.get("name") or ""))
+                )
+            elif kind == "tool_call_response":
+                parts.append(
+                    Part("tool_call_response", p.get("result", p.get("response")), str(p.get("id") or ""))
+                )
+        out.append(Message(str(msg.get("role", "")), parts))
+    return out
+
+
+def _event_message(name: str, body: dict[str, Any], where: str) -> Message | None:
+    """One message event of the previous conventions (``gen_ai.assistant.message``, ...)."""
+    if name == "gen_ai.choice":
+        found = loads(body.get("message"))
+        if found is None:
+            return None
+        where += ".message"
+        if not isinstance(found, dict):
+            raise Malformed(where, "a message object", found)
+        body, name = found, "gen_ai.assistant.message"
+    role = name.removeprefix("gen_ai.").removesuffix(".message")
+    msg = Message(str(body.get("role") or role))
+    if role == "tool":
+        msg.parts.append(Part("tool_call_response", loads(body.get("content")), str(body.get("id") or "")))
+        return msg
+    if body.get("content") is not None:
+        msg.parts.append(Part("text", body.get("content")))
+    calls = loads(body.get("tool_calls"))
+    if calls is not None and not isinstance(calls, list):
+        raise Malformed(f"{where}.tool_calls", "a list of tool calls", calls)
+    for i, call in enumerate(calls or ()):
+        if not isinstance(call, dict):
+            raise Malformed(f"{where}.tool_calls[{i}]", "a tool call object", call)
+        fn = call.get("function") or {}
+        if not isinstance(fn, dict):
+            raise Malformed(f"{where}.tool_calls[{i}].function", "an object ({name, arguments})", fn)
+        name, call_id = str(fn.get("name") or ""), str(call.get("id") or "")
+        msg.parts.append(Part("tool_call", loads(fn.get("arguments")), call_id, name))
+    return msg
+
+
+def _events(span: Span) -> tuple[list[Message], list[Message]] | None:
+    """The previous conventions' message events: pydantic-ai's ``events`` attribute, or span
+    events named ``gen_ai.*.message`` / ``gen_ai.choice``."""
+    bodies: list[tuple[str, dict[str, Any], str]] = []
+    raw = loads(span.attributes.get("events"))
+    if isinstance(raw, list):
+        bodies = [
+            (str(e.get("event.name", "")), e, f"events[{i}]")
+            for i, e in enumerate(raw)
+            if isinstance(e, dict)
+        ]
+    else:
+        bodies = [
+            (e.name, e.attributes, f"event {e.name}") for e in span.events if e.name.startswith("gen_ai.")
+        ]
+    if not bodies:
+        return None
+    inputs: list[Message] = []
+    outputs: list[Message] = []
+    for name, body, where in bodies:
+        if not (name.endswith(".message") or name == "gen_ai.choice"):
+            continue
+        msg = _event_message(name, body, where)
+        if msg is not None:
+            (outputs if name == "gen_ai.choice" else inputs).append(msg)
+    return inputs, outputs
+
+
+def _flat(attrs: dict[str, Any], prefix: str, style: str) -> list[Message]:
+    """OpenInference's ``llm.*_messages.N.message.*`` or the older ``gen_ai.prompt.N.*``."""
+    lead = "message." if style == "openinference" else ""
+    out: list[Message] = []
+    for group in indexed(attrs, prefix):
+        role = str(group.get(lead + "role") or "")
+        msg = Message(role)
+        call_id = group.get(lead + "tool_call_id")
+        content = group.get(lead + "content")
+        if role == "tool" or call_id is not None:
+            msg.parts.append(Part("tool_call_response", content, str(call_id or "")))
+            out.append(msg)
+            continue
+        if content is not None:
+            msg.parts.append(Part("text", content))
+        for call in indexed(group, lead + "tool_calls"):
+            if style == "openinference":
+                name, args, cid = (
+                    call.get("tool_call.function.name"),
+                    call.get("tool_call.function.arguments"),
+                    call.get("tool_call.id"),
+                )
+            else:
+                name, args, cid = call.get("name"), call.get("arguments"), call.get("id")
+            msg.parts.append(Part("tool_call", loads(args), str(cid or ""), str(name or "")))
+        out.append(msg)
+    return out
+
+
+def messages(span: Span, history: History | None = None) -> tuple[list[Message] | None, list[Message] | None]:
+    """A model request's input and output messages (``None`` where the span kept none);
+    ``history``: the run's requests read so far, in order (an input that repeats the previous
+    request's and adds to it is read from where that one ended)."""
+    try:
+        return _messages(span, history)
+    except Malformed as exc:
+        raise bad(span, exc) from None
+
+
+def _messages(span: Span, history: History | None) -> tuple[list[Message] | None, list[Message] | None]:
+    a = span.attributes
+    inputs, outputs = a.get(INPUTS), a.get(OUTPUTS)
+    if inputs is not None or outputs is not None:
+        if inputs is None:
+            read = None
+        else:
+            read = history.read(inputs) if history is not None else _semconv(loads(inputs), INPUTS)
+        return read, None if outputs is None else _semconv(loads(outputs), OUTPUTS)
+    events = _events(span)
+    if events is not None:
+        return events
+    for style, prefix_in, prefix_out in (
+        ("openinference", "llm.input_messages", "llm.output_messages"),
+        ("semconv", "gen_ai.prompt", "gen_ai.completion"),
+    ):
+        if any(k.startswith(prefix_in + ".") or k.startswith(prefix_out + ".") for k in a):
+            return _flat(a, prefix_in, style), _flat(a, prefix_out, style)
+    return None, None
+
+
+class History:
+    """The input messages of one run's requests, read in turn.
+
+    A framework that sends the whole history with every request (pydantic-ai) writes each
+    request's ``gen_ai.input.messages`` as the previous one's JSON with the new messages before
+    its closing bracket: that input is read from there on, and the messages read before are
+    kept, so reading a request costs what it adds rather than the length of the run.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[str, list[Message]] | None = None
+
+    def read(self, raw: Any) -> list[Message]:
+        """``gen_ai.input.messages`` (a JSON text, or its value) as messages."""
+        if not isinstance(raw, str):
+            return _semconv(loads(raw), INPUTS)
+        last = self._last
+        found: list[Message] | None = None
+        if last is not None:
+            before, read = last
+            n = len(before)
+            if len(raw) > n and raw[n - 1] == "," and before[-1] == "]" and raw.startswith(before[:-1]):
+                try:
+                    added = json.loads("[" + raw[n:])  # what follows the last message read
+                except (json.JSONDecodeError, RecursionError):
+                    added = None
+                if isinstance(added, list):
+                    found = read + _semconv(added, INPUTS, len(read))
+        if found is None:
+            self._last = None
+            value = loads(raw)
+            found = _semconv(value, INPUTS)
+            if not isinstance(value, list):
+                return found
+        self._last = (raw, found)
+        return found

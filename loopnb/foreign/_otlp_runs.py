@@ -1,0 +1,157 @@
+"""Which run each span of a trace belongs to, placed as the spans arrive.
+
+A run is an agent span (or, in a trace with none, the trace itself); a span belongs to the
+nearest agent span at or above it. Of a run's spans, its turns are read from the model requests
+(``chat``) and tool spans with no model request or tool above them in the run: a model called
+inside a tool is the tool's business, not a turn of the run.
+
+``Tree`` places each span as it comes, from its parent's place, so that a reader fed one span
+at a time (``loopnb.otel.LiveSpans``) does as much per span whatever the trace's length; a span
+placed again (as it ended) whose role changed, or a parent that arrives after its children (a
+file lists spans as they ended), places its subtree again. ``split_runs`` reads a whole trace
+with the same ``Tree``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign._otlp_spans import Span
+
+
+def key(span: Span) -> tuple[float, float]:
+    """The order of a run's spans: by start, then end."""
+    return (span.start or 0.0, span.end or 0.0)
+
+
+@dataclass(slots=True)
+class Node:
+    """Where one span is: its role, its run, and whether a turn is read from it."""
+
+    parent_id: str | None
+    role: g.Role
+    owner: str | None = None
+    """The nearest agent span at or above it (itself, for an agent span)."""
+    tool: bool = False
+    """A tool span at or above it, below its run's agent span."""
+    chat: bool = False
+    """A model request at or above it, below its run's agent span."""
+    top: bool = False
+    """A model request or tool span with neither above it in its run: a turn is read from it."""
+
+
+@dataclass(slots=True)
+class Tree:
+    """The spans of one trace, each placed in its run as it arrives."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    children: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, span: Span) -> list[str]:
+        """Place ``span`` (new, or again as it ended); returns the spans placed before whose
+        run or ``top`` this changed."""
+        role = g.role_of(span)
+        node = self.nodes.get(span.span_id)
+        if node is not None:
+            if node.role == role:
+                return []
+            node.role = role
+            return [span.span_id, *(m for m in self._again(span.span_id) if m != span.span_id)]
+        node = self.nodes[span.span_id] = Node(span.parent_id, role)
+        if span.parent_id is not None:
+            self.children.setdefault(span.parent_id, []).append(span.span_id)
+        if span.span_id in self.children:  # its children came first: they hang below it now
+            return self._again(span.span_id)
+        self._place(span.span_id, node)
+        return []
+
+    def _place(self, span_id: str, node: Node) -> None:
+        parent = self.nodes.get(node.parent_id) if node.parent_id is not None else None
+        tool, chat = (parent.tool, parent.chat) if parent is not None else (False, False)
+        if node.role == "agent":
+            node.owner, node.tool, node.chat, node.top = span_id, False, False, False
+            return
+        node.owner = parent.owner if parent is not None else None
+        node.top = (node.role == "tool" and not tool) or (node.role == "chat" and not tool and not chat)
+        node.tool = tool or node.role == "tool"
+        node.chat = chat or node.role == "chat"
+
+    def _again(self, span_id: str) -> list[str]:
+        """Place ``span_id`` and everything below it again; the ids whose place changed."""
+        moved: list[str] = []
+        seen: set[str] = set()
+        stack = [span_id]
+        while stack:
+            current = stack.pop()
+            if current in seen:  # a parent chain that loops: each span placed once
+                continue
+            seen.add(current)
+            node = self.nodes.get(current)
+            if node is None:
+                continue
+            before = (node.owner, node.top)
+            self._place(current, node)
+            if (node.owner, node.top) != before:
+                moved.append(current)
+            stack.extend(reversed(self.children.get(current, ())))
+        return moved
+
+    def owner(self, span_id: str) -> str | None:
+        node = self.nodes.get(span_id)
+        return None if node is None else node.owner
+
+
+@dataclass(slots=True)
+class Run:
+    """One run's spans: its agent span (if any), its model requests and its tool spans, in order."""
+
+    run_id: str
+    agent: Span | None
+    chats: list[Span]
+    tools: list[Span]
+
+
+def split_runs(spans: list[Span]) -> list[Run]:
+    """The runs in ``spans``: one per agent span, else one per trace that made model requests.
+
+    A run's id is its trace's for the trace's first agent run (or its agent-less one, when it
+    has no agent span), ``<trace>-<agent span>`` for every other agent run, and
+    ``<trace>-trace`` for model requests outside any agent span beside agent runs: an id that
+    what comes later in the trace does not change, so that a run read live keeps it."""
+    traces: dict[str, tuple[Tree, list[Span]]] = {}
+    for span in spans:
+        tree, members = traces.setdefault(span.trace_id, (Tree(), []))
+        tree.add(span)
+        members.append(span)
+    runs: list[tuple[tuple[float, float], Run]] = []
+    for trace_id, (tree, members) in traces.items():
+        by_id = {s.span_id: s for s in members}
+        nodes = tree.nodes
+        groups: dict[str | None, list[Span]] = {}
+        for span in members:
+            groups.setdefault(nodes[span.span_id].owner, []).append(span)
+        if None in groups and not any(nodes[s.span_id].role == "chat" for s in groups[None]):
+            del groups[None]
+        lead = lead_agent(s for s in members if nodes[s.span_id].role == "agent")
+        for owner, group in groups.items():
+            agent = None if owner is None else by_id[owner]
+            turned = [s for s in group if nodes[s.span_id].top]
+            chats = sorted((s for s in turned if nodes[s.span_id].role == "chat"), key=key)
+            tools = sorted((s for s in turned if nodes[s.span_id].role == "tool"), key=key)
+            first = agent or min(group, key=key)
+            runs.append((key(first), Run(run_id(trace_id, owner, lead), agent, chats, tools)))
+    runs.sort(key=lambda r: r[0])
+    return [run for _, run in runs]
+
+
+def lead_agent(agents: Iterable[Span]) -> str | None:
+    """The id of the agent span of ``agents`` that started first."""
+    found = min(agents, key=lambda s: (s.start or 0.0, s.span_id), default=None)
+    return None if found is None else found.span_id
+
+
+def run_id(trace_id: str, owner: str | None, lead: str | None) -> str:
+    """The id of the run of agent span ``owner`` (``None``: the trace's agent-less run)."""
+    return trace_id if owner == lead else f"{trace_id}-{owner or 'trace'}"
