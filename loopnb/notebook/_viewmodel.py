@@ -40,7 +40,7 @@ from loopnb.record._breakers import BreakerCount, BreakerFold
 from loopnb.record._flowchart import FlowCount
 from loopnb.record._history import tool_breakers
 from loopnb.record._retries import LoopCount, RecoveryFold
-from loopnb.record._usage import Prices, UsageTotals, usage_of
+from loopnb.record._usage import UsageLedger, UsageTotals
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
@@ -79,8 +79,8 @@ class ViewModel:
         self._hard_error: str | None = None
         self._now = 0.0
         # a FakeClock's run: its turns' tokens and cost count, their simulated time does not
-        self._simulated = started is not None and started.settings.get("clock") == "simulated"
-        self._prices = Prices()
+        simulated = started is not None and started.settings.get("clock") == "simulated"
+        self._usage = UsageLedger(simulated=simulated)  # each turn priced once, when first drawn
 
     # -- the fold ---------------------------------------------------------------------------
 
@@ -225,14 +225,10 @@ class ViewModel:
         if with_turns and len(self._turns) < len(self._finished):
             fold = self._recovery
             every, strategy = fold.calls, fold.strategy
-            usage = self._turns[-1].usage if self._turns else UsageTotals()
-            for f, error, (start, end, loop), flow, board in self._finished[len(self._turns) :]:
-                usage = usage.plus(
-                    usage_of(f, simulated=self._simulated, prices=self._prices)
-                )  # priced here, not per event
-                self._turns.append(
-                    turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board, usage)
-                )
+            new = self._finished[len(self._turns) :]
+            self._usage.add(f[0] for f in new)  # priced here, not per event
+            for f, error, (start, end, loop), flow, board in new:
+                self._turns.append(turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board))
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -245,6 +241,8 @@ class ViewModel:
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,
             start_board=self._start_board,
+            usage=self._usage.upto(len(self._turns)) if with_turns else UsageTotals(),
+            ledger=self._usage,
         )
 
     @property
