@@ -44,8 +44,10 @@ from loopnb.record._usage import UsageLedger, UsageTotals
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
-_Flow = tuple[tuple[str, ...], tuple[int, ...]]
-"""The path a finished turn lit, and the edge counts after it."""
+_Finished = tuple[Turn, str | None, int, int, LoopCount | None, tuple[str, ...], tuple[int, ...], BoardAt]
+"""A finished turn as folded: the turn, its hard error, its calls in the recovery fold (start,
+end), the loop detector's count, the path it lit, the edge counts after it and the board as it
+ended. One flat tuple a turn, sharing what did not change (a long run keeps thousands)."""
 
 
 class ViewModel:
@@ -72,7 +74,8 @@ class ViewModel:
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
         self._last_board: BoardAt | None = None
-        self._finished: list[tuple[Turn, str | None, _Calls, _Flow, BoardAt]] = []
+        self._finished: list[_Finished] = []
+        self._counts: tuple[int, ...] = ()  # the edge counts as the last turn left them
         self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
@@ -175,15 +178,18 @@ class ViewModel:
     def _turn_finished(self, e: Turn, at: float) -> None:
         self._light(e.turn, e.channel, e.producer)
         fold = self._recovery
-        gauge = (self._calls_from, len(fold.calls), fold.loops.get(e.turn))  # a Gauge when drawn
         for name in self._board.end_turn(e.breakers):  # the engine's word wins
             history = self._history.get(name)
             state = self._board.breakers[name].state
             if (history[-1][1] if history else "closed") != state:
                 self._history.setdefault(name, []).append((e.turn, state))
-        flow = (self._lit, tuple(self._flow.counts))
+        if self._lit or not self._counts:  # a turn that lit nothing leaves the counts as they were
+            self._counts = tuple(self._flow.counts)
         error = self._hard_error if e.channel == "hard" else None
-        self._finished.append((e, error, gauge, flow, self._board_at(at)))
+        self._finished.append(
+            (e, error, self._calls_from, len(fold.calls), fold.loops.get(e.turn), self._lit,
+             self._counts, self._board_at(at))
+        )  # fmt: skip
 
     def _board_at(self, now: float) -> BoardAt:
         """The board as it stands at ``now``: what selecting this moment's turn shows. The usual
@@ -208,6 +214,7 @@ class ViewModel:
         path = self._flow.run_finished(e.outcome, e.producer)
         if path is not None:  # the run ended hard before any turn finished: light it all the same
             self._lit, self._lit_turn, self._lit_channel, self._lit_producer = path, 0, "hard", e.producer
+            self._counts = ()  # moved: a turn after this (a torn recording's) takes them anew
         self._turn = e.turns
         self._run = replace(
             self._run,
@@ -227,8 +234,9 @@ class ViewModel:
             every, strategy = fold.calls, fold.strategy
             new = self._finished[len(self._turns) :]
             self._usage.add(f[0] for f in new)  # priced here, not per event
-            for f, error, (start, end, loop), flow, board in new:
-                self._turns.append(turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board))
+            for f, error, start, end, loop, lit, counts, board in new:
+                calls = tuple(every[start:end]) if end > start else ()
+                self._turns.append(turn_view(f, error, calls, strategy, loop, (lit, counts), board))
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -260,7 +268,7 @@ class ViewModel:
         turns = self._turns
         if len(turns) == len(self._finished):  # drawn already
             return turns[-1].gauge
-        return self._gauge_of(last[0].turn, last[2])
+        return self._gauge_of(last[0].turn, last[2:5])
 
     def _breaker_view(self, b: BreakerCount) -> BreakerView:
         history = tuple(self._history.get(b.name, ()))

@@ -247,47 +247,53 @@ class UsageTotals:
 
 
 class UsageLedger:
-    """One run's turns, each priced once, and the totals of any first ``k`` of them.
+    """One run's turns and the totals of any first ``k`` of them, by ``UsageTotals``' rule.
 
     ``add`` prices the run's next turns and returns the totals of all so far; ``upto(k)`` adds
-    up from the nearest checkpoint (one every ``EVERY`` turns), so that showing an early turn
-    costs at most ``EVERY`` additions however long the run. ``add`` is called by one thread at a
-    time; ``upto`` reads only what ``add`` has finished and may run beside it.
+    up from the nearest checkpoint (one every ``EVERY`` turns), pricing those turns again, so
+    that showing an early turn costs at most ``EVERY`` turns however long the run, and a turn
+    keeps nothing but its place in a list. ``add`` is called by one thread at a time; ``upto``
+    reads only what ``add`` has finished and may run beside it.
     """
 
     EVERY = 256
-    __slots__ = ("_marks", "_prices", "_simulated", "_total", "_usages")
+    __slots__ = ("_marks", "_prices", "_simulated", "_total", "_turns")
 
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
-        self._usages: list[TurnUsage] = []
+        self._turns: list[Turn] = []
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
         self._total = UsageTotals()
 
     def __len__(self) -> int:
-        return len(self._usages)
+        return len(self._turns)
+
+    def _sum(self, total: UsageTotals, turns: Iterable[Turn]) -> UsageTotals:
+        simulated, prices = self._simulated, self._prices
+        return total.sum_of(usage_of(t, simulated=simulated, prices=prices) for t in turns)
 
     def add(self, turns: Iterable[Turn]) -> UsageTotals:
         """Price ``turns`` (the run's next ones) and return the totals of every turn so far."""
-        usages, every = self._usages, self.EVERY
-        start = len(usages)
-        usages.extend(usage_of(t, simulated=self._simulated, prices=self._prices) for t in turns)
-        total = self._total
-        while start < len(usages):
-            stop = min(len(usages), (start // every + 1) * every)
-            total = total.sum_of(usages[start:stop])
-            if stop % every == 0:
+        every, known, total = self.EVERY, self._turns, self._total
+        start = len(known)
+        added, i = list(turns), 0
+        while i < len(added):
+            part = added[i : i + (start // every + 1) * every - start]  # up to the next checkpoint
+            i += len(part)
+            total = self._sum(total, part)
+            known.extend(part)
+            start += len(part)
+            if start % every == 0:
                 self._marks.append(total)
-            start = stop
         self._total = total
         return total
 
     def upto(self, count: int) -> UsageTotals:
         """The totals of the run's first ``count`` turns (of those added so far)."""
-        count = max(0, min(count, len(self._usages)))
+        count = max(0, min(count, len(self._turns)))
         mark = min(count // self.EVERY, len(self._marks) - 1)
-        return self._marks[mark].sum_of(self._usages[mark * self.EVERY : count])
+        return self._sum(self._marks[mark], self._turns[mark * self.EVERY : count])
 
 
 def dollars(value: float) -> str:
