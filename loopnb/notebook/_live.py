@@ -138,15 +138,15 @@ class LiveView:
 
     def __call__(self, event: Event) -> None:
         """Fold one event in; redraw soon (or now, when the run ended)."""
-        if event.kind not in HANDLED:
+        kind = event.kind
+        if kind not in HANDLED:
             return
         with self._lock:
             self.model.apply(event)
         painter = self._painter
-        if painter is not None and event.kind != "run_finished":
+        if painter is not None and kind != "run_finished":
             painter.poke()
             return
-        kind = event.kind
         if kind == "run_finished":
             self.finish()
         elif kind == "run_started":

@@ -300,11 +300,14 @@ def turn_view(
 ) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events);
     ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended."""
-    calls = t.calls
+    verdict, replied = t.finished, t.replied  # what Turn.channel, .producer, .model, .calls read
+    if verdict is None:
+        raise ValueError(f"turn_view: turn {t.turn} of run {t.run_id} has not finished")
+    model, calls = (replied.reply.model, replied.reply.tool_calls) if replied is not None else (None, ())
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
-        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop,
-        flow[0], flow[1], board,
+        t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t, recovery,
+        strategy, loop, flow[0], flow[1], board,
     )  # fmt: skip
 
 

@@ -176,16 +176,21 @@ class ViewModel:
         return gauge_of(turn, fold.calls[start:end], fold.strategy, loop)
 
     def _turn_finished(self, e: Turn, at: float) -> None:
-        self._light(e.turn, e.channel, e.producer)
+        verdict = e.finished
+        if verdict is None:  # the assembler completes a turn with its TurnFinished
+            return
+        channel = verdict.channel
+        self._light(e.turn, channel, verdict.producer)
         fold = self._recovery
-        for name in self._board.end_turn(e.breakers):  # the engine's word wins
+        # the engine's word wins: the breakers not closed (the board knows the run's others)
+        for name in self._board.end_turn(verdict.breakers):
             history = self._history.get(name)
             state = self._board.breakers[name].state
             if (history[-1][1] if history else "closed") != state:
                 self._history.setdefault(name, []).append((e.turn, state))
         if self._lit or not self._counts:  # a turn that lit nothing leaves the counts as they were
             self._counts = tuple(self._flow.counts)
-        error = self._hard_error if e.channel == "hard" else None
+        error = self._hard_error if channel == "hard" else None
         self._finished.append(
             (e, error, self._calls_from, len(fold.calls), fold.loops.get(e.turn), self._lit,
              self._counts, self._board_at(at))

@@ -174,14 +174,15 @@ def turn_usage(
 
 
 _READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns if c.read is not None}
-_FIELDS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+_model_of, _in_of, _out_of, _ms_of, _at_of = (
+    _READ[name] for name in ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+)
 
 
 def usage_of(t: Turn, *, simulated: bool, prices: Prices) -> TurnUsage:
     """One finished turn's usage, read as the turns frame's columns read it."""
-    model, input_tokens, output_tokens, latency_ms, started_at = (_READ[name](t) for name in _FIELDS)
     return turn_usage(
-        model, input_tokens, output_tokens, latency_ms, started_at, simulated=simulated, prices=prices
+        _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t), simulated=simulated, prices=prices
     )
 
 
