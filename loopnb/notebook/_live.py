@@ -69,12 +69,13 @@ class LiveView:
         self.mode = mode
         self.interval = 1.0 / max_fps
         self.first_frame = first_frame
-        self.model = ViewModel()
+        self._model = ViewModel()
+        self._pending: list[Event] = []  # events in, not yet folded (the next redraw folds them)
         self.redraws = 0
         self.finished = False
         self.note: str | None = None
         self.paused: int | None = None  # paused after this many turns (the status pill says so)
-        self._lock = threading.Lock()  # guards the model (engine thread vs painter)
+        self._lock = threading.RLock()  # guards the model and folding into it (painter vs readers)
         self._draw_lock = threading.RLock()  # one redraw at a time
         self._painter: Painter | None = None
         self._follow = True
@@ -137,16 +138,19 @@ class LiveView:
     # -- observer ---------------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
-        """Fold one event in; redraw soon (or now, when the run ended)."""
-        if event.kind not in HANDLED:
+        """Take one event in; redraw soon (or now, when the run ended).
+
+        The engine's thread only queues the event: the next redraw folds what came since in one
+        go (at most ``max_fps`` times a second, and at the end), and so does reading ``model``.
+        """
+        kind = event.kind
+        if kind not in HANDLED:
             return
-        with self._lock:
-            self.model.apply(event)
+        self._pending.append(event)
         painter = self._painter
-        if painter is not None and event.kind != "run_finished":
+        if painter is not None and kind != "run_finished":
             painter.poke()
             return
-        kind = event.kind
         if kind == "run_finished":
             self.finish()
         elif kind == "run_started":
@@ -169,6 +173,22 @@ class LiveView:
         self.finished = True
         for callback in list(self._on_finish):
             callback(self)
+
+    @property
+    def model(self) -> ViewModel:
+        """The view's fold of the events, every event taken in so far folded in."""
+        with self._lock:
+            self._catch_up()
+        return self._model
+
+    def _catch_up(self) -> None:
+        """Fold the queued events in, in the order they came (the caller holds ``_lock``)."""
+        pending = self._pending
+        if pending:
+            count = len(pending)  # the engine may append more meanwhile: they wait their turn
+            batch = pending[:count]
+            del pending[:count]
+            self._model.extend(batch)
 
     def on_finish(self, callback: Callable[[LiveView], None]) -> None:
         """Call ``callback(view)`` once the final state is drawn."""
@@ -196,7 +216,8 @@ class LiveView:
         with self._draw_lock:
             if state is None:
                 with self._lock:
-                    state = self.model.snapshot()
+                    self._catch_up()
+                    state = self._model.snapshot()
             self._state = state
             last_turn = state.turns[-1].turn if state.turns else 0
             if selected is None:

@@ -18,7 +18,7 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
 from loopnb.record._flowchart import EDGE_INDEX, EDGES
 from loopnb.record._retries import CallRecovery, LoopCount, turn_call
-from loopnb.record._usage import UsageTotals
+from loopnb.record._usage import UsageLedger, UsageTotals
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
@@ -191,8 +191,6 @@ class TurnView:
     counts: tuple[int, ...] = field(default=(), repr=False)
     """The flow's edge counts up to and with this turn."""
     board: BoardAt = field(default=(), repr=False)
-    usage: UsageTotals = field(default=UsageTotals(), repr=False)
-    """The tokens and cost of the run's turns up to and with this one (``Audit.usage``'s rule)."""
 
     @property
     def gauge(self) -> Gauge:
@@ -253,6 +251,11 @@ class ViewState:
     """The board as the run started (what turn 0 shows)."""
     selected: int | None = None
     """The turn the panes show (``at_turn``); None: the state as it stands."""
+    usage: UsageTotals = field(default_factory=UsageTotals)
+    """The tokens and cost of the turns up to the selected one (all of them when none is), by
+    ``Audit.usage``'s rule."""
+    ledger: UsageLedger | None = field(default=None, compare=False, repr=False)
+    """The run's turns priced, for ``at_turn`` to add up the first k (``usage`` is its answer)."""
 
     @property
     def newest(self) -> int:
@@ -276,14 +279,6 @@ class ViewState:
     def breaker_by_name(self) -> dict[str, BreakerView]:
         return {b.name: b for b in self.breakers}
 
-    @property
-    def usage(self) -> UsageTotals:
-        """The tokens and cost of the turns up to the selected one (all of them when none is)."""
-        for t in reversed(self.turns):
-            if self.selected is None or t.turn <= self.selected:
-                return t.usage
-        return UsageTotals()
-
 
 def _arguments(call: ToolCall) -> str:
     if isinstance(call.arguments, str):
@@ -302,16 +297,17 @@ def turn_view(
     loop: LoopCount | None = None,
     flow: tuple[tuple[str, ...], tuple[int, ...]] = ((), ()),
     board: BoardAt = (),
-    usage: UsageTotals | None = None,
 ) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events);
-    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended,
-    ``usage`` the run's tokens and cost up to and with it."""
-    calls = t.calls
+    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended."""
+    verdict, replied = t.finished, t.replied  # what Turn.channel, .producer, .model, .calls read
+    if verdict is None:
+        raise ValueError(f"turn_view: turn {t.turn} of run {t.run_id} has not finished")
+    model, calls = (replied.reply.model, replied.reply.tool_calls) if replied is not None else (None, ())
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
-        t.turn, t.channel, t.producer, t.model, tools, t.dropped, error, t, recovery, strategy, loop,
-        flow[0], flow[1], board, usage or UsageTotals(),
+        t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t, recovery,
+        strategy, loop, flow[0], flow[1], board,
     )  # fmt: skip
 
 
@@ -321,7 +317,8 @@ def at_turn(state: ViewState, selected: int | None) -> ViewState:
 
     The flow lights that turn's path with the counts up to it, the gauge is that turn's, the
     board shows each breaker as that turn ended (its history up to it); ``selected`` is set, and
-    the timeline keeps every turn (``ViewState.later`` says which to grey). Turn 0 is the run
+    the timeline keeps every turn (``ViewState.later`` says which to grey), and the usage is
+    that of the turns up to it (from ``ledger``; kept as it is without one). Turn 0 is the run
     as it started. The newest turn, or None, is the state as it stands (``selected`` None), with
     the newest turn's gauge; while a run goes on, the turn in progress once it has dispatched a
     call.
@@ -353,4 +350,12 @@ def at_turn(state: ViewState, selected: int | None) -> ViewState:
         st, failures, left = at.get(b.name, ("closed", 0, None))
         history = tuple(move for move in b.history if move[0] <= selected)
         breakers.append(replace(b, state=st, failures=failures, cooldown_left=left, history=history))
-    return replace(shown, breakers=tuple(breakers), selected=max(selected, 0))
+    usage = state.usage if state.ledger is None else state.ledger.upto(_count_upto(state.turns, selected))
+    return replace(shown, breakers=tuple(breakers), selected=max(selected, 0), usage=usage)
+
+
+def _count_upto(turns: Sequence[TurnView], selected: int) -> int:
+    """How many of ``turns`` (in order) are numbered ``selected`` or less."""
+    if 1 <= selected <= len(turns) and turns[selected - 1].turn == selected:
+        return selected
+    return sum(1 for t in turns if t.turn <= selected)

@@ -40,12 +40,14 @@ from loopnb.record._breakers import BreakerCount, BreakerFold
 from loopnb.record._flowchart import FlowCount
 from loopnb.record._history import tool_breakers
 from loopnb.record._retries import LoopCount, RecoveryFold
-from loopnb.record._usage import Prices, UsageTotals, usage_of
+from loopnb.record._usage import UsageLedger, UsageTotals
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
-_Flow = tuple[tuple[str, ...], tuple[int, ...]]
-"""The path a finished turn lit, and the edge counts after it."""
+_Finished = tuple[Turn, str | None, int, int, LoopCount | None, tuple[str, ...], tuple[int, ...], BoardAt]
+"""A finished turn as folded: the turn, its hard error, its calls in the recovery fold (start,
+end), the loop detector's count, the path it lit, the edge counts after it and the board as it
+ended. One flat tuple a turn, sharing what did not change (a long run keeps thousands)."""
 
 
 class ViewModel:
@@ -72,15 +74,16 @@ class ViewModel:
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
         self._last_board: BoardAt | None = None
-        self._finished: list[tuple[Turn, str | None, _Calls, _Flow, BoardAt]] = []
+        self._finished: list[_Finished] = []
+        self._counts: tuple[int, ...] = ()  # the edge counts as the last turn left them
         self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
         self._now = 0.0
         # a FakeClock's run: its turns' tokens and cost count, their simulated time does not
-        self._simulated = started is not None and started.settings.get("clock") == "simulated"
-        self._prices = Prices()
+        simulated = started is not None and started.settings.get("clock") == "simulated"
+        self._usage = UsageLedger(simulated=simulated)  # each turn priced once, when first drawn
 
     # -- the fold ---------------------------------------------------------------------------
 
@@ -173,17 +176,25 @@ class ViewModel:
         return gauge_of(turn, fold.calls[start:end], fold.strategy, loop)
 
     def _turn_finished(self, e: Turn, at: float) -> None:
-        self._light(e.turn, e.channel, e.producer)
+        verdict = e.finished
+        if verdict is None:  # the assembler completes a turn with its TurnFinished
+            return
+        channel = verdict.channel
+        self._light(e.turn, channel, verdict.producer)
         fold = self._recovery
-        gauge = (self._calls_from, len(fold.calls), fold.loops.get(e.turn))  # a Gauge when drawn
-        for name in self._board.end_turn(e.breakers):  # the engine's word wins
+        # the engine's word wins: the breakers not closed (the board knows the run's others)
+        for name in self._board.end_turn(verdict.breakers):
             history = self._history.get(name)
             state = self._board.breakers[name].state
             if (history[-1][1] if history else "closed") != state:
                 self._history.setdefault(name, []).append((e.turn, state))
-        flow = (self._lit, tuple(self._flow.counts))
-        error = self._hard_error if e.channel == "hard" else None
-        self._finished.append((e, error, gauge, flow, self._board_at(at)))
+        if self._lit or not self._counts:  # a turn that lit nothing leaves the counts as they were
+            self._counts = tuple(self._flow.counts)
+        error = self._hard_error if channel == "hard" else None
+        self._finished.append(
+            (e, error, self._calls_from, len(fold.calls), fold.loops.get(e.turn), self._lit,
+             self._counts, self._board_at(at))
+        )  # fmt: skip
 
     def _board_at(self, now: float) -> BoardAt:
         """The board as it stands at ``now``: what selecting this moment's turn shows. The usual
@@ -208,6 +219,7 @@ class ViewModel:
         path = self._flow.run_finished(e.outcome, e.producer)
         if path is not None:  # the run ended hard before any turn finished: light it all the same
             self._lit, self._lit_turn, self._lit_channel, self._lit_producer = path, 0, "hard", e.producer
+            self._counts = ()  # moved: a turn after this (a torn recording's) takes them anew
         self._turn = e.turns
         self._run = replace(
             self._run,
@@ -225,14 +237,11 @@ class ViewModel:
         if with_turns and len(self._turns) < len(self._finished):
             fold = self._recovery
             every, strategy = fold.calls, fold.strategy
-            usage = self._turns[-1].usage if self._turns else UsageTotals()
-            for f, error, (start, end, loop), flow, board in self._finished[len(self._turns) :]:
-                usage = usage.plus(
-                    usage_of(f, simulated=self._simulated, prices=self._prices)
-                )  # priced here, not per event
-                self._turns.append(
-                    turn_view(f, error, tuple(every[start:end]), strategy, loop, flow, board, usage)
-                )
+            new = self._finished[len(self._turns) :]
+            self._usage.add(f[0] for f in new)  # priced here, not per event
+            for f, error, start, end, loop, lit, counts, board in new:
+                calls = tuple(every[start:end]) if end > start else ()
+                self._turns.append(turn_view(f, error, calls, strategy, loop, (lit, counts), board))
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -245,6 +254,8 @@ class ViewModel:
             turns=tuple(self._turns) if with_turns else (),
             now=self._now,
             start_board=self._start_board,
+            usage=self._usage.upto(len(self._turns)) if with_turns else UsageTotals(),
+            ledger=self._usage,
         )
 
     @property
@@ -262,7 +273,7 @@ class ViewModel:
         turns = self._turns
         if len(turns) == len(self._finished):  # drawn already
             return turns[-1].gauge
-        return self._gauge_of(last[0].turn, last[2])
+        return self._gauge_of(last[0].turn, last[2:5])
 
     def _breaker_view(self, b: BreakerCount) -> BreakerView:
         history = tuple(self._history.get(b.name, ()))

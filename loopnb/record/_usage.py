@@ -63,6 +63,10 @@ class Price:
     """Why ``cost_usd`` is missing."""
 
 
+_NO_MODEL, _NO_TOKENS = Price(unpriced=NO_MODEL), Price(unpriced=NO_TOKENS)
+_NOT_INSTALLED = Price(unpriced=NOT_INSTALLED)
+
+
 def _host(suffix: str) -> bool:
     """Whether what follows an ``@`` in a model name is a server (``host:port``, a domain)."""
     return suffix == "localhost" or "." in suffix or ":" in suffix
@@ -87,7 +91,7 @@ class Prices:
     (a table the user updates with ``genai_prices.UpdatePrices`` is seen by the next one)."""
 
     def __init__(self) -> None:
-        self._missing: dict[str, str] = {}
+        self._missing: dict[str, Price] = {}
         self._module: Any = None
 
     def __call__(
@@ -95,15 +99,15 @@ class Prices:
     ) -> Price:
         """The cost of one request of ``model`` started at ``at`` (epoch seconds)."""
         if model is None:
-            return Price(unpriced=NO_MODEL)
+            return _NO_MODEL
         if input_tokens is None or output_tokens is None:
-            return Price(unpriced=NO_TOKENS)
+            return _NO_TOKENS
         missing = self._missing.get(model)
         if missing is not None:
-            return Price(unpriced=missing)
+            return missing
         gp = self._table()
         if gp is None:
-            return Price(unpriced=NOT_INSTALLED)
+            return _NOT_INSTALLED
         when = datetime.fromtimestamp(at, UTC) if at is not None and math.isfinite(at) else None
         for ref, provider, url in lookups(model):
             try:
@@ -120,8 +124,8 @@ class Prices:
             if calc.auto_update_timestamp is not None:
                 source += f" (prices updated {calc.auto_update_timestamp:%Y-%m-%d %H:%M})"
             return Price(float(calc.total_price), f"{calc.provider.id}/{calc.model.id}", source)
-        missing = self._missing[model] = f"genai-prices has no price for {model}"
-        return Price(unpriced=missing)
+        price = self._missing[model] = Price(unpriced=f"genai-prices has no price for {model}")
+        return price
 
     def _table(self) -> Any:
         """The genai_prices module, or None when it is not installed."""
@@ -170,14 +174,15 @@ def turn_usage(
 
 
 _READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns if c.read is not None}
-_FIELDS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+_model_of, _in_of, _out_of, _ms_of, _at_of = (
+    _READ[name] for name in ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+)
 
 
 def usage_of(t: Turn, *, simulated: bool, prices: Prices) -> TurnUsage:
     """One finished turn's usage, read as the turns frame's columns read it."""
-    model, input_tokens, output_tokens, latency_ms, started_at = (_READ[name](t) for name in _FIELDS)
     return turn_usage(
-        model, input_tokens, output_tokens, latency_ms, started_at, simulated=simulated, prices=prices
+        _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t), simulated=simulated, prices=prices
     )
 
 
@@ -209,20 +214,26 @@ class UsageTotals:
 
     def plus(self, u: TurnUsage) -> UsageTotals:
         """These totals with one more turn."""
-        p = u.price
+        return self.sum_of((u,))
+
+    def sum_of(self, usages: Iterable[TurnUsage]) -> UsageTotals:
+        """These totals with ``usages``' turns added, one at a time (one object made, not one
+        per turn: the live view adds up thousands)."""
+        turns, answered, priced, simulated = self.turns, self.answered, self.priced, self.simulated
+        inp, out, ms, spent = self.input_tokens, self.output_tokens, self.latency_ms, self.spent_usd
+        models, priced_as, sources, unpriced = self.models, self.priced_as, self.sources, self.unpriced
+        for u in usages:
+            p = u.price
+            turns += 1
+            answered += u.answered
+            priced += p.cost_usd is not None
+            inp, out = _plus(inp, u.input_tokens), _plus(out, u.output_tokens)
+            ms, spent = _plus(ms, u.latency_ms), _plus(spent, p.cost_usd)
+            models, priced_as = _with(models, u.model), _with(priced_as, p.priced_as)
+            sources, unpriced = _with(sources, p.source), _with(unpriced, p.unpriced)
+            simulated = simulated or u.simulated
         return UsageTotals(
-            self.turns + 1,
-            self.answered + u.answered,
-            self.priced + (p.cost_usd is not None),
-            _plus(self.input_tokens, u.input_tokens),
-            _plus(self.output_tokens, u.output_tokens),
-            _plus(self.latency_ms, u.latency_ms),
-            _plus(self.spent_usd, p.cost_usd),
-            _with(self.models, u.model),
-            _with(self.priced_as, p.priced_as),
-            _with(self.sources, p.source),
-            _with(self.unpriced, p.unpriced),
-            self.simulated or u.simulated,
+            turns, answered, priced, inp, out, ms, spent, models, priced_as, sources, unpriced, simulated
         )
 
     @property
@@ -234,6 +245,56 @@ class UsageTotals:
     def tokens(self) -> bool:
         """Whether any turn reported tokens."""
         return self.input_tokens is not None or self.output_tokens is not None
+
+
+class UsageLedger:
+    """One run's turns and the totals of any first ``k`` of them, by ``UsageTotals``' rule.
+
+    ``add`` prices the run's next turns and returns the totals of all so far; ``upto(k)`` adds
+    up from the nearest checkpoint (one every ``EVERY`` turns), pricing those turns again, so
+    that showing an early turn costs at most ``EVERY`` turns however long the run, and a turn
+    keeps nothing but its place in a list. ``add`` is called by one thread at a time; ``upto``
+    reads only what ``add`` has finished and may run beside it.
+    """
+
+    EVERY = 256
+    __slots__ = ("_marks", "_prices", "_simulated", "_total", "_turns")
+
+    def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
+        self._simulated = simulated
+        self._prices = prices if prices is not None else Prices()
+        self._turns: list[Turn] = []
+        self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
+        self._total = UsageTotals()
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    def _sum(self, total: UsageTotals, turns: Iterable[Turn]) -> UsageTotals:
+        simulated, prices = self._simulated, self._prices
+        return total.sum_of(usage_of(t, simulated=simulated, prices=prices) for t in turns)
+
+    def add(self, turns: Iterable[Turn]) -> UsageTotals:
+        """Price ``turns`` (the run's next ones) and return the totals of every turn so far."""
+        every, known, total = self.EVERY, self._turns, self._total
+        start = len(known)
+        added, i = list(turns), 0
+        while i < len(added):
+            part = added[i : i + (start // every + 1) * every - start]  # up to the next checkpoint
+            i += len(part)
+            total = self._sum(total, part)
+            known.extend(part)
+            start += len(part)
+            if start % every == 0:
+                self._marks.append(total)
+        self._total = total
+        return total
+
+    def upto(self, count: int) -> UsageTotals:
+        """The totals of the run's first ``count`` turns (of those added so far)."""
+        count = max(0, min(count, len(self._turns)))
+        mark = min(count // self.EVERY, len(self._marks) - 1)
+        return self._sum(self._marks[mark], self._turns[mark * self.EVERY : count])
 
 
 def dollars(value: float) -> str:
