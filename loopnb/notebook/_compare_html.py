@@ -20,6 +20,7 @@ from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT
 from loopnb.notebook._markup import NAME_LIMIT, chip, code, esc, inspector_html
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._timeline import timeline_svg
+from loopnb.record._compare_frames import TOTALS_LABELS
 
 if TYPE_CHECKING:
     from loopnb.record._compare import Comparison, Side
@@ -33,24 +34,6 @@ _PRE = (
     f"white-space:pre-wrap;margin:2px 0 6px;padding:4px 6px;background:{CODE_BG};color:{TEXT};"
     f"font-family:{CODE_FONT};font-size:12px;border-radius:4px;max-height:14em;overflow:auto"
 )
-_FIGURES = (
-    ("turns", "turns"),
-    ("ok", "ok turns"),
-    ("soft", "soft turns"),
-    ("hard", "hard turns"),
-    ("soft_streaks", "soft streaks"),
-    ("recovered", "recovered on its own"),
-    ("retried_calls", "calls retried"),
-    ("retries", "retries in all"),
-    ("max_retries", "most retries on one call"),
-    ("exhausted", "calls past the ceiling"),
-    ("breaker_trips", "breaker trips"),
-    ("input_tokens", "input tokens"),
-    ("output_tokens", "output tokens"),
-    ("latency_ms", "latency (ms, summed)"),
-    ("ended", "ended"),
-)
-"""The totals' rows as the panes show them: column, words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +171,7 @@ def totals_html(c: Comparison) -> str:
     t = c.totals.astype(object).where(c.totals.notna(), None)
     a, b = (dict(zip(t.columns, row, strict=True)) for row in t.itertuples(index=False))
     rows = []
-    for column, words in _FIGURES:
+    for column, words in TOTALS_LABELS:
         differs = a[column] != b[column]
         weight = "font-weight:700" if differs else ""
         rows.append(

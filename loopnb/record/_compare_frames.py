@@ -65,6 +65,25 @@ TOTALS_COLUMNS: tuple[str, ...] = (
     "ended",
     "with_events",
 )
+
+TOTALS_LABELS: tuple[tuple[str, str], ...] = (
+    ("turns", "turns"),
+    ("ok", "ok turns"),
+    ("soft", "soft turns"),
+    ("hard", "hard turns"),
+    ("soft_streaks", "soft streaks"),
+    ("recovered", "recovered on its own"),
+    ("retried_calls", "calls retried"),
+    ("retries", "retries in all"),
+    ("max_retries", "most retries on one call"),
+    ("exhausted", "calls past the ceiling"),
+    ("breaker_trips", "breaker trips"),
+    ("input_tokens", "tokens in"),
+    ("output_tokens", "tokens out"),
+    ("latency_ms", "latency (ms, summed)"),
+    ("ended", "ended"),
+)
+"""The totals' rows as the panes, the page and the terminal show them: column, words."""
 """The totals' columns, in order."""
 
 

@@ -17,30 +17,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loopnb import _terminal as terminal
 from loopnb._palette import GLYPH
 from loopnb.record._audit_text import cell_text, duration
+from loopnb.record._compare_frames import TOTALS_LABELS
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
     from rich.text import Text
 
     from loopnb.record._compare import Comparison
-
-_FIGURES = (
-    ("turns", "turns"),
-    ("ok", "ok turns"),
-    ("soft", "soft turns"),
-    ("hard", "hard turns"),
-    ("soft_streaks", "soft streaks"),
-    ("recovered", "recovered on its own"),
-    ("retried_calls", "calls retried"),
-    ("retries", "retries in all"),
-    ("max_retries", "most retries on one call"),
-    ("exhausted", "calls past the ceiling"),
-    ("breaker_trips", "breaker trips"),
-    ("input_tokens", "tokens in"),
-    ("output_tokens", "tokens out"),
-    ("latency_ms", "latency (turns' sum)"),
-    ("ended", "ended"),
-)
 
 
 def _text(s: str = "", style: str = "") -> Text:
@@ -62,11 +45,11 @@ def compare_lines(c: Comparison, *, width: int = 100, context: int = 3) -> list[
     la, lb = c.labels
     lines = [_text("Totals", "bold")]
     t = c.totals.astype(object).to_dict("records")
-    values = [[_value(col, row[col]) for row in t] for col, _ in _FIGURES]
-    label_w = max(len(w) for _, w in _FIGURES)
+    values = [[_value(col, row[col]) for row in t] for col, _ in TOTALS_LABELS]
+    label_w = max(len(w) for _, w in TOTALS_LABELS)
     col_w = max(len(la), len(lb), *(len(v) for pair in values for v in pair))
     lines.append(_text(f"  {'':<{label_w}}  {la:>{col_w}}  {lb:>{col_w}}"))
-    for (column, words), (va, vb) in zip(_FIGURES, values, strict=True):
+    for (column, words), (va, vb) in zip(TOTALS_LABELS, values, strict=True):
         line = _text(f"  {words:<{label_w}}")
         for v in (va, vb):
             line.append("  ")
