@@ -24,10 +24,15 @@ any other error that ended the sample   hard source_error      ``inspect:error``
 =====================================  =====================  ==============================
 
 A call whose result the log kept nowhere (no event, no tool message) is ``inspect:missing``.
+
+A value the reader cannot use is a ``RecordingError`` naming the file, the sample and where in it,
+and what was expected: a value of another type, a token count that is not a whole number from 0
+to 2**63 - 1, a value nested past Python's recursion limit (``_inspect_files`` bounds the rest).
 """
 
 from __future__ import annotations
 
+import reprlib
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._events import Event
 from loopnb.foreign._disagree import Mark
 from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
+from loopnb.foreign._transcript import too_deep
 from loopnb.record._errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
@@ -96,35 +102,47 @@ def _log_events(
         raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=path)
     events: list[Event] = []
     for sample, where in _order(log, wheres, path):
-        sid, epoch = sample.get("id"), sample.get("epoch")
-        run_id = str(sample.get("uuid") or f"{sid}/epoch{epoch}")
-        if run_id in seen:
-            twice.append(f"sample {sid!r} epoch {epoch} (run {run_id})")
-            continue
-        seen.add(run_id)
-        settings = {
-            "task": spec.get("task"),
-            "sample_id": sid,
-            "epoch": epoch,
-            "eval_id": spec.get("eval_id"),
-        }
         try:
-            reader = SampleReader(sample, spec, run_id, settings)
-            for i, retry in enumerate(expect(sample.get("error_retries") or [], list, "error_retries")):
-                if isinstance(retry, dict) and retry.get("events"):
-                    attempt = SampleReader(
-                        sample, spec, f"{run_id}/attempt{i + 1}", {**settings, "attempt": i + 1}
-                    )
-                    at = f"error_retries[{i}].events"
-                    events += attempt.events(expect(retry["events"], list, at), error=retry, limit=None)
-            evs = expect(sample.get("events") or [], list, "events")
-            events += reader.events(evs, error=sample.get("error"), limit=sample.get("limit"))
-        except Bad as exc:
-            raise RecordingError(f"{where} (sample {sid!r}, epoch {epoch}), {exc}", path=path) from exc
+            events += _sample_events(sample, spec, seen, twice)
+        except (Bad, RecursionError) as exc:
+            sid, epoch = (reprlib.repr(sample.get(key)) for key in ("id", "epoch"))  # either may be hostile
+            why = too_deep("a value") if isinstance(exc, RecursionError) else str(exc)
+            raise RecordingError(f"{where} (sample {sid}, epoch {epoch}), {why}", path=path) from exc
     return events
 
 
+def _sample_events(
+    sample: dict[str, Any], spec: dict[str, Any], seen: set[str], twice: list[str]
+) -> list[Event]:
+    """The events of one sample: its run, and a run per failed attempt the eval retried."""
+    sid, epoch = sample.get("id"), sample.get("epoch")
+    run_id = str(sample.get("uuid") or f"{sid}/epoch{epoch}")
+    if run_id in seen:
+        twice.append(f"sample {sid!r} epoch {epoch} (run {run_id})")
+        return []
+    seen.add(run_id)
+    settings = {"task": spec.get("task"), "sample_id": sid, "epoch": epoch, "eval_id": spec.get("eval_id")}
+    events: list[Event] = []
+    reader = SampleReader(sample, spec, run_id, settings)
+    for i, retry in enumerate(expect(sample.get("error_retries") or [], list, "error_retries")):
+        if isinstance(retry, dict) and retry.get("events"):
+            attempt = SampleReader(sample, spec, f"{run_id}/attempt{i + 1}", {**settings, "attempt": i + 1})
+            at = f"error_retries[{i}].events"
+            events += attempt.events(expect(retry["events"], list, at), error=retry, limit=None)
+    evs = expect(sample.get("events") or [], list, "events")
+    return events + reader.events(evs, error=sample.get("error"), limit=sample.get("limit"))
+
+
 def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
+    try:
+        return _read_logs(logs, path)
+    except RecursionError as exc:  # a sample's own is caught where it can be named
+        raise RecordingError(
+            f"{too_deep('a value of the log')}; expected an Inspect AI log", path=path
+        ) from exc
+
+
+def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
     from loopnb.record._recording import Recording
 
     events: list[Event] = []
@@ -142,7 +160,7 @@ def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
     if twice:
         shown = ", ".join(twice[:3]) + (f" and {len(twice) - 3} more" if len(twice) > 3 else "")
         where = path or "from_inspect"
-        warnings.warn(f"{where}: {shown} given twice, read once", RecordingWarning, stacklevel=3)
+        warnings.warn(f"{where}: {shown} given twice, read once", RecordingWarning, stacklevel=4)
     version = _field(first, "eval", "packages", "inspect_ai")
     meta = {
         "source": {"format": NAME, "version": None if version is None else str(version)},

@@ -14,7 +14,7 @@ from typing import Any
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall, Usage
-from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.foreign._transcript import RunWriter, TurnWriter, status, token_problem
 
 NAME = "inspect"
 
@@ -311,10 +311,11 @@ class SampleReader:
 
 
 def _count(usage: dict[str, Any], key: str, where: str) -> int:
-    value = usage.get(key) or 0
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Bad(f"{where}.output.usage.{key}: expected a number of tokens, found {value!r}")
-    return int(value)
+    value = usage.get(key)
+    problem = None if value is None else token_problem(value)
+    if problem is not None:
+        raise Bad(f"{where}.output.usage.{key}: {problem}")
+    return value or 0
 
 
 def _prompt(value: Any) -> Any:

@@ -22,6 +22,11 @@ return (``capture_run_messages()`` after an exception) are the turn the run ende
 answered only by a later run were interrupted (``source_error``) or deferred for approval
 (``user_input_required``). ``from_pydantic_ai(..., error=exc)`` names the exception when the caller
 has it, which settles the cases the history cannot (a usage limit, a failed model request).
+
+Damage is never read around: a value not of the shape pydantic-ai writes (``_pydantic_ai_history``
+lists them: a token count, an ``outcome``, a ``retry``, a text part's content) or nested past the
+recursion limit is a ``RecordingError`` naming the message and part and what was expected, not a
+warning that skips the part: a turn written around it would claim an outcome the source never gave.
 """
 
 from __future__ import annotations
@@ -34,12 +39,12 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._events import Event, RunStarted
-from loopnb.engine._messages import ToolCall, Usage
+from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
 from loopnb.foreign import _pydantic_ai_text as text
 from loopnb.foreign._disagree import Mark
-from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.foreign._transcript import RunWriter, TurnWriter, status, too_deep
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
@@ -102,12 +107,8 @@ def read(path: Path) -> Recording:
     try:
         with collector_paused():  # the parsed history holds no cycles: see collector_paused
             messages = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise RecordingError(
-            f"not a pydantic-ai history: invalid JSON ({exc.msg}, column {exc.colno})",
-            path=path,
-            line=exc.lineno,
-        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise history.not_json(exc, path) from exc
     del data
     return _recording(messages, path=path, base=path.stem, version=None, error=None, consume=True)
 
@@ -131,10 +132,8 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
     if isinstance(messages, bytes | str):
         try:
             messages = json.loads(messages)
-        except json.JSONDecodeError as exc:
-            raise RecordingError(
-                f"not a pydantic-ai history: invalid JSON ({exc.msg}, line {exc.lineno})"
-            ) from exc
+        except (ValueError, RecursionError) as exc:
+            raise history.not_json(exc, None) from exc
     elif isinstance(messages, Sequence) and messages and all(type(m).__name__ in _MESSAGES for m in messages):
         from pydantic_ai import __version__
         from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -165,8 +164,11 @@ def _recording(
     from loopnb.record._frames import collector_paused
     from loopnb.record._recording import Recording
 
-    with collector_paused():  # messages, steps and events hold no cycles: see collector_paused
-        events = _events(messages, path, base, error, deferred, consume)
+    try:
+        with collector_paused():  # messages, steps and events hold no cycles: see collector_paused
+            events = _events(messages, path, base, error, deferred, consume)
+    except RecursionError as exc:  # a response's own is caught where it can be named
+        raise RecordingError(too_deep("a value of the history"), path=path) from exc
     meta = {"source": {"format": NAME, "version": version}}
     return Recording.from_events(events, meta=meta, path=path)
 
@@ -186,7 +188,15 @@ def _events(
         if last and final is None:
             final = next(reversed(found))
         ends = last and run.run_id == final
-        writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
+        try:
+            writer.step(step, last=last, error=error if ends else None, deferred=deferred and ends)
+        except RecursionError as exc:
+            raise history.fail(
+                path,
+                step.number if step else None,
+                None,
+                too_deep("a value of the response or of the returns that answer it"),
+            ) from exc
     return [event for rid in found for event in writers[rid].events()]
 
 
@@ -254,7 +264,7 @@ class _Writer:
             history.reply_text(msg["parts"]),
             step.calls,
             model=msg.get("model_name"),
-            usage=_usage(msg.get("usage")),
+            usage=step.usage,
             at=step.at,
             latency_ms=_ms(asked, step.at),
         )
@@ -384,12 +394,6 @@ def _result(
         latency_ms=_ms(replied, at),
     )
     return said
-
-
-def _usage(usage: Any) -> Usage | None:
-    if not isinstance(usage, dict):
-        return None
-    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
 
 
 def _final_result(step: history.Step) -> bool:

@@ -7,6 +7,12 @@ or in a later one: a deferred or interrupted call is answered by the run that re
 One pass: ``steps`` checks each message's shape, notes what it says of its run (prompts, models,
 tools) and hands over each step as soon as the next response of its run shows it complete, so
 that no step outlives its turn (a long history's steps would otherwise all stay alive).
+
+A shape the reader relies on that is not pydantic-ai's is a ``RecordingError`` naming the message
+and part and what was expected (``fail``), never a guess: a part that is not an object, an
+``outcome`` that is not a string, a ``retry`` that is not an object (or whose ``cause`` is not a
+string), a text or system prompt part whose ``content`` is not a string, a ``usage`` that is not
+an object, a token count that is not a whole number from 0 to 2**63 - 1 (``token_problem``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from loopnb.engine._messages import ToolCall
+from loopnb.engine._messages import ToolCall, Usage
+from loopnb.foreign._transcript import token_problem, too_deep
 from loopnb.record._errors import RecordingError
 
 NAME = "pydantic-ai"
@@ -40,6 +47,9 @@ class Step:
     at: float | None
     """When the response came."""
     message: dict[str, Any]
+    number: int
+    """The response's place in the history (1-based), for an error to name."""
+    usage: Usage | None
     calls: list[ToolCall] = field(default_factory=list)
     returns: dict[str, Answer] = field(default_factory=dict)
     feedback: list[tuple[dict[str, Any], float | None]] | None = None
@@ -69,6 +79,20 @@ def fail(path: Path | None, message: int | None, part: int | None, what: str) ->
     was expected."""
     where = "top level" if message is None else f"message {message}"
     return RecordingError(f"{where}{'' if part is None else f', part {part}'}: {what}", path=path)
+
+
+def not_json(exc: ValueError | RecursionError, path: Path | None) -> RecordingError:
+    """The error for a history ``json`` cannot parse: a syntax error, bytes that are not UTF-8,
+    an int past Python's limit on digits, or nesting past the recursion limit."""
+    if isinstance(exc, RecursionError):
+        return RecordingError(f"not a pydantic-ai history: {too_deep('its JSON')}", path=path)
+    if not isinstance(exc, json.JSONDecodeError):
+        return RecordingError(f"not a pydantic-ai history: unreadable JSON ({exc})", path=path)
+    if path is None:
+        return RecordingError(f"not a pydantic-ai history: invalid JSON ({exc.msg}, line {exc.lineno})")
+    return RecordingError(
+        f"not a pydantic-ai history: invalid JSON ({exc.msg}, column {exc.colno})", path=path, line=exc.lineno
+    )
 
 
 _parse = datetime.fromisoformat
@@ -177,9 +201,7 @@ def _request(
     """Match a request's returns to the calls they answer, and note its prompts and the tools
     whose calls it answers (unless pydantic-ai refused the name)."""
     for j, part in enumerate(parts, 1):
-        if not isinstance(part, dict):
-            raise fail(path, i, j, 'expected an object with a "part_kind"')
-        kind = part.get("part_kind")
+        kind = _checked(part, path, i, j).get("part_kind")
         if kind == "tool-return" or _answers_a_call(kind, part):
             call_id = str(part.get("tool_call_id"))
             step = pending.pop(call_id, None)
@@ -211,11 +233,9 @@ def _answers_a_call(kind: Any, part: dict[str, Any]) -> bool:
 def _response(
     run: Run, msg: dict[str, Any], at: float | None, pending: dict[str, Step], path: Path | None, i: int
 ) -> Step:
-    step = Step(run.asked_at, at, msg)
+    step = Step(run.asked_at, at, msg, i, _usage(msg.get("usage"), path, i))
     for j, part in enumerate(msg["parts"], 1):
-        if not isinstance(part, dict):
-            raise fail(path, i, j, 'expected an object with a "part_kind"')
-        kind = part.get("part_kind")
+        kind = _checked(part, path, i, j).get("part_kind")
         if kind == "tool-call" or (isinstance(kind, str) and kind.endswith("-call") and "tool_name" in part):
             call = ToolCall(
                 str(part["tool_name"]), _arguments(part.get("args")), id=str(part.get("tool_call_id"))
@@ -232,6 +252,42 @@ def _response(
     return step
 
 
+_TEXTS = frozenset({"text", "speech", "system-prompt"})
+"""The parts whose ``content`` is text: a model's reply, or a system prompt."""
+
+
+def _checked(part: Any, path: Path | None, i: int, j: int) -> dict[str, Any]:
+    """``part``, if the fields the reader relies on have pydantic-ai's shapes."""
+    if not isinstance(part, dict):
+        raise fail(path, i, j, 'expected an object with a "part_kind"')
+    outcome, retry, content = part.get("outcome"), part.get("retry"), part.get("content")
+    if outcome is not None and not isinstance(outcome, str):
+        raise fail(path, i, j, f'"outcome": expected a string, found {type(outcome).__name__}')
+    if retry is not None and not isinstance(retry, dict):
+        raise fail(path, i, j, f'"retry": expected an object, found {type(retry).__name__}')
+    if retry is not None and not isinstance(retry.get("cause"), str | None):
+        raise fail(path, i, j, f'"retry.cause": expected a string, found {type(retry["cause"]).__name__}')
+    if part.get("part_kind") in _TEXTS and not isinstance(content, str | None):
+        raise fail(path, i, j, f'"content": expected a string (the text), found {type(content).__name__}')
+    return part
+
+
+def _usage(usage: Any, path: Path | None, i: int) -> Usage | None:
+    """A response's token counts (``None`` when it kept none)."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise fail(path, i, None, f'"usage": expected an object, found {type(usage).__name__}')
+    counts = []
+    for side in ("input_tokens", "output_tokens"):
+        count = usage.get(side)
+        problem = None if count is None else token_problem(count)
+        if problem is not None:
+            raise fail(path, i, None, f'"usage.{side}": {problem}')
+        counts.append(count or 0)
+    return Usage(*counts)
+
+
 def _arguments(args: Any) -> dict[str, Any] | str:
     if args is None:
         return {}
@@ -240,7 +296,7 @@ def _arguments(args: Any) -> dict[str, Any] | str:
     if isinstance(args, str):
         try:
             parsed = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON loopnb can read: kept as the model wrote it
             return args
         return parsed if isinstance(parsed, dict) else args
     return str(args)

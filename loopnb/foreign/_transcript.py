@@ -7,10 +7,17 @@ the channel table's bookkeeping the engine would (a soft error is also a ``SoftE
 turn that read an error is ``soft``, the turn a run ended on is ``hard`` and dropped), so that the
 events read back into the same turns as a loopnb run's. What a call or a turn *was* (its
 producer) is the reader's judgement: the writer never guesses it.
+
+Two checks every reader shares live here too: ``token_problem`` (a token count is a whole number
+the frames' int64 columns hold; the writer refuses a reply whose usage is not, for a reader that
+did not name the place first) and ``too_deep`` (the words for a value nested past Python's
+recursion limit).
 """
 
 from __future__ import annotations
 
+import reprlib
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,6 +34,10 @@ from loopnb.engine._events import (
     TurnStarted,
 )
 from loopnb.engine._messages import ModelReply, ToolCall, ToolResult, Usage
+from loopnb.record._errors import RecordingError
+
+MAX_TOKENS = 2**63 - 1
+"""The largest token count a turns frame holds (its token columns are int64)."""
 
 _ERROR_NAMES: dict[str, str] = {
     "cancelled": "Cancelled",
@@ -43,6 +54,23 @@ def status(source: str, said: str | None) -> str | None:
     """A ``source_status`` value: what ``source`` (a format name) said, qualified by the format
     (``"otlp:ERROR"``, ``"pydantic-ai:retried"``) so that a folder of mixed runs stays readable."""
     return None if said is None else f"{source}:{said}"
+
+
+def token_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a token count (``None`` when it is one): a count is an
+    int from 0 to ``MAX_TOKENS`` (a bool, a float or a string is not)."""
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return None
+    if type(value) is int:
+        shown = str(value) if value.bit_length() <= 128 else f"an int of {value.bit_length()} bits"
+    else:
+        shown = reprlib.repr(value)  # bounded: a hostile value may be huge or nested deep
+    return f"expected a number of tokens, found {shown}: a count is a whole number from 0 to 2**63 - 1"
+
+
+def too_deep(what: str) -> str:
+    """The words for ``what`` (a file, a member, a value) nested past the recursion limit."""
+    return f"{what} is nested deeper than loopnb reads (Python's recursion limit, {sys.getrecursionlimit()})"
 
 
 class RunWriter:
@@ -213,8 +241,13 @@ class TurnWriter:
         at: float | None = None,
         latency_ms: float = 0.0,
     ) -> ModelReply:
-        """The model's answer this turn: its text and the calls it asked for."""
+        """The model's answer this turn: its text and the calls it asked for (a token count
+        outside ``token_problem``'s range is a ``RecordingError`` naming the run and turn)."""
         run = self._run
+        for side in ("input_tokens", "output_tokens"):
+            problem = None if usage is None else token_problem(getattr(usage, side))
+            if problem is not None:
+                raise RecordingError(f"run {run.run_id}, turn {self.turn}: usage.{side}: {problem}")
         reply = ModelReply(text=text, tool_calls=tuple(calls), model=model, usage=usage)
         self.reply_ = reply
         run._add(
