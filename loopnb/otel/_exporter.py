@@ -62,13 +62,11 @@ ATTEMPT_ERROR = "loopnb.attempt_error"
 """The attribute and event names loopnb adds to the GenAI conventions."""
 
 MODEL_ERROR = "ModelUnavailable"
-"""``error.type`` of a failed model request. ``ModelFailed`` records a failure's text and status,
-not its class, and the text is free (a server may quote the key it refused), so no part of it is
-a type: every failure the fallback chain counts is this family (a model's own exception
-included: the chain treats it as one); the status tells a refused key (401, 403) from the rest."""
+"""``error.type`` of a failed model request: ``ModelFailed`` keeps a failure's free text, not its
+class, and the fallback chain counts every failure (a model's own exception too) as this family;
+``http.response.status_code`` tells a refused key (401, 403) from the rest."""
 LOOP_ERRORS = frozenset(cls.__name__ for cls in LoopError.__subclasses__())
-"""``error.type`` of a hard ending: the name of one of the six ``LoopError`` variants (the engine's
-own, at import), ``LoopError`` for any other name an event carries."""
+"""``error.type`` of a hard ending: a ``LoopError`` variant's name, else ``LoopError``."""
 
 _NS = 1_000_000_000
 
