@@ -4,6 +4,9 @@
 resolved to a scenario (or the task), checked by building its engine once here, before anything
 is shipped to a worker. The plan is written as ``OUT/_sweep.json`` (the leading ``_`` keeps it
 out of ``pyarrow.dataset`` and of every ``*.parquet`` glob); a resumed sweep must plan the same.
+Like every file loopnb writes, the plan is redacted (a key in the task or in a config's
+``error_text`` is written ``[REDACTED]``, as in the batch files), so a resume compares plans as
+written: two sweeps that differ only in a secret are one sweep, whose results read the same.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from loopnb._sweep._batch import Batch
 from loopnb._sweep._config import SweepConfig, build
+from loopnb.record._redact import DEFAULT_REDACTOR
 
 PLAN_FILE = "_sweep.json"
 FORMAT = "loopnb.sweep"
@@ -60,15 +64,24 @@ class Plan:
         return len(self.configs) * len(self.seeds)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "version": 1,
-            "name": self.name,
-            "task": self.task,
-            "configs": [c.to_json() for c in self.configs],
-            "seeds": _seeds_json(self.seeds),
-            "batch": self.batch,
-        }
+        """The plan as it is written (and compared on resume): redacted."""
+        data: dict[str, Any] = _redacted(
+            {
+                "format": FORMAT,
+                "version": 1,
+                "name": self.name,
+                "task": self.task,
+                "configs": [c.to_json() for c in self.configs],
+                "seeds": _seeds_json(self.seeds),
+                "batch": self.batch,
+            }
+        )
+        return data
+
+
+def _redacted(data: Any) -> Any:
+    """JSON data with every secret replaced by the redactor every recording is written with."""
+    return json.loads(DEFAULT_REDACTOR(json.dumps(data, default=str)))
 
 
 def _seeds_json(seeds: tuple[int, ...]) -> Any:
@@ -212,12 +225,13 @@ def _seeds(seeds: object) -> tuple[int, ...]:
 
 
 def _name(configs: Sequence[SweepConfig], task: str | None, seeds: tuple[int, ...]) -> str:
-    """A folder name for the sweep: its configs, and a digest of what it runs (the same sweep
-    asked again gets the same folder, so ``resume=True`` finds it)."""
+    """A folder name for the sweep: its configs, and a digest of what it runs as written (the same
+    sweep asked again gets the same folder, so ``resume=True`` finds it; nothing written is
+    derived from a secret)."""
     names = [c.name for c in configs]
     head = "-".join(names) if len("-".join(names)) <= 40 else f"{names[0]}-and-{len(names) - 1}-more"
     digest = json.dumps(
-        [task, [c.to_json() for c in configs], _seeds_json(seeds)], sort_keys=True, default=str
+        _redacted([task, [c.to_json() for c in configs], _seeds_json(seeds)]), sort_keys=True, default=str
     )
     return f"{head}-{hashlib.sha256(digest.encode()).hexdigest()[:8]}"
 

@@ -5,8 +5,9 @@ from its events by ``ViewModel``, as the live view folds them, or read from the 
 side that has no events), the inspectors from those turns (``inspector_html``) or from the
 aligned frame ``Comparison.turns``, the totals from ``Comparison.totals``, the flows from
 ``Comparison.flows()`` and a what-if's findings from its ``WhatIf.text()``. Every text from a
-run goes through ``esc``; in a page that leaves the process it goes through the default
-redactor first (``redact``).
+run goes through ``esc``, which redacts it (a notebook may save the widget's panes and its
+picture); a page that leaves the process also redacts the events it folds (``redact``), as the
+report does.
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ def _panes(
 
 
 def comparison_html(c: Comparison) -> str:
-    """A static, script-free picture of the view (the rows around the divergence)."""
+    """A static, script-free picture of the view (the rows around the divergence), every text
+    redacted by ``esc`` as the widget's panes are (a saved notebook keeps it)."""
     views = side_views(c)
     body = _panes(c, views, c.around(3), str, None)
     return (

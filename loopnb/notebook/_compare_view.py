@@ -6,7 +6,9 @@ the other with the divergence marked, one slider over the aligned rows, the two 
 by side for the selected row, and the two decision flows' counts with their differences. Its
 ``mimebundle`` carries a script-free ``text/html`` picture of the same panes
 (``loopnb.notebook._compare_page``) for GitHub and nbviewer. The panes are
-``loopnb.notebook._compare_html``'s.
+``loopnb.notebook._compare_html``'s. A notebook may save the picture and the panes' values
+(widget state), so both show secrets as ``[REDACTED]`` (``esc`` redacts, see
+``loopnb.notebook._markup``); the ``Comparison``'s frames keep exactly what the model read.
 """
 
 from __future__ import annotations

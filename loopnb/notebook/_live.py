@@ -7,7 +7,10 @@ ends, before ``run()`` returns. A redraw sets a handful of ``HTML`` values under
 (only those that changed): the decision flow, the recovery gauge and the timeline are inline SVG
 drawn by ``loopnb.notebook._svg``, so the first view needs no plotly. A saved notebook keeps the
 last values, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
-nbviewer.
+nbviewer. Both are redacted as every export is: every text in a pane goes through ``esc``, which
+redacts before it escapes (``loopnb.notebook._markup``), so the panes show a key as
+``[REDACTED]`` while ``state`` and ``model`` keep exactly what the model read. (Redacting the
+events as they come, as the report does, would cost each turn more than the run itself.)
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 Everything a model or a tool said is untrusted: it goes through ``esc`` (``html.escape``) before it
 becomes HTML, because ipywidgets' ``HTML`` sets ``innerHTML`` (where ``<img onerror>`` runs even
 though ``<script>`` does not). Only this module's own markup is left unescaped.
+
+``esc`` also redacts, as every export is redacted: whatever becomes HTML may be saved. A notebook
+keeps each output's static picture, and every pane's value when its front end saves widget state
+(JupyterLab's "save widget state", nbclient's ``store_widget_state``), which the kernel cannot
+tell from showing it. So the panes, live or replayed, show a key as ``[REDACTED]``; the views'
+Python state (``view.state``, ``view.model``) and the frames keep exactly what the model read.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from loopnb.notebook._layout import (
 )
 from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
 from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
+from loopnb.record._redact import DEFAULT_REDACTOR
 
 BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
 """A breaker's state drawn as the channel it stands for: its colour and its mark, beside its word."""
@@ -45,10 +52,11 @@ _MUTED = f"color:{MUTED}"
 def esc(text: object, limit: int | None = None) -> str:
     """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
 
-    Control characters show as their pictures (``CONTROL_PICTURES``) rather than vanish, and a
-    cut says how much it left out.
+    Secrets are redacted first, by the default redactor (see the module's docstring), then the
+    text is cut: a cut never leaves part of a key to be recognised. Control characters show as
+    their pictures (``CONTROL_PICTURES``) rather than vanish, and a cut says how much it left out.
     """
-    return html.escape(_cut(str(text), limit).translate(CONTROL_PICTURES), quote=True)
+    return html.escape(_cut(DEFAULT_REDACTOR(str(text)), limit).translate(CONTROL_PICTURES), quote=True)
 
 
 def _cut(s: str, limit: int | None) -> str:

@@ -83,7 +83,9 @@ def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int =
     events; a recording of many runs shows the last one unless ``run_id`` names another, and a
     ``run`` menu beside the slider (``view.runs``) switches between them. A run the recording
     does not see end (a torn last line, a writer still going) says so beside its status. The view
-    opens on the final frame; display it by making it a cell's last expression.
+    opens on the final frame; display it by making it a cell's last expression. Like the live
+    view, it shows every secret as ``[REDACTED]`` (what it draws a notebook may save), while its
+    ``state`` keeps what the model read.
     """
     events = events_of(source)
     try:
@@ -117,7 +119,7 @@ def _add_run_menu(view: LiveView, runs: dict[str, list[Event]], shown: str) -> N
     import ipywidgets as widgets
 
     options = [
-        (f"{i}. {_clip(run_id)} ({_ending(events)})", run_id)
+        (f"{i}. {_clip(run_id)} ({_clip(_ending(events))})", run_id)
         for i, (run_id, events) in enumerate(runs.items(), 1)
     ]
     menu = widgets.Dropdown(
@@ -137,6 +139,11 @@ def _ending(events: list[Event]) -> str:
 
 
 def _clip(text: str, limit: int = 40) -> str:
+    """A menu label's text: redacted first (the labels are widget state, which a notebook may
+    save; see ``loopnb.notebook._markup``), then cut, so that no part of a key is left to see."""
+    from loopnb.record._redact import DEFAULT_REDACTOR
+
+    text = DEFAULT_REDACTOR(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -4,7 +4,8 @@ The profile (GenAI semantic conventions, plus loopnb's own attributes where they
 
 - one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``), its children:
 - one ``chat {model}`` span per model request (``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed request carries ``error.type``);
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed request carries ``error.type``
+  ``ModelUnavailable`` and, when it had one, ``http.response.status_code``);
 - one ``execute_tool {name}`` span per dispatch attempt of a tool call (``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
   ``loopnb.breaker.state``).
@@ -18,10 +19,14 @@ attempt's error the model never read (a recovery strategy retried the call, or t
 first) is a ``loopnb.attempt_error`` event instead, with the attempt's text, producer and
 ``loopnb.recovery.attempt`` (and ``loopnb.recovery.decision``), on a span whose channel is then
 ok (or hard, on the turn the run ended on). Only a hard ending sets ``ERROR``, on the run's
-span, with the LoopError's message. Today's conventions have no attribute for "an error
-returned to the model", so any trace viewer shows this difference only through these
-attributes. Texts leave the process through the recorder's default redactor, as a saved
-recording's do.
+span, with the LoopError's message and ``error.type`` its class name. Today's conventions have
+no attribute for "an error returned to the model", so any trace viewer shows this difference
+only through these attributes.
+
+``error.type`` is a class name from a small fixed set, never part of a failure's text (a
+server's refusal may quote the key it refused). Every text leaves through the recorder's default
+redactor, as a saved recording's does: span names, attributes and events, tools' and models' names
+too (a model chooses the names it calls; a model's name may be a proxy's URL).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopnb.engine._errors import LoopError
 from loopnb.engine._events import (
     BreakerState,
     Event,
@@ -54,6 +60,13 @@ DECISION = "loopnb.recovery.decision"
 SOFT_ERROR = "loopnb.soft_error"
 ATTEMPT_ERROR = "loopnb.attempt_error"
 """The attribute and event names loopnb adds to the GenAI conventions."""
+
+MODEL_ERROR = "ModelUnavailable"
+"""``error.type`` of a failed model request: ``ModelFailed`` keeps a failure's free text, not its
+class, and the fallback chain counts every failure (a model's own exception too) as this family;
+``http.response.status_code`` tells a refused key (401, 403) from the rest."""
+LOOP_ERRORS = frozenset(cls.__name__ for cls in LoopError.__subclasses__())
+"""``error.type`` of a hard ending: a ``LoopError`` variant's name, else ``LoopError``."""
 
 _NS = 1_000_000_000
 
@@ -113,6 +126,18 @@ class Exporter:
     def _text(self, text: str) -> str:
         return self._redact(text) if self._redact is not None else text
 
+    def _clean(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        """``attributes`` as they may leave: every text (alone or in a list) redacted."""
+        return {key: self._value(value) for key, value in attributes.items()}
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._text(value)
+        return [self._value(v) for v in value] if isinstance(value, list | tuple) else value
+
+    def _event(self, span: Any, name: str, attributes: dict[str, Any], timestamp: int) -> None:
+        span.add_event(name, self._clean(attributes), timestamp=timestamp)
+
     def __call__(self, event: Event) -> None:
         match event:
             case RunStarted():
@@ -160,27 +185,27 @@ class Exporter:
             "gen_ai.agent.name": self.agent,
             "gen_ai.conversation.id": e.run_id,
             "loopnb.run_id": e.run_id,
-            "loopnb.task": self._text(e.task),
+            "loopnb.task": e.task,
         }
         if e.models:
             attributes["gen_ai.request.model"] = e.models[0]
         if e.tools:
             attributes["loopnb.tools"] = list(e.tools)
         span = self.tracer.start_span(
-            f"invoke_agent {self.agent}",
+            self._text(f"invoke_agent {self.agent}"),
             kind=self._trace.SpanKind.INTERNAL,
             start_time=_ns(e.at),
-            attributes=attributes,
+            attributes=self._clean(attributes),
         )
         self._runs[e.run_id] = _Run(span, self._trace.set_span_in_context(span))
 
     def _child(self, run: _Run, name: str, start: float, end: float, attributes: dict[str, Any]) -> Any:
         span = self.tracer.start_span(
-            name,
+            self._text(name),
             context=run.context,
             kind=self._trace.SpanKind.CLIENT,
             start_time=_ns(start),
-            attributes=attributes,
+            attributes=self._clean(attributes),
         )
         return span, _ns(end)
 
@@ -218,7 +243,7 @@ class Exporter:
         span, end = run.reply
         span.set_attribute(CHANNEL, "soft")
         span.set_attribute(PRODUCER, e.producer)
-        span.add_event(SOFT_ERROR, {ERROR_TEXT: self._text(e.text), PRODUCER: e.producer}, timestamp=end)
+        self._event(span, SOFT_ERROR, {ERROR_TEXT: e.text, PRODUCER: e.producer}, end)
 
     def _failed(self, e: ModelFailed) -> None:
         run = self._runs.get(e.run_id)
@@ -227,14 +252,14 @@ class Exporter:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": e.model,
-            "error.type": e.error.split(":", 1)[0] or "ModelError",
+            "error.type": MODEL_ERROR,
             "loopnb.turn": e.turn,
             CHANNEL: "ok",  # the fallback chain answers for it; no error reached the model
         }
         if e.status is not None:
             attributes["http.response.status_code"] = e.status
         span, end = self._child(run, f"chat {e.model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
-        span.add_event("loopnb.model_failed", {"loopnb.error": self._text(e.error)}, timestamp=end)
+        self._event(span, "loopnb.model_failed", {"loopnb.error": e.error}, end)
         span.end(end_time=end)
 
     def _dispatched(self, e: ToolDispatched) -> None:
@@ -273,7 +298,7 @@ class Exporter:
         span, end, _ = run.failed.pop(e.call_id)
         span.set_attribute(CHANNEL, "soft")
         span.set_attribute(PRODUCER, e.producer)
-        span.add_event(SOFT_ERROR, {ERROR_TEXT: self._text(e.text), PRODUCER: e.producer}, timestamp=end)
+        self._event(span, SOFT_ERROR, {ERROR_TEXT: e.text, PRODUCER: e.producer}, end)
         span.end(end_time=end)
 
     def _unread(
@@ -291,13 +316,13 @@ class Exporter:
         if channel != "ok" and producer is not None:
             span.set_attribute(PRODUCER, producer)
         attributes: dict[str, Any] = {
-            ERROR_TEXT: self._text(e.result.content),
+            ERROR_TEXT: e.result.content,
             PRODUCER: e.result.producer or "",
             ATTEMPT: e.attempt,
         }
         if decision is not None:
             attributes[DECISION] = decision
-        span.add_event(ATTEMPT_ERROR, attributes, timestamp=end)
+        self._event(span, ATTEMPT_ERROR, attributes, end)
         span.end(end_time=end)
 
     def _finished(self, e: RunFinished) -> None:
@@ -319,11 +344,10 @@ class Exporter:
             message = self._text(e.message or "")
             if e.producer is not None:
                 span.set_attribute(PRODUCER, e.producer)
-            span.set_attribute("error.type", e.error or "LoopError")
+            kind = e.error if e.error in LOOP_ERRORS else "LoopError"
+            span.set_attribute("error.type", kind)
             span.add_event(
-                "exception",
-                {"exception.type": e.error or "LoopError", "exception.message": message},
-                timestamp=_ns(e.at),
+                "exception", {"exception.type": kind, "exception.message": message}, timestamp=_ns(e.at)
             )
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         elif e.output is not None:
