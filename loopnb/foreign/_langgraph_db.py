@@ -31,7 +31,6 @@ import json
 import math
 import sqlite3
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -50,9 +49,9 @@ EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
 
 MAX_DEPTH = 100
-"""How deep msgpack ext types, and a decoded blob's lists, maps and objects, may nest. LangGraph's
-own stay within a dozen levels; each level of ext types costs C stack (a thousand crash the
-interpreter), and loopnb's recordings must nest shallower than JSON readers' limits (about 200)."""
+"""How deep a blob's lists, maps and objects (ext types) may nest. LangGraph's own stay within a
+dozen levels; what loopnb reads must stay well within Python's recursion limit and JSON readers'
+(about 200 levels), since its recordings carry tool arguments on."""
 
 
 @dataclass(slots=True)
@@ -114,56 +113,70 @@ def _msgpack() -> Any:
     return _MSGPACK[0]
 
 
-class _TooDeep(Exception):
-    """Raised from inside msgpack's ``ext_hook`` (past ``MAX_DEPTH``); turned into a
-    ``RecordingError`` naming the blob."""
+@dataclass(slots=True)
+class _Ext:
+    """An ext type as msgpack hands it to its hook, read later by ``_resolve``: reading it inside
+    the hook would nest msgpack's calls, each holding tens of KB of C stack (a few hundred nested
+    ext types crash the interpreter, a few dozen in a thread with a small stack)."""
 
+    code: int
+    data: bytes
 
-def _hook(depth: int) -> Callable[[int, bytes], Any]:
-    """The ``ext_hook`` for ext types ``depth`` levels deep: each one's payload as plain data, its
-    own ext types read by the next level's hook; nothing named in it is imported or constructed."""
-
-    def ext(code: int, data: bytes) -> Any:
-        if depth > MAX_DEPTH:
-            raise _TooDeep
-        inner = _msgpack().unpackb(data, ext_hook=_hook(depth + 1), raw=False, strict_map_key=False)
-        if code == EXT_DELTA_SNAPSHOT:
+    def read(self) -> Any:
+        """What the ext type holds, as plain data; ext types inside it are still ``_Ext``."""
+        inner = _unpackb(self.data)
+        if self.code == EXT_DELTA_SNAPSHOT:
             return inner
-        if code == EXT_NUMPY_ARRAY:
+        if self.code == EXT_NUMPY_ARRAY:
             return Obj("numpy", "ndarray", None)
-        if isinstance(inner, list | tuple) and len(inner) >= 3 and all(isinstance(s, str) for s in inner[:2]):
+        if isinstance(inner, list) and len(inner) >= 3 and all(isinstance(s, str) for s in inner[:2]):
             return Obj(inner[0], inner[1], inner[2])
-        return Obj("", f"ext{code}", inner)
-
-    return ext
+        return Obj("", f"ext{self.code}", inner)
 
 
-def _too_deep(where: str, what: str, path: Path) -> RecordingError:
-    return RecordingError(
-        f"{where}: {what} nested deeper than {MAX_DEPTH} levels, not read (LangGraph's own nest a "
-        "dozen at most)",
-        path=path,
-    )
+def _unpackb(data: bytes) -> Any:
+    return _msgpack().unpackb(data, ext_hook=_Ext, raw=False, strict_map_key=False)
 
 
-def _deeper(value: Any, limit: int) -> bool:
-    """Whether ``value``'s lists, maps and objects nest deeper than ``limit`` (walked with a stack
-    of its own: the value may be deeper than Python's recursion allows)."""
-    stack = [(value, 1)]
+def _opened(value: Any) -> Any:
+    """``value``, or what it holds if it is an ext type (a delta snapshot's may be one again)."""
+    while isinstance(value, _Ext):
+        value = value.read()
+    return value
+
+
+def _resolve(value: Any, where: str, path: Path) -> Any:
+    """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
+    constructed), walked with a stack of its own; lists, maps and objects nested deeper than
+    ``MAX_DEPTH`` are a ``RecordingError``."""
+    top = [value]
+    stack: list[tuple[Any, int]] = [(top, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, Obj):
+            item.value = _opened(item.value)
             inside: Any = (item.value,)
-        elif isinstance(item, dict):
-            inside = item.values()
-        elif isinstance(item, list | tuple):
+        elif isinstance(item, list):
+            item[:] = map(_opened, item)
             inside = item
+        elif isinstance(item, dict):
+            for key, v in item.items():
+                item[key] = _opened(v)
+            inside = item.values()
         else:
             continue
-        if depth > limit:
-            return True
+        if depth > MAX_DEPTH:
+            raise _too_deep(where, path)
         stack.extend((v, depth + 1) for v in inside)
-    return False
+    return top[0]
+
+
+def _too_deep(where: str, path: Path) -> RecordingError:
+    return RecordingError(
+        f"{where}: lists, maps or ext types nested deeper than {MAX_DEPTH} levels, not read "
+        "(LangGraph's own nest a dozen at most)",
+        path=path,
+    )
 
 
 def _shown(value: Any) -> str:
@@ -184,14 +197,9 @@ def unpack(data: bytes, where: str, path: Path) -> Any:
     """A msgpack blob as plain data (ext types as ``Obj``)."""
     msgpack = _msgpack()
     try:
-        value = msgpack.unpackb(data, ext_hook=_hook(1), raw=False, strict_map_key=False)
-    except _TooDeep as exc:
-        raise _too_deep(where, "msgpack ext types", path) from exc
+        return _resolve(_unpackb(data), where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a msgpack blob that does not decode ({exc})", path=path) from exc
-    if _deeper(value, MAX_DEPTH):
-        raise _too_deep(where, "lists and maps", path)
-    return value
 
 
 def typed(kind: Any, data: Any, where: str, path: Path, column: str = "checkpoint") -> Any:
@@ -221,13 +229,11 @@ def typed(kind: Any, data: Any, where: str, path: Path, column: str = "checkpoin
         return unpack(data, where, path)
     try:
         value = json.loads(data)
-    except RecursionError as exc:
-        raise _too_deep(where, "json lists and objects", path) from exc
+    except RecursionError as exc:  # json's parser recurses: far past MAX_DEPTH
+        raise _too_deep(where, path) from exc
     except ValueError as exc:  # UnicodeDecodeError is one
         raise RecordingError(f"{where}: a json blob that does not parse ({exc})", path=path) from exc
-    if _deeper(value, MAX_DEPTH):
-        raise _too_deep(where, "json lists and objects", path)
-    return value
+    return _resolve(value, where, path)
 
 
 def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
@@ -237,7 +243,7 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
         body = typed(kind, blob, where, path)
         return (body.get("ts"), body.get("v")) if isinstance(body, dict) else (None, None)
     msgpack = _msgpack()
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_hook(1))
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_Ext)
     unpacker.feed(blob)
     ts: Any = None
     version: Any = None
@@ -252,12 +258,9 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
                 unpacker.skip()
             if ts is not None and version is not None:
                 break
-    except _TooDeep as exc:
-        raise _too_deep(where, "msgpack ext types", path) from exc
+        ts, version = _resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
-    if _deeper([ts, version], MAX_DEPTH):
-        raise _too_deep(where, "lists and maps", path)
     return ts, version
 
 

@@ -32,19 +32,27 @@ GOLDEN = ROOT / "tests" / "golden" / "foreign" / "langgraph" / "threads.sqlite"
 TS = "2027-01-01T00:00:00+00:00"
 CID = "1f000000-0000-6000-8000-000000000001"
 MAX_DEPTH = 100  # how deep loopnb reads nested ext types, lists and maps
+TOO_DEEP = f"lists, maps or ext types nested deeper than {MAX_DEPTH} levels"
 LATEST = "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = 'legacy')"
 ENDLESS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT {columns} FROM n"
 CHILD = """
-import sys, warnings
+import sys, threading, warnings
 import loopnb
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    try:
-        print("turns", len(loopnb.load(sys.argv[1]).turns))
-    except loopnb.RecordingError as exc:
-        print("error", exc)
-for w in caught:
-    print("warning", w.category.__name__, w.message)
+
+def main():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            print("turns", len(loopnb.load(sys.argv[1]).turns))
+        except loopnb.RecordingError as exc:
+            print("error", exc)
+    for w in caught:
+        print("warning", w.category.__name__, w.message)
+
+threading.stack_size(int(sys.argv[2]))
+thread = threading.Thread(target=main)
+thread.start()
+thread.join()
 """
 
 
@@ -104,12 +112,13 @@ DEEP_JSON = b"[" * 100_000 + b"]" * 100_000
 DEEP_CHECKPOINT = body([]).replace(msgpack.packb([]), DEEP_LISTS)  # messages: DEEP_LISTS, too deep to pack
 
 
-def load_in_child(path: Path, timeout: float = 120) -> list[str]:
-    """What ``loopnb.load(path)`` said in a child process: ``turns N`` or ``error ...``, then each
-    warning; a crash or a hang fails the test."""
+def load_in_child(path: Path, timeout: float = 120, stack: int = 0) -> list[str]:
+    """What ``loopnb.load(path)`` said in a child process, on a thread with ``stack`` bytes of
+    stack (0: the platform's default): ``turns N`` or ``error ...``, then each warning; a crash or
+    a hang fails the test."""
     try:
         done = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path)],
+            [sys.executable, "-c", CHILD, str(path), str(stack)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -147,8 +156,20 @@ def test_nested_ext_types_in_a_checkpoint_are_an_error_not_a_crash(tmp_path, bui
     assert path.stat().st_size < 32_000  # a small file that crashed the interpreter
     said = load_in_child(path)
     assert said == [
-        f"error {path}: thread deep, checkpoint {CID}: msgpack ext types nested deeper than "
-        f"{MAX_DEPTH} levels, not read (LangGraph's own nest a dozen at most)"
+        f"error {path}: thread deep, checkpoint {CID}: {TOO_DEEP}, not read (LangGraph's own nest a "
+        "dozen at most)"
+    ]
+
+
+def test_nested_ext_types_within_the_bound_read_on_a_small_stack(tmp_path):
+    """msgpack holds its parse stack on the C stack (tens of KB a call): ext types read by nesting
+    its calls crashed a 512 KB thread (macOS's default) at a few dozen levels."""
+    path = fresh(tmp_path / "deep.sqlite")
+    add_thread(path, "deep", body(nested_ext(MAX_DEPTH - 3)))  # within the bound, with the map above
+    assert load_in_child(path, stack=512 * 1024) == [
+        "turns 0",
+        f"warning RecordingWarning {path}: thread deep, checkpoint {CID}: no messages, neither in the "
+        "checkpoint's channels nor in the writes: a run with no turns",
     ]
 
 
@@ -163,8 +184,8 @@ def test_nested_ext_types_in_a_write_skip_that_write(tmp_path):
     assert said[0] == "turns 15"
     assert len(said) == 2 and said[1].startswith(f"warning RecordingWarning {path}: thread crashed, ")
     assert said[1].endswith(
-        f"write '__error__' of task {task_of(path, 'crashed')}: msgpack ext types nested deeper than "
-        f"{MAX_DEPTH} levels, not read (LangGraph's own nest a dozen at most); the write is skipped"
+        f"write '__error__' of task {task_of(path, 'crashed')}: {TOO_DEEP}, not read (LangGraph's own "
+        "nest a dozen at most); the write is skipped"
     )
 
 
@@ -179,7 +200,7 @@ def task_of(path: Path, thread: str) -> str:
 
 def test_ext_types_nest_up_to_the_bound():
     assert unpack(msgpack.packb(nested_ext(MAX_DEPTH)), "here", Path("x")) is not None
-    with pytest.raises(RecordingError, match=f"here: msgpack ext types nested deeper than {MAX_DEPTH}"):
+    with pytest.raises(RecordingError, match=f"here: {TOO_DEEP}"):
         unpack(msgpack.packb(nested_ext(MAX_DEPTH + 1)), "here", Path("x"))
 
 
@@ -314,8 +335,8 @@ def loose_writes(path: Path) -> None:
         ("idx = NULL", (), "column idx holds NULL, expected an INTEGER"),
         ("value = 'KeyError'", (), "column value holds TEXT 'KeyError', expected a BLOB of msgpack"),
         ("value = 7", (), "column value holds INTEGER 7, expected a BLOB of msgpack"),
-        ("value = ?", (DEEP_LISTS,), f"lists and maps nested deeper than {MAX_DEPTH} levels"),
-        ("type = 'json', value = ?", (DEEP_JSON,), f"json lists and objects nested deeper than {MAX_DEPTH}"),
+        ("value = ?", (DEEP_LISTS,), TOO_DEEP),
+        ("type = 'json', value = ?", (DEEP_JSON,), TOO_DEEP),
     ],
 )
 def test_a_write_that_cannot_be_read_is_skipped_with_a_warning(tmp_path, change, args, said):
@@ -342,11 +363,11 @@ def test_a_write_that_cannot_be_read_is_skipped_with_a_warning(tmp_path, change,
             "column checkpoint holds TEXT 'a checkpoint', expected a BLOB of msgpack",
         ),
         ("checkpoint = 42", (), "column checkpoint holds INTEGER 42, expected a BLOB of msgpack"),
-        ("checkpoint = ?", (DEEP_CHECKPOINT,), f"lists and maps nested deeper than {MAX_DEPTH} levels"),
+        ("checkpoint = ?", (DEEP_CHECKPOINT,), TOO_DEEP),
         (
             "type = 'json', checkpoint = ?",
             (DEEP_JSON,),
-            f"json lists and objects nested deeper than {MAX_DEPTH}",
+            TOO_DEEP,
         ),
     ],
 )
