@@ -10,19 +10,21 @@ no SQL in it runs either).
 
 What a damaged or hostile file gets, by what is damaged:
 
-- **The database** (not SQLite, no stored ``checkpoints`` table, no checkpoint in the root
-  namespace, a query past its budget, a generated column): ``RecordingError``.
-- **A checkpoint** that cannot be read (not a BLOB, a blob that does not decode, ``pickle``,
-  ext types or lists and maps nested deeper than ``MAX_DEPTH``): ``RecordingError`` naming the
-  thread and checkpoint. A thread's state, and its order among the others, live in its
-  checkpoints: a thread without one would be a different run, not a shorter one.
+- **The database** (not SQLite; no stored ``checkpoints`` table, a view or a virtual table in its
+  place being none; no checkpoint in the root namespace; a generated column; a query past its
+  budget): ``RecordingError`` naming the file.
+- **A checkpoint** that cannot be read (``checkpoint`` not a BLOB, a blob that does not decode,
+  ``pickle``, lists, maps or ext types nested deeper than ``MAX_DEPTH``): ``RecordingError``
+  naming the thread, the checkpoint and (when it is not a blob) the column. A thread's messages,
+  and its place among the others, live in its checkpoints: without one it would be a different
+  run, not a shorter one.
 - **A write** that cannot be read (the same faults in ``value``, or an ``idx`` that is not an
-  integer): skipped with a ``RecordingWarning`` naming the thread, checkpoint, task and channel;
-  the thread keeps its other writes and its checkpoints.
+  integer): skipped with a ``RecordingWarning`` naming the thread, checkpoint, channel, task and
+  column; the thread keeps its other writes and its checkpoints.
 - **What makes a load poorer without breaking it**: no stored ``writes`` table (the errors and
-  interrupts that ended runs are lost, and messages kept only as writes), or checkpoints whose
-  ``ts`` is not an ISO time (their turns lose their times): a ``RecordingWarning`` naming the
-  database and what is missing or odd, and the load goes on.
+  interrupts that ended runs, message times, and messages kept only as writes are lost), or
+  checkpoints whose ``ts`` is not an ISO time (their turns lose their times): a
+  ``RecordingWarning`` naming the database and what is missing or odd; the load goes on.
 """
 
 from __future__ import annotations
