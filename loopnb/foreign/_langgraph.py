@@ -10,11 +10,16 @@ the run failed with a tool call in flight: ``crash``). ``ToolNode``'s own texts 
 the table: an unknown tool is ``not_advertised``, arguments it could not invoke the tool with are
 ``invalid_arguments``; either under ``status="success"`` (older ``ToolNode``s set no status) is
 ``langgraph:success`` (``soft_shown_as_success``).
+
+What the database's damage gets is listed in ``_langgraph_db``; in the messages, a thread with
+none, and token counts that are not counts, load with a ``RecordingWarning`` naming them.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign._disagree import Mark
 from loopnb.foreign._langgraph_db import Obj, Thread, Write, checkpoint, threads
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status
-from loopnb.record._errors import RecordingError
+from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recording import Recording
 
 NAME = "langgraph"
@@ -84,7 +89,12 @@ def message(obj: Any) -> _Message | None:
     """A LangChain message as serde stored it (an ``Obj``, or an older ``lc`` JSON constructor)."""
     if isinstance(obj, Obj):
         value, cls = obj.value, obj.name
-    elif isinstance(obj, dict) and obj.get("type") == "constructor" and isinstance(obj.get("id"), list):
+    elif (
+        isinstance(obj, dict)
+        and obj.get("type") == "constructor"
+        and isinstance(obj.get("id"), list)
+        and obj["id"]
+    ):
         value, cls = obj.get("kwargs"), str(obj["id"][-1])
     elif isinstance(obj, dict) and "content" in obj and "type" in obj:
         value, cls = obj, ""
@@ -164,13 +174,30 @@ def _seen(thread: Thread, channel: str | None) -> dict[str, float]:
     return seen
 
 
-def _usage(value: dict[str, Any]) -> Usage | None:
+def _tokens(value: Any) -> int | None:
+    """A token count as a frame can hold it (0 when absent), or ``None`` when it is no count."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and 0 <= value < 2**63 else None
+
+
+def _usage(value: dict[str, Any], where: str, path: Path) -> Usage | None:
     usage = value.get("usage_metadata")
     if not isinstance(usage, dict):
         return None
-    return Usage(
-        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
-    )
+    counts = [_tokens(usage.get(key)) for key in ("input_tokens", "output_tokens")]
+    if counts[0] is None or counts[1] is None:
+        warnings.warn(
+            f"{path}: {where}: usage_metadata should hold counts of tokens, found input_tokens "
+            f"{usage.get('input_tokens')!r:.40} and output_tokens {usage.get('output_tokens')!r:.40}; "
+            "its usage is not counted",
+            RecordingWarning,
+            stacklevel=5,
+        )
+        return None
+    return Usage(input_tokens=counts[0], output_tokens=counts[1])
 
 
 def _model(value: dict[str, Any]) -> str | None:
@@ -182,8 +209,9 @@ def _model(value: dict[str, Any]) -> str | None:
 
 
 def _calls(value: dict[str, Any]) -> list[ToolCall]:
-    calls = []
-    for n, call in enumerate(value.get("tool_calls") or ()):
+    calls: list[ToolCall] = []
+    found = value.get("tool_calls")
+    for n, call in enumerate(found if isinstance(found, list) else ()):
         if isinstance(call, dict):
             args = call.get("args")
             arguments = args if isinstance(args, dict | str) else {}
@@ -232,6 +260,13 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
         settings["messages_from"] = "writes"
     if channel is not None:
         settings["channel"] = channel
+    if not msgs:
+        warnings.warn(
+            f"{path}: {where}: no messages, neither in the checkpoint's channels nor in the writes: "
+            "a run with no turns",
+            RecordingWarning,
+            stacklevel=4,
+        )
     seen = _seen(thread, channel)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
@@ -258,7 +293,8 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
         turn = writer.turn(at=seen.get(ai.id or ""))
         calls = _calls(ai.value)
         text = text_of(ai.value.get("content")) or None
-        turn.reply(text, calls, model=_model(ai.value), usage=_usage(ai.value), at=seen.get(ai.id or ""))
+        usage = _usage(ai.value, f"thread {thread.thread_id}, message {ai.id}", path)
+        turn.reply(text, calls, model=_model(ai.value), usage=usage, at=seen.get(ai.id or ""))
         unanswered = [c for c in calls if c.id not in answers]
         if index == last_ai and unanswered and (pending or index == len(msgs) - 1):
             return _end(writer, pending, in_flight=True, latest_ts=latest.ts)

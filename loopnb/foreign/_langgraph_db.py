@@ -5,21 +5,40 @@ blob, and its metadata as JSON) and ``writes`` (what each task wrote, kept after
 that raised leaves an ``__error__`` write). Blobs are ``msgpack`` as LangGraph's serde
 (``langgraph/checkpoint/serde/jsonplus.py``) encodes them, its objects as ext types holding
 ``(module, name, payload, ...)``: this module keeps the payload and never imports the module it
-names, so nothing in the file is constructed or run. A ``pickle`` blob is refused: a checkpoint
-so typed is a ``RecordingError``, a write a ``RecordingWarning`` and skipped.
+names, so nothing in the file is constructed or run (``_langgraph_sqlite`` opens the file so that
+no SQL in it runs either).
+
+What a damaged or hostile file gets, by what is damaged:
+
+- **The database** (not SQLite; no stored ``checkpoints`` table, a view or a virtual table in its
+  place being none; no checkpoint in the root namespace; a generated column; a query past its
+  budget): ``RecordingError`` naming the file.
+- **A checkpoint** that cannot be read (``checkpoint`` not a BLOB, a blob that does not decode,
+  ``pickle``, lists, maps or ext types nested deeper than ``MAX_DEPTH``): ``RecordingError``
+  naming the thread, the checkpoint and (when it is not a blob) the column. A thread's messages,
+  and its place among the others, live in its checkpoints: without one it would be a different
+  run, not a shorter one.
+- **A write** that cannot be read (the same faults in ``value``, or an ``idx`` that is not an
+  integer): skipped with a ``RecordingWarning`` naming the thread, checkpoint, channel, task and
+  column; the thread keeps its other writes and its checkpoints.
+- **What makes a load poorer without breaking it**: no stored ``writes`` table (the errors and
+  interrupts that ended runs, message times, and messages kept only as writes are lost), or
+  checkpoints whose ``ts`` is not an ISO time (their turns lose their times): a
+  ``RecordingWarning`` naming the database and what is missing or odd; the load goes on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, stored
 from loopnb.record._errors import RecordingError, RecordingWarning
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0
@@ -30,6 +49,11 @@ EXT_PYDANTIC_V1 = 4
 EXT_PYDANTIC_V2 = 5
 EXT_NUMPY_ARRAY = 6
 EXT_DELTA_SNAPSHOT = 7
+
+MAX_DEPTH = 100
+"""How deep a blob's lists, maps and objects (ext types) may nest. LangGraph's own stay within a
+dozen levels; what loopnb reads must stay well within Python's recursion limit and JSON readers'
+(about 200 levels), since its recordings carry tool arguments on."""
 
 
 @dataclass(slots=True)
@@ -91,56 +115,137 @@ def _msgpack() -> Any:
     return _MSGPACK[0]
 
 
-def _ext(code: int, data: bytes) -> Any:
-    """An ext type's payload, as plain data: nothing named in it is imported or constructed."""
-    msgpack = _msgpack()
-    inner = msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False)
-    if code == EXT_DELTA_SNAPSHOT:
-        return inner
-    if code == EXT_NUMPY_ARRAY:
-        return Obj("numpy", "ndarray", None)
-    if isinstance(inner, (list, tuple)) and len(inner) >= 3 and all(isinstance(s, str) for s in inner[:2]):
-        return Obj(inner[0], inner[1], inner[2])
-    return Obj("", f"ext{code}", inner)
+@dataclass(slots=True)
+class _Ext:
+    """An ext type as msgpack hands it to its hook, read later by ``_resolve``: reading it inside
+    the hook would nest msgpack's calls, each holding tens of KB of C stack (a few hundred nested
+    ext types crash the interpreter, a few dozen in a thread with a small stack)."""
+
+    code: int
+    data: bytes
+
+    def read(self) -> Any:
+        """What the ext type holds, as plain data; ext types inside it are still ``_Ext``."""
+        inner = _unpackb(self.data)
+        if self.code == EXT_DELTA_SNAPSHOT:
+            return inner
+        if self.code == EXT_NUMPY_ARRAY:
+            return Obj("numpy", "ndarray", None)
+        if isinstance(inner, list) and len(inner) >= 3 and all(isinstance(s, str) for s in inner[:2]):
+            return Obj(inner[0], inner[1], inner[2])
+        return Obj("", f"ext{self.code}", inner)
+
+
+def _unpackb(data: bytes) -> Any:
+    return _msgpack().unpackb(data, ext_hook=_Ext, raw=False, strict_map_key=False)
+
+
+def _opened(value: Any) -> Any:
+    """``value``, or what it holds if it is an ext type (a delta snapshot's may be one again)."""
+    while isinstance(value, _Ext):
+        value = value.read()
+    return value
+
+
+def _resolve(value: Any, where: str, path: Path) -> Any:
+    """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
+    constructed), walked with a stack of its own; lists, maps and objects nested deeper than
+    ``MAX_DEPTH`` are a ``RecordingError``."""
+    top = [value]
+    stack: list[tuple[Any, int]] = [(top, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Obj):
+            item.value = _opened(item.value)
+            inside: Any = (item.value,)
+        elif isinstance(item, list):
+            item[:] = map(_opened, item)
+            inside = item
+        elif isinstance(item, dict):
+            for key, v in item.items():
+                item[key] = _opened(v)
+            inside = item.values()
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep(where, path)
+        stack.extend((v, depth + 1) for v in inside)
+    return top[0]
+
+
+def _too_deep(where: str, path: Path) -> RecordingError:
+    return RecordingError(
+        f"{where}: lists, maps or ext types nested deeper than {MAX_DEPTH} levels, not read "
+        "(LangGraph's own nest a dozen at most)",
+        path=path,
+    )
+
+
+def _shown(value: Any) -> str:
+    """``value``'s repr, cut to 40 characters."""
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:40] + "..."
+
+
+_STORAGE = {str: "TEXT", int: "INTEGER", float: "REAL", bytes: "BLOB"}
+
+
+def _column(value: Any) -> str:
+    """A value as SQLite stored it: its storage class, and what it holds."""
+    return "NULL" if value is None else f"{_STORAGE.get(type(value), 'BLOB')} {_shown(value)}"
 
 
 def unpack(data: bytes, where: str, path: Path) -> Any:
     """A msgpack blob as plain data (ext types as ``Obj``)."""
     msgpack = _msgpack()
     try:
-        return msgpack.unpackb(data, ext_hook=_ext, raw=False, strict_map_key=False)
+        return _resolve(_unpackb(data), where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a msgpack blob that does not decode ({exc})", path=path) from exc
 
 
-def typed(kind: str | None, data: bytes | None, where: str, path: Path) -> Any:
-    """A blob as LangGraph's ``loads_typed`` would read it, except that ``pickle`` is refused."""
+def typed(kind: Any, data: Any, where: str, path: Path, column: str = "checkpoint") -> Any:
+    """A blob as LangGraph's ``loads_typed`` would read it, except that ``pickle`` is refused;
+    ``column`` names where ``data`` came from when it is not a blob."""
     if kind in (None, "null", "empty") or data is None:
         return None
-    if kind in ("bytes", "bytearray"):
-        return bytes(data)
-    if kind == "msgpack":
-        return unpack(data, where, path)
-    if kind == "json":
-        try:
-            return json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise RecordingError(f"{where}: a json blob that does not parse ({exc})", path=path) from exc
     if kind == "pickle":
         raise RecordingError(
             f"{where}: a pickle blob; loopnb never unpickles a file (it could run any code). Re-save the "
             "thread with LangGraph's default serializer (msgpack) to read it",
             path=path,
         )
-    raise RecordingError(
-        f"{where}: unknown blob type {kind!r} (expected msgpack, json, null or bytes)", path=path
-    )
+    if kind not in ("bytes", "bytearray", "msgpack", "json"):
+        raise RecordingError(
+            f"{where}: unknown blob type {kind!r} (expected msgpack, json, null or bytes)", path=path
+        )
+    if kind == "json" and isinstance(data, str):
+        data = data.encode()  # JSON is text: a TEXT column holds it as well as a BLOB
+    if not isinstance(data, bytes):
+        raise RecordingError(
+            f"{where}: column {column} holds {_column(data)}, expected a BLOB of {kind}", path=path
+        )
+    if kind in ("bytes", "bytearray"):
+        return data
+    if kind == "msgpack":
+        return unpack(data, where, path)
+    try:
+        value = json.loads(data)
+    except RecursionError as exc:  # json's parser recurses: far past MAX_DEPTH
+        raise _too_deep(where, path) from exc
+    except ValueError as exc:  # UnicodeDecodeError is one
+        raise RecordingError(f"{where}: a json blob that does not parse ({exc})", path=path) from exc
+    return _resolve(value, where, path)
 
 
-def _header(blob: bytes, where: str, path: Path) -> tuple[float | None, Any]:
-    """A msgpack checkpoint's ``ts`` and ``v``, read without decoding its channel values."""
+def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
+    """A checkpoint's ``ts`` and ``v`` as stored; a msgpack one's read without decoding its
+    channel values."""
+    if kind != "msgpack" or not isinstance(blob, bytes):
+        body = typed(kind, blob, where, path)
+        return (body.get("ts"), body.get("v")) if isinstance(body, dict) else (None, None)
     msgpack = _msgpack()
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_ext)
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_Ext)
     unpacker.feed(blob)
     ts: Any = None
     version: Any = None
@@ -155,20 +260,23 @@ def _header(blob: bytes, where: str, path: Path) -> tuple[float | None, Any]:
                 unpacker.skip()
             if ts is not None and version is not None:
                 break
+        ts, version = _resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
-    return _when(ts), version
+    return ts, version
 
 
 def _when(ts: Any) -> float | None:
-    if isinstance(ts, Obj):  # a datetime, as its ISO text
+    """A checkpoint's ``ts`` (ISO 8601 text, or a datetime as serde keeps one) as a POSIX time."""
+    if isinstance(ts, Obj):
         ts = ts.value
     if not isinstance(ts, str):
         return None
     try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError, OSError):  # not a time, or one the platform cannot place
         return None
+    return when if math.isfinite(when) else None
 
 
 def checkpoint(cp: Checkpoint, where: str, path: Path) -> dict[str, Any]:
@@ -181,63 +289,76 @@ def checkpoint(cp: Checkpoint, where: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """The database at ``path``, opened read-only (nothing is ever written to it)."""
-    uri = f"file:{quote(path.resolve().as_posix())}?mode=ro"
-    try:
-        try:
-            conn = sqlite3.connect(uri, uri=True)
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.OperationalError:
-            # a WAL database in a folder this process cannot write to (SQLite cannot make the
-            # shared-memory file): read the file as it stands
-            conn = sqlite3.connect(uri + "&immutable=1", uri=True)
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error as exc:
-        raise RecordingError(f"not a readable SQLite database ({exc})", path=path) from exc
-    if "checkpoints" not in tables:
-        conn.close()
-        raise RecordingError(
-            f"no checkpoints table (found {', '.join(sorted(tables)) or 'no tables'}): not a LangGraph "
-            "SqliteSaver database",
-            path=path,
-        )
-    return conn
+def _warn(path: Path, text: str) -> None:
+    warnings.warn(f"{path}: {text}", RecordingWarning, stacklevel=5)
 
 
 def threads(path: Path) -> tuple[list[Thread], set[Any]]:
     """Every thread of the root namespace (subgraphs' checkpoints are their parents' business),
     in order of first checkpoint, and the checkpoint format versions found."""
-    conn = connect(path)
+    budget = budget_for(path)
+    conn, kinds = connect(path, budget)
+    found: dict[str, Thread] = {}
+    versions: set[Any] = set()
+    odd: list[str] = []
     try:
-        found: dict[str, Thread] = {}
-        versions: set[Any] = set()
-        rows = conn.execute(
+        stored(conn, budget, "checkpoints", path)
+        rows = query(
+            conn,
+            budget,
             "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints"
-            " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id"
+            " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id",
         )
         for thread_id, cid, parent, kind, blob in rows:
-            thread = found.setdefault(str(thread_id), Thread(str(thread_id)))
-            cp = Checkpoint(str(cid), parent, kind, blob)
-            if kind == "msgpack" and blob:
-                cp.ts, cp.version = _header(blob, f"thread {thread_id}, checkpoint {cid}", path)
-                versions.add(cp.version)
-            thread.checkpoints.append(cp)
-        has_writes = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'writes'").fetchone()
-        if has_writes:
-            _writes(conn, found, path)
+            where = f"thread {thread_id}, checkpoint {cid}"
+            ts, version = _header(kind, blob, where, path)
+            if isinstance(version, bool) or not isinstance(version, int | float | str):
+                version = None
+            cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version)
+            if cp.ts is None:
+                odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + _shown(ts)}")
+            versions.add(version)
+            found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
+        if not found:
+            raise RecordingError("no checkpoint in the root namespace: nothing to read", path=path)
+        if kinds.get("writes") == "table":
+            stored(conn, budget, "writes", path)
+            _writes(conn, budget, found, path)
+        else:
+            what = (
+                f"writes is a {kinds['writes']}, not a stored table"
+                if "writes" in kinds
+                else "no writes table"
+            )
+            _warn(
+                path,
+                f"{what}: not read, so the errors and interrupts that ended runs, when each message "
+                "came, and messages kept only as writes are missing",
+            )
     except sqlite3.Error as exc:
+        if budget.spent:
+            raise budget.error(path) from exc
         raise RecordingError(f"cannot read the checkpoints ({exc})", path=path) from exc
     finally:
         conn.close()
+    if odd:
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        _warn(
+            path,
+            f"{len(odd)} checkpoint(s) without a readable time: {odd[0]}{more}, where ts should be an "
+            "ISO 8601 time; the turns they made have no time of their own",
+        )
     ordered = sorted(found.values(), key=lambda t: (t.checkpoints[0].ts or 0.0, t.checkpoints[0].id))
     return ordered, versions
 
 
-def _writes(conn: sqlite3.Connection, found: dict[str, Thread], path: Path) -> None:
-    rows = conn.execute(
+def _writes(conn: sqlite3.Connection, budget: Budget, found: dict[str, Thread], path: Path) -> None:
+    """Each thread's writes; one that cannot be read is skipped with a warning naming it."""
+    rows = query(
+        conn,
+        budget,
         "SELECT thread_id, checkpoint_id, task_id, task_path, idx, channel, type, value FROM writes"
-        " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id, task_path, task_id, idx"
+        " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id, task_path, task_id, idx",
     )
     for thread_id, cid, task, task_path, idx, channel, kind, value in rows:
         thread = found.get(str(thread_id))
@@ -245,19 +366,13 @@ def _writes(conn: sqlite3.Connection, found: dict[str, Thread], path: Path) -> N
             continue
         where = f"thread {thread_id}, checkpoint {cid}, write {channel!r} of task {task}"
         if kind == "pickle":
-            warnings.warn(
-                f"{path}: {where}: a pickle blob, skipped (loopnb never unpickles a file)",
-                RecordingWarning,
-                stacklevel=4,
-            )
+            _warn(path, f"{where}: a pickle blob, skipped (loopnb never unpickles a file)")
             continue
-        thread.writes.append(
-            Write(
-                str(cid),
-                str(task),
-                str(task_path or ""),
-                int(idx),
-                str(channel),
-                typed(kind, value, where, path),
-            )
-        )
+        try:
+            if isinstance(idx, bool) or not isinstance(idx, int):
+                raise RecordingError(f"{where}: column idx holds {_column(idx)}, expected an INTEGER")
+            decoded = typed(kind, value, where, path, column="value")
+        except RecordingError as exc:
+            _warn(path, f"{exc.reason}; the write is skipped")
+            continue
+        thread.writes.append(Write(str(cid), str(task), str(task_path or ""), idx, str(channel), decoded))

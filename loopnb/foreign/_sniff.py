@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from loopnb.foreign._formats import HEAD_BYTES
+
 _SQLITE = b"SQLite format 3\x00"
 _ZIP = b"PK\x03\x04"
 
@@ -68,8 +70,18 @@ def otlp(head: bytes, path: Path) -> bool:
 
 
 def langgraph(head: bytes, path: Path) -> bool:
-    """A SQLite database holding LangGraph's ``checkpoints`` and ``writes`` tables."""
-    return head.startswith(_SQLITE) and b"checkpoints" in head
+    """A SQLite database holding LangGraph's ``checkpoints`` table, named in its first pages or,
+    for a WAL database a running graph holds open (``SqliteSaver`` turns WAL on), in its ``-wal``
+    file's: until SQLite checkpoints the WAL, the main file may hold no table at all."""
+    if not head.startswith(_SQLITE):
+        return False
+    if b"checkpoints" in head:
+        return True
+    try:
+        with open(path.with_name(path.name + "-wal"), "rb") as wal:
+            return b"checkpoints" in wal.read(HEAD_BYTES)
+    except OSError:  # no WAL beside it
+        return False
 
 
 SNIFFERS: dict[str, Callable[[bytes, Path], bool]] = {
