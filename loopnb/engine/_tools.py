@@ -7,7 +7,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar, overload
+from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -25,12 +25,16 @@ class Tool:
 
     __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
 
+    _any_name: ClassVar[bool] = False
+    """Whether any name is taken, not only one a model's API takes: true only of tools that never
+    reach a model's API, such as a replay's tools, which keep the names a recorded run gave them."""
+
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None):
         if not callable(fn):
             raise TypeError(f"tool: expected a function, got {type(fn).__name__}")
         self.fn = fn
         self.name: str = name or str(getattr(fn, "__name__", ""))
-        if not self.name.isidentifier() and not _is_wire_name(self.name):
+        if not self._any_name and not usable_name(self.name):
             raise ValueError(f"tool name {self.name!r} is not usable: expected letters, digits, '_' or '-'")
         self.is_async = inspect.iscoroutinefunction(fn)
         self.description = description if description is not None else _summary(fn)
@@ -74,8 +78,9 @@ class Tool:
         return f"<{kind}Tool {self.name!r}>"
 
 
-def _is_wire_name(name: str) -> bool:
-    return bool(name) and all(c.isalnum() or c in "_-" for c in name)
+def usable_name(name: str) -> bool:
+    """Whether a model's API takes ``name`` for a tool: letters, digits, ``_`` and ``-`` only."""
+    return name.isidentifier() or (bool(name) and all(c.isalnum() or c in "_-" for c in name))
 
 
 _SCALARS = (str, int, float, bool)
