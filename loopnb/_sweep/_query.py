@@ -15,6 +15,7 @@ when the SQL names it. Needs duckdb (``pip install 'loopnb[sql]'``).
 from __future__ import annotations
 
 import glob
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,8 +108,19 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def _list(paths: Sequence[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+def _list(patterns: Sequence[str]) -> str:
+    """DuckDB's list of the glob patterns, each quoted as an SQL string."""
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in patterns) + "]"
+
+
+_GLOB_CHARACTERS = re.compile(r"([*?\[])")
+
+
+def _literal(path: Path) -> str:
+    """``path`` as a DuckDB glob that matches that path only: DuckDB globs every path it reads, so a
+    file named ``*.parquet`` (or ``runs[1].parquet``) would read its siblings; each of ``*``, ``?``
+    and ``[`` is written as a class holding only itself (``[*]``), which matches it literally."""
+    return _GLOB_CHARACTERS.sub(r"[\1]", str(path))
 
 
 def _arrow_turns(frame: pd.DataFrame) -> Any:
@@ -130,9 +142,11 @@ def _turns_view(con: Any, found: _Sources) -> None:
     hive = "hive_partitioning = true, hive_types = {'config': VARCHAR}"
     for folder in found.sweeps:  # one read per sweep: its files share one schema (union_by_name
         # would read every file's schema before the query starts)
-        parts.append(f"SELECT * FROM read_parquet({_list([folder / 'config=*' / 'part-*.parquet'])}, {hive})")
+        files = f"{_literal(folder)}/config=*/part-*.parquet"
+        parts.append(f"SELECT * FROM read_parquet({_list([files])}, {hive})")
     if found.parquet:
-        parts.append(f"SELECT * FROM read_parquet({_list(found.parquet)}, union_by_name = true)")
+        files = _list([_literal(p) for p in found.parquet])
+        parts.append(f"SELECT * FROM read_parquet({files}, union_by_name = true)")
     if found.loaded:
         from loopnb.record._recording import load
 
@@ -183,6 +197,10 @@ def query(sql: str, *paths: str | Path) -> pd.DataFrame:
         sql: one SQL query over the views ``turns`` (the turns frame's columns; a sweep's rows also
             have ``config`` and ``seed``) and ``events`` (the events frame's).
         paths: recordings (``.jsonl``, ``.parquet``), folders of them, sweep folders, glob patterns.
+            A path that exists is read as that path only, whatever characters its name holds: a
+            file named ``*.parquet`` is that one file, not its folder's Parquet files. A path that
+            does not exist and holds ``*``, ``?`` or ``[`` is a glob pattern (``**`` spans folders),
+            and each file it matches is read as that file only.
 
     Raises:
         RecordingError: no recording is found, or one cannot be read (naming it).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from loopnb.engine._errors import text_of
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
 Item = Message | ModelReply | ToolResult
@@ -28,7 +29,7 @@ def item_tokens(item: Item, counter: TokenCounter) -> int:
     if isinstance(item, ModelReply):
         n = counter(item.text or "")
         for call in item.tool_calls:
-            n += counter(call.name) + counter(str(call.arguments)) + 3
+            n += counter(call.name) + counter(text_of(call.arguments)) + 3
         return n + 4
     return counter(item.content) + 4
 

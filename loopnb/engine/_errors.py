@@ -23,6 +23,8 @@ Constructors only store fields: no logging, no I/O. Every class pickles and roun
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -136,6 +138,28 @@ def shown(value: object, limit: int = 80) -> str:
     except BaseException:
         return f"<unprintable {type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def arguments_text(arguments: object, *, sort_keys: bool = False) -> str:
+    """A call's arguments as a person reads them: a str as sent, else JSON (a value JSON cannot hold
+    by its ``str``, or ``<unprintable X>``), else each pair by its repr (``<unprintable X>`` when that
+    raises).
+
+    Raises nothing but ``KeyboardInterrupt`` (Ctrl-C landing there), whatever the arguments' own
+    ``__str__``, ``__repr__`` or ``items()`` raise: views and comparisons show a model's arguments
+    as it sent them, and a model may send anything.
+    """
+    if isinstance(arguments, str):
+        return str.__str__(arguments)
+    try:
+        return json.dumps(arguments, sort_keys=sort_keys, ensure_ascii=False, default=text_of)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # keys JSON cannot sort, nesting too deep, a huge int: each pair by its repr
+        if type(arguments) is dict:
+            pairs = [f"{shown(k, sys.maxsize)}: {shown(v, sys.maxsize)}" for k, v in arguments.items()]
+            return "{" + ", ".join(pairs) + "}"
+        return shown(arguments, sys.maxsize)
 
 
 class LoopnbWarning(UserWarning):

@@ -38,7 +38,7 @@ from loopnb.engine._recovery import (
 )
 from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
-from loopnb.engine._tools import Tool, invalid_arguments_text, parse_arguments
+from loopnb.engine._tools import Tool, invalid_arguments_text, parse_arguments, unchecked_arguments_text
 
 BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
 """Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
@@ -291,6 +291,10 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
         return tool.validate(args)
     except ValidationError as exc:
         return invalid_arguments_text(tool, exc)
+    except KeyboardInterrupt:  # Ctrl-C landing in the check: the run ends as Cancelled
+        raise
+    except BaseException as exc:  # an argument's own __hash__ or __eq__ raised inside the check
+        return unchecked_arguments_text(tool, exc)
 
 
 def panic_text(name: str, exc: BaseException) -> str:

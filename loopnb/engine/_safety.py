@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from loopnb.engine._errors import shown
 from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._tools import parse_arguments
 
@@ -30,7 +32,11 @@ def call_key(call: ToolCall) -> str:
     Canonical as JSON sees them: key order and spacing do not count, nor does a number's
     spelling (``1`` and ``1.0`` are one JSON number), and arguments sent as a JSON string are
     the object they parse to, as the dispatcher reads them. ``true`` is not ``1``, and strings
-    are compared exactly (no Unicode normalisation: a tool may well tell them apart).
+    are compared exactly (no Unicode normalisation: a tool may well tell them apart). A value JSON
+    cannot hold counts by its repr, and one whose repr raises as ``<unprintable X>``: two calls
+    sending such a value the same way are the same call, so the detector still sees them repeat.
+    Nothing an argument's ``__repr__``, ``__eq__`` or ``__hash__`` raises escapes, but
+    ``KeyboardInterrupt`` (Ctrl-C landing there: the run ends as ``Cancelled``).
     """
     args = call.arguments
     if isinstance(args, str):
@@ -38,17 +44,23 @@ def call_key(call: ToolCall) -> str:
         if isinstance(args, str):  # not a JSON object: the raw text is the key
             return f"{call.name}({call.arguments})"
     try:
-        canon = json.dumps(_numbers(args), sort_keys=True, separators=(",", ":"), default=repr)
+        canon = json.dumps(_numbers(args), sort_keys=True, separators=(",", ":"), default=_in_full)
     except KeyboardInterrupt:
         raise
-    except BaseException:  # a key JSON cannot sort, a value whose repr raises, a huge int, ...
+    except BaseException:  # a key JSON cannot sort, nesting too deep, a huge int: each pair by its repr
         try:
-            canon = repr(sorted(args.items(), key=lambda kv: repr(kv[0])))
+            pairs = sorted((_in_full(k), _in_full(v)) for k, v in args.items())
+            canon = "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}"
         except KeyboardInterrupt:
             raise
-        except BaseException:  # nested too deep, unprintable, not a dict: this call is like no other
+        except BaseException:  # a dict of its own whose items() raises: this call is like no other
             canon = f"<{type(args).__name__} {id(args):#x}>"
     return f"{call.name}({canon})"
+
+
+def _in_full(value: object) -> str:
+    """``repr(value)`` uncut, or ``<unprintable X>`` when it raises."""
+    return shown(value, sys.maxsize)
 
 
 def _numbers(value: object) -> object:

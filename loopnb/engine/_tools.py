@@ -7,10 +7,11 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar, overload
+from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from loopnb.engine._errors import exception_text, shown, text_of
 from loopnb.engine._messages import ToolSpec
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -24,12 +25,16 @@ class Tool:
 
     __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
 
+    _any_name: ClassVar[bool] = False
+    """Whether any name is taken, not only one a model's API takes: true only of tools that never
+    reach a model's API, such as a replay's tools, which keep the names a recorded run gave them."""
+
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None):
         if not callable(fn):
             raise TypeError(f"tool: expected a function, got {type(fn).__name__}")
         self.fn = fn
         self.name: str = name or str(getattr(fn, "__name__", ""))
-        if not self.name.isidentifier() and not _is_wire_name(self.name):
+        if not self._any_name and not usable_name(self.name):
             raise ValueError(f"tool name {self.name!r} is not usable: expected letters, digits, '_' or '-'")
         self.is_async = inspect.iscoroutinefunction(fn)
         self.description = description if description is not None else _summary(fn)
@@ -73,8 +78,9 @@ class Tool:
         return f"<{kind}Tool {self.name!r}>"
 
 
-def _is_wire_name(name: str) -> bool:
-    return bool(name) and all(c.isalnum() or c in "_-" for c in name)
+def usable_name(name: str) -> bool:
+    """Whether a model's API takes ``name`` for a tool: letters, digits, ``_`` and ``-`` only."""
+    return name.isidentifier() or (bool(name) and all(c.isalnum() or c in "_-" for c in name))
 
 
 _SCALARS = (str, int, float, bool)
@@ -193,8 +199,8 @@ def suggest_name(name: str, names: Iterable[str]) -> str | None:
 
 def registry_miss_text(name: str, names: list[str], *, suggestions: bool) -> str:
     """``Tool not found: x. Available: a, b, c`` (+ ``...`` past 8, + `` Did you mean 'a'?``)."""
-    shown = ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
-    text = f"Tool not found: {name}. Available: {shown}"
+    listed = ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
+    text = f"Tool not found: {name}. Available: {listed}"
     if suggestions:
         best = suggest_name(name, names)
         if best is not None:
@@ -213,19 +219,19 @@ def parse_arguments(tool_name: str, arguments: object) -> dict[str, Any] | str:
     if not isinstance(arguments, str):  # a model built its reply without validation
         return (
             f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
-            f"arguments, got {type(arguments).__name__} {_clip(arguments)}"
+            f"arguments, got {type(arguments).__name__} {shown(arguments)}"
         )
     try:
         value = json.loads(arguments) if arguments.strip() else {}
     except (json.JSONDecodeError, RecursionError) as exc:
         return (
             f"invalid arguments for tool '{tool_name}': they are not valid JSON ({exc}); "
-            f"got {_clip(arguments)}; expected a JSON object"
+            f"got {shown(arguments)}; expected a JSON object"
         )
     if not isinstance(value, dict):
         return (
             f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
-            f"arguments, got {type(value).__name__} {_clip(arguments)}"
+            f"arguments, got {type(value).__name__} {shown(arguments)}"
         )
     return value
 
@@ -234,14 +240,25 @@ def invalid_arguments_text(tool: Tool, error: ValidationError) -> str:
     """Name each wrong field, what was expected and what came, then the expected shape."""
     lines = [f"invalid arguments for tool '{tool.name}':"]
     for item in error.errors(include_url=False):
-        field = ".".join(str(p) for p in item["loc"]) or "(arguments)"
+        field = ".".join(text_of(p) for p in item["loc"]) or "(arguments)"
         if item["type"] == "missing":
             got = "nothing"
         else:
-            got = f"{_clip(item.get('input'))} ({type(item.get('input')).__name__})"
+            got = f"{shown(item.get('input'))} ({type(item.get('input')).__name__})"
         lines.append(f"- {field}: {item['msg']}; got {got}")
     lines.append(f"expected arguments: {_shape(tool.spec.parameters)}")
     return "\n".join(lines)
+
+
+def unchecked_arguments_text(tool: Tool, error: BaseException) -> str:
+    """The arguments could not even be checked: validating them raised (an argument whose
+    ``__hash__`` or ``__eq__`` raises, met by an enum's lookup, say). Names what it raised, then the
+    expected shape."""
+    return (
+        f"invalid arguments for tool '{tool.name}': checking them raised "
+        f"{type(error).__name__}: {exception_text(error)}\n"
+        f"expected arguments: {_shape(tool.spec.parameters)}"
+    )
 
 
 def _shape(schema: dict[str, Any]) -> str:
@@ -279,11 +296,3 @@ def _kind(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
     if kind == "object" and isinstance(prop.get("title"), str):
         return f"object ({prop['title']})"
     return str(kind) if kind else "any"
-
-
-def _clip(value: Any, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<unprintable {type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."

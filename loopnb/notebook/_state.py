@@ -7,13 +7,12 @@ from a recording equals the live one. ``turn_view`` makes a turn's view from its
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from loopnb.engine._errors import arguments_text
 from loopnb.engine._events import BreakerState
-from loopnb.engine._messages import ToolCall
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._turns import Turn
 from loopnb.record._flowchart import EDGE_INDEX, EDGES
@@ -201,7 +200,8 @@ class TurnView:
     def calls(self) -> tuple[CallView, ...]:
         """The tool calls the model asked for (the request)."""
         reply = self.event.reply
-        return tuple(CallView(c.id, c.name, _arguments(c)) for c in (reply.tool_calls if reply else ()))
+        calls = reply.tool_calls if reply else ()
+        return tuple(CallView(c.id, c.name, arguments_text(c.arguments)) for c in calls)
 
     @property
     def read(self) -> tuple[ReadView, ...]:
@@ -278,15 +278,6 @@ class ViewState:
     @property
     def breaker_by_name(self) -> dict[str, BreakerView]:
         return {b.name: b for b in self.breakers}
-
-
-def _arguments(call: ToolCall) -> str:
-    if isinstance(call.arguments, str):
-        return call.arguments
-    try:
-        return json.dumps(call.arguments, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(call.arguments)
 
 
 def turn_view(

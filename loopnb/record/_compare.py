@@ -10,11 +10,11 @@ first display), writes them as a standalone page (``to_html``) and as text (``lo
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopnb.engine._errors import arguments_text
 from loopnb.engine._turns import turns_of
 
 if TYPE_CHECKING:
@@ -88,16 +88,7 @@ def _said(value: str | None) -> str:
 def calls_text(calls: tuple[ToolCall, ...]) -> str:
     """A turn's calls as compared: ``read_file({"path": "x"}), ls({})`` (keys sorted); empty
     when it made none."""
-    return ", ".join(f"{c.name}({_arguments(c.arguments)})" for c in calls)
-
-
-def _arguments(arguments: Any) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(arguments)
+    return ", ".join(f"{c.name}({arguments_text(c.arguments, sort_keys=True)})" for c in calls)
 
 
 def compare(

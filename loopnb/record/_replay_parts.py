@@ -1,9 +1,10 @@
 """The parts of a replay engine that stand in for a recorded run's code.
 
-- ``ReplayTool``: one per recorded tool name. It answers each call with what the recording holds
-  for it, in the form the engine classifies as it did: a success returns the text, a tool error
-  raises ``ToolError``, a panic raises an exception with the same payload, a timeout waits until the
-  engine's timeout fires, and invalid arguments are refused by its argument check (``_replay_args``).
+- ``ReplayTool``: one per recorded tool name (a ``RecordedTool``: under the name as recorded, even
+  one ``@tool`` refuses). It answers each call with what the recording holds for it, in the form
+  the engine classifies as it did: a success returns the text, a tool error raises ``ToolError``, a
+  panic raises an exception with the same payload, a timeout waits until the engine's timeout
+  fires, and invalid arguments are refused by its argument check (``_replay_args``).
 - ``replay_hook``: keeps the tape's position (the call being dispatched), repeats the recorded
   vetoes and fires the run's cancel token where the recorded run was cancelled.
 - ``RecordedRecovery``: answers each failure with the decision the recording holds for it;
@@ -40,7 +41,19 @@ class ReplayedPanic(Exception):
     """Raised by a replay tool where the recorded tool panicked, with the recorded payload."""
 
 
-class ReplayTool(Tool):
+class RecordedTool(Tool):
+    """A tool under the name the recorded run gave it, whatever that name is.
+
+    A replay's tools never reach a model's API (its model is the recorded replies), so a name only
+    another framework takes (``files.read``, ``mcp:search``) is kept as recorded: the replay's texts
+    name the tool as the recording does, exactly as loopnb's engine words them.
+    """
+
+    __slots__ = ()
+    _any_name = True
+
+
+class ReplayTool(RecordedTool):
     """A recorded tool, answering from the recording (or with a fixed ``answer`` for every call).
 
     Args:

@@ -50,7 +50,9 @@ def what_if(data: Any, *, run: str | None = None, to_end: bool = False, **change
 
     Args:
         data: a ``Recording``, a ``Recorder`` or a run's events (a turns frame lacks each call's
-            arguments and result, which a replay needs).
+            arguments and result, which a replay needs). Another framework's run replays too, its
+            tools under the names it recorded, even names ``@tool`` refuses (``files.read``): a
+            replay's tools never reach a model's API.
         run: the run to replay when ``data`` holds several.
         to_end: go on past the divergence, playing the recorded replies as though the model had
             asked the same whatever it read (a projection: ``WhatIf.projected``), to where the new

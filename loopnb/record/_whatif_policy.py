@@ -25,13 +25,14 @@ from loopnb.engine._errors import ToolError
 from loopnb.engine._events import BreakerTransitioned, RecoveryDecided
 from loopnb.engine._messages import ModelReply
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
-from loopnb.engine._tools import Tool, registry_miss_text
+from loopnb.engine._tools import Tool, registry_miss_text, usable_name
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._scripted import ScriptedModel
 from loopnb.record._replay_parts import (
     PacedModel,
     RecordedRecovery,
+    RecordedTool,
     ReplayTool,
     Tracked,
     recorded_done,
@@ -326,7 +327,9 @@ def _swapped(given: Any) -> dict[str, Tool | str | ToolError]:
             out[str(name)] = value
         elif isinstance(value, Tool):
             out[str(name)] = (
-                value if value.name == name else Tool(value.fn, name=str(name), description=value.description)
+                value
+                if value.name == name
+                else RecordedTool(value.fn, name=str(name), description=value.description)
             )
         elif callable(value):
             if name is None:
@@ -334,7 +337,7 @@ def _swapped(given: Any) -> dict[str, Tool | str | ToolError]:
                     f"what_if(tools=...): a list takes Tools; got {value!r:.60} (pass a dict of name -> "
                     "function)"
                 )
-            out[str(name)] = Tool(value, name=str(name))
+            out[str(name)] = RecordedTool(value, name=str(name))
         else:
             raise _wrong("tools", value)
     return out
@@ -378,4 +381,9 @@ def _with_text(tool: Tool, template: str, key: str) -> Tool:
             f"what_if(error_text={{{key!r}: ...}}) uses {', '.join(sorted(extra))}; for the tool given as "
             f"tools={{{tool.name!r}: ...}} a template may use {', '.join(sorted(allowed))}"
         )
-    return with_error_text(tool, template, "what_if")
+    if usable_name(tool.name):
+        return with_error_text(tool, template, "what_if")
+    # with_error_text makes a plain Tool, which takes only the names a model's API takes: wrap the
+    # function under a name it takes, then give the wrapped function back the recorded name
+    wrapped = with_error_text(Tool(tool.fn, name="recorded", description=tool.description), template)
+    return RecordedTool(wrapped.fn, name=tool.name, description=tool.description)

@@ -216,7 +216,7 @@ class ReprRaises:
 
 def test_an_argument_whose_repr_raises_still_has_a_loop_key():
     key = call_key(ToolCall("t", {"x": ReprRaises()}))
-    assert key.startswith("t(<dict 0x")
+    assert key == 't({"x":"<unprintable ReprRaises>"})'  # the same for every such call: a repeat is seen
 
 
 def test_an_argument_whose_repr_raises_is_answered_softly_and_the_run_goes_on():
