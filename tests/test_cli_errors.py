@@ -167,7 +167,7 @@ def test_record_replaces_a_scenarios_earlier_recording(
     assert len(load(tmp_path / "mistyped_path.jsonl").turns) == 3
 
 
-@pytest.mark.filterwarnings("default::loopnb.engine._errors.LoopnbWarning")
+@pytest.mark.filterwarnings("default::loopnb.LoopnbWarning")
 def test_a_recorder_that_cannot_write_is_one_plain_warning(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

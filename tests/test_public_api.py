@@ -3,7 +3,9 @@
 Every package's ``__all__`` is importable, listed once and sorted, and holds every public name the
 package has; the only public modules are the packages themselves, ``loopnb.cli`` and
 ``loopnb.__main__``. ``EXPECTED`` is the committed public API: a name added or removed anywhere
-fails here until this list is changed with it.
+fails here until this list is changed with it. Every class and function exported reports a public
+home as its ``__module__``: ``loopnb`` for a name ``loopnb`` exports (wherever else it is exported
+too), else the package that exports it (``tests/test_public_homes.py``: what that home is good for).
 """
 
 from __future__ import annotations
@@ -158,10 +160,8 @@ EXPECTED = {
     ],
     "loopnb.foreign": [
         "FORMATS",
-        "FORMAT_NAMES",
         "REASONS",
         "Format",
-        "Mark",
         "from_inspect",
         "from_openai_agents",
         "from_otel",
@@ -186,11 +186,9 @@ EXPECTED = {
     ],
     "loopnb.notebook": [
         "BackgroundRun",
-        "Frames",
         "LiveView",
         "NotebookRunner",
         "ViewModel",
-        "ViewState",
         "replay",
         "report_html",
         "to_html",
@@ -205,7 +203,6 @@ EXPECTED = {
         "Audit",
         "Column",
         "Comparison",
-        "Listener",
         "Recorder",
         "Recording",
         "RecordingError",
@@ -216,14 +213,11 @@ EXPECTED = {
         "audit",
         "breaker_history",
         "compare",
-        "event_row",
         "flow_counts",
         "load",
         "load_many",
         "recovery_attempts",
         "scripted_from",
-        "turn_row",
-        "turn_rows",
         "what_if",
     ],
     "loopnb.scenarios": [
@@ -320,6 +314,42 @@ def test_no_module_imports_another_modules_underscore_name():
                 if source.startswith("loopnb") and private and f"{source}.{name}" not in modules:
                     crossing.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {source}.{name}")
     assert not crossing, crossing
+
+
+def _home(package: str, name: str) -> str:
+    """The rule: a name ``loopnb`` exports reports ``loopnb``; any other, the package exporting it."""
+    return "loopnb" if name in EXPECTED["loopnb"] else package
+
+
+def _homes(module: types.ModuleType, names: list[str]) -> dict[str, str]:
+    """The ``__module__`` of each class and function among ``names``."""
+    values = {name: getattr(module, name) for name in names}
+    return {n: v.__module__ for n, v in values.items() if isinstance(v, type | types.FunctionType)}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_class_and_function_reports_its_public_home(package):
+    module = importlib.import_module(package)
+    homes = _homes(module, module.__all__)
+    wrong = {name: home for name, home in homes.items() if home != _home(package, name)}
+    assert not wrong, f"{package}: these report another home than the rule's: {wrong}"
+    assert set(homes.values()) <= PUBLIC_MODULES
+
+
+@pytest.mark.parametrize("package", [*PACKAGES, "loopnb._sweep"])
+def test_a_layer_imported_alone_gives_its_names_their_homes(package):
+    """However a name is reached (its layer imported directly, a lazy name loaded), never ``loopnb.X``
+    first, it already reports its home: the home does not depend on what was imported before."""
+    names = LAZY["loopnb._sweep"] if package == "loopnb._sweep" else None  # a private package: no __all__
+    probe = (
+        f"import importlib, json; from tests.test_public_api import _homes;"
+        f"module = importlib.import_module({package!r});"
+        f"print(json.dumps(_homes(module, {names!r} or module.__all__)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    homes = json.loads(out.stdout)
+    assert homes == {name: _home(package, name) for name in homes}
+    assert names is None or sorted(homes) == sorted(names)
 
 
 def test_the_lazy_names_are_the_layers_own():

@@ -5,7 +5,10 @@ sweep or a query runs, never on import. ``loopnb.sweep``, ``loopnb.Sweep``, ``lo
 and ``loopnb.query`` are these names (this package is private: reach them through ``loopnb``).
 """
 
+import loopnb._face as _face
 from loopnb._sweep._config import SweepConfig as SweepConfig
 from loopnb._sweep._query import query as query
 from loopnb._sweep._results import Sweep as Sweep
 from loopnb._sweep._run import sweep as sweep
+
+_face.publish(globals())

@@ -3,6 +3,7 @@
 Imports only the standard library and pydantic; nothing from the notebook layer.
 """
 
+import loopnb._face as _face
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock, FakeClock, SystemClock
@@ -107,3 +108,5 @@ __all__ = [
     "tool",
     "turns_of",
 ]
+
+_face.publish(globals())

@@ -18,11 +18,14 @@ The tree::
     UserWarning
     └── LoopnbWarning             loopnb's own warnings (a detached observer, a bad decision)
 
-Constructors only store fields: no logging, no I/O. Every class pickles and round-trips ``str()``.
+Constructors only store fields: no logging, no I/O. Every class pickles and round-trips ``str()``;
+a pickle rebuilds an error through a ``functools.partial`` of its public class with its fields, so
+it names no private path.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal
@@ -199,8 +202,8 @@ class ModelUnavailable(Exception):
         self.retry_after = retry_after
 
     def __reduce__(self) -> tuple[Any, ...]:
-        fields = {"status": self.status, "retry_after": self.retry_after}
-        return (_rebuild, (type(self), (self.message,), fields))
+        rebuild = functools.partial(type(self), status=self.status, retry_after=self.retry_after)
+        return (rebuild, (self.message,))
 
 
 class ModelContextOverflow(ModelUnavailable):
@@ -223,11 +226,8 @@ class ModelAuthError(ModelUnavailable):
         self.env_var = env_var
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), (self.message,), {"status": self.status, "env_var": self.env_var}))
-
-
-def _rebuild(cls: type[Exception], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Exception:
-    return cls(*args, **kwargs)
+        rebuild = functools.partial(type(self), status=self.status, env_var=self.env_var)
+        return (rebuild, (self.message,))
 
 
 class LoopError(Exception):
@@ -246,7 +246,7 @@ class LoopError(Exception):
         self.run = run
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), (self.message,), self._fields()))
+        return (functools.partial(type(self), **self._fields()), (self.message,))
 
     def _fields(self) -> dict[str, Any]:
         return {"run": self.run}

@@ -8,9 +8,9 @@ keeps what the source itself said, and ``audit(rec).disagreements()`` shows wher
 (``REASONS``).
 """
 
-from loopnb.foreign._disagree import REASONS, Mark
+import loopnb._face as _face
+from loopnb.foreign._disagree import REASONS
 from loopnb.foreign._formats import (
-    FORMAT_NAMES,
     FORMATS,
     Format,
     from_inspect,
@@ -21,12 +21,12 @@ from loopnb.foreign._formats import (
 
 __all__ = [
     "FORMATS",
-    "FORMAT_NAMES",
     "REASONS",
     "Format",
-    "Mark",
     "from_inspect",
     "from_openai_agents",
     "from_otel",
     "from_pydantic_ai",
 ]
+
+_face.publish(globals())

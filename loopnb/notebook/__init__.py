@@ -6,22 +6,22 @@ recorded run; ``to_html(recording, path)`` writes one offline HTML file. The vie
 only: ``ViewModel`` is the pure fold behind every pane.
 """
 
+import loopnb._face as _face
 from loopnb.notebook._background import BackgroundRun
 from loopnb.notebook._live import LiveView
-from loopnb.notebook._replay import Frames, replay
+from loopnb.notebook._replay import replay
 from loopnb.notebook._report import report_html, to_html
 from loopnb.notebook._runner import NotebookRunner
-from loopnb.notebook._state import ViewState
 from loopnb.notebook._viewmodel import ViewModel
 
 __all__ = [
     "BackgroundRun",
-    "Frames",
     "LiveView",
     "NotebookRunner",
     "ViewModel",
-    "ViewState",
     "replay",
     "report_html",
     "to_html",
 ]
+
+_face.publish(globals())

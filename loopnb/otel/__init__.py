@@ -11,6 +11,7 @@ feeding the live view (``watch()``) and a recorder. Needs ``loopnb[otel]``; ``Li
 
 import importlib as _importlib
 
+import loopnb._face as _face
 from loopnb.otel._exporter import (
     ATTEMPT,
     BREAKER,
@@ -48,8 +49,12 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'loopnb.otel' has no attribute {name!r}")
     value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
+    _face.publish(globals())
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+_face.publish(globals())

@@ -10,15 +10,15 @@ recording's replies a ``ScriptedModel`` (a regression test) and ``what_if`` repl
 another policy to where it diverges.
 """
 
+import loopnb._face as _face
 from loopnb.record._audit import Audit, audit
 from loopnb.record._compare import Comparison, compare
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._flows import flow_counts
 from loopnb.record._history import breaker_history, recovery_attempts
-from loopnb.record._recorder import Listener, Recorder
+from loopnb.record._recorder import Recorder
 from loopnb.record._recording import Recording, load, load_many
 from loopnb.record._redact import DEFAULT_PATTERNS, DEFAULT_REDACTOR, Redactor
-from loopnb.record._rows import event_row, turn_row, turn_rows
 from loopnb.record._schema import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Column, Table
 from loopnb.record._scripted import scripted_from
 from loopnb.record._whatif import what_if
@@ -34,7 +34,6 @@ __all__ = [
     "Audit",
     "Column",
     "Comparison",
-    "Listener",
     "Recorder",
     "Recording",
     "RecordingError",
@@ -45,13 +44,12 @@ __all__ = [
     "audit",
     "breaker_history",
     "compare",
-    "event_row",
     "flow_counts",
     "load",
     "load_many",
     "recovery_attempts",
     "scripted_from",
-    "turn_row",
-    "turn_rows",
     "what_if",
 ]
+
+_face.publish(globals())

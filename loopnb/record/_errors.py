@@ -11,6 +11,7 @@ The tree::
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from loopnb.engine._errors import LoopnbWarning
@@ -36,11 +37,8 @@ class RecordingError(Exception):
         self.reason = message
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (self.reason, self.path, self.line))
-
-
-def _rebuild(reason: str, path: str | None, line: int | None) -> RecordingError:
-    return RecordingError(reason, path=path, line=line)
+        # a partial of the public class, not a private helper: the pickle names no private path
+        return (functools.partial(RecordingError, path=self.path, line=self.line), (self.reason,))
 
 
 class RecordingWarning(LoopnbWarning):

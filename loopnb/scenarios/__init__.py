@@ -11,6 +11,7 @@ the engine itself, e.g. to attach a recorder or a live view. ``FILES``, ``make_r
 ``make_list_dir()`` are the scenarios' small workspace, for building runs of your own on it.
 """
 
+import loopnb._face as _face
 from loopnb.scenarios._catalog import SCENARIOS, get, names
 from loopnb.scenarios._scenario import Build, Ending, Outcome, Scenario
 from loopnb.scenarios._workspace import FILES, make_list_dir, make_read_file
@@ -27,3 +28,5 @@ __all__ = [
     "make_read_file",
     "names",
 ]
+
+_face.publish(globals())

@@ -208,7 +208,7 @@ def test_a_kernel_interrupt_during_a_cell_is_a_clean_cancelled():
     assert [r.content for r in err.run.tool_results] == ["ok", "ok"]  # turn 3 never began
     assert_clean(err)
     last = traceback.format_exception_only(err)[-1].strip()
-    assert last == f"loopnb.engine._errors.Cancelled: {INTERRUPTED}"
+    assert last == f"loopnb.Cancelled: {INTERRUPTED}"
 
 
 def test_a_run_on_a_thread_of_its_own_is_cancelled_by_its_token():

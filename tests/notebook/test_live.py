@@ -12,9 +12,10 @@ import pytest
 
 from loopnb import Cancelled, CancelToken
 from loopnb._palette import PALETTE
-from loopnb.notebook import Frames, LiveView, ViewModel, ViewState, replay
+from loopnb.notebook import LiveView, ViewModel, replay
 from loopnb.notebook._markup import BREAKER_CHANNEL, board_html, inspector_html
-from loopnb.notebook._state import BreakerView
+from loopnb.notebook._replay import Frames
+from loopnb.notebook._state import BreakerView, ViewState
 from loopnb.notebook._svg import flow_svg
 from loopnb.notebook._timeline import TIMELINE_MARKS
 from loopnb.record import Recorder, load

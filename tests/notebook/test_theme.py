@@ -15,10 +15,10 @@ from html.parser import HTMLParser
 import pytest
 
 from loopnb._palette import ACCENT, GLYPH, IDLE, INK, ON_ACCENT, PALE, PALETTE, SHAPE
-from loopnb.notebook import LiveView, ViewModel, ViewState
+from loopnb.notebook import LiveView, ViewModel
 from loopnb.notebook._layout import CODE_FONT, DARK, FALLBACK, LIGHT
 from loopnb.notebook._markup import board_html, inspector_html, status_html, summary_html
-from loopnb.notebook._state import BreakerView, at_turn
+from loopnb.notebook._state import BreakerView, ViewState, at_turn
 from loopnb.notebook._svg import SVG_STYLE
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events

@@ -9,7 +9,9 @@ import pytest
 from loopnb import EVENT_ADAPTER
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
-from loopnb.notebook import Frames, ViewModel, ViewState
+from loopnb.notebook import ViewModel
+from loopnb.notebook._replay import Frames
+from loopnb.notebook._state import ViewState
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, load
 from loopnb.record._flowchart import EDGES, NODES, nodes_on, path_of

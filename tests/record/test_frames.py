@@ -23,9 +23,9 @@ from loopnb import (
     tool,
 )
 from loopnb.engine import turns_of
-from loopnb.record import Recorder, event_row, load, turn_row, turn_rows
+from loopnb.record import Recorder, load
 from loopnb.record._frames import event_frame, event_table, time_column, turn_frame, turn_table
-from loopnb.record._rows import EVENT_LAYOUTS, when
+from loopnb.record._rows import EVENT_LAYOUTS, event_row, turn_row, turn_rows, when
 from loopnb.record._schema import EVENT_COLUMNS, TURN_COLUMNS
 
 from .conftest import hard_run, recorded, reply, run_engine, typo_run

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loopnb.record import turn_rows
 from loopnb.record._frames import turn_frame
+from loopnb.record._rows import turn_rows
 
 from .conftest import typo_run
 

@@ -15,8 +15,9 @@ from loopnb import (
     tool,
 )
 from loopnb.engine import LoopnbWarning, turns_of
-from loopnb.record import Recorder, load, turn_row
+from loopnb.record import Recorder, load
 from loopnb.record._frames import turn_frame
+from loopnb.record._rows import turn_row
 
 from .conftest import engine_typo, hard_run, typo_run
 

@@ -15,16 +15,9 @@ from loopnb import ConvergenceDetector, Engine, FakeClock, ScriptedModel, ToolCa
 from loopnb.engine import turns_of
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine._events import Event
-from loopnb.record import (
-    EVENT_SCHEMA,
-    EVENTS,
-    TURN_SCHEMA,
-    TURNS,
-    event_row,
-    turn_row,
-    turn_rows,
-)
+from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS
 from loopnb.record._frames import event_frame, turn_frame
+from loopnb.record._rows import event_row, turn_row, turn_rows
 from loopnb.record._schema import EVENT_KINDS
 
 from .conftest import context_run, hard_run, run_engine, script_run, typo_run

@@ -6,6 +6,7 @@
 ``to_openai_messages`` and ``to_anthropic_request`` show what an adapter sends on the wire.
 """
 
+import loopnb._face as _face
 from loopnb.engine.models._anthropic import AnthropicModel, to_anthropic_request
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._fallible import FallibleModel
@@ -29,3 +30,5 @@ __all__ = [
     "to_anthropic_request",
     "to_openai_messages",
 ]
+
+_face.publish(globals())

@@ -8,6 +8,8 @@ imported when ``JsonlProcessor`` is first used, not when this package is.
 import importlib as _importlib
 import typing as _typing
 
+import loopnb._face as _face
+
 if _typing.TYPE_CHECKING:
     from loopnb.integrations.openai_agents._processor import JsonlProcessor
 
@@ -19,6 +21,7 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_importlib.import_module("loopnb.integrations.openai_agents._processor"), name)
     globals()[name] = value
+    _face.publish(globals())
     return value
 
 
