@@ -101,7 +101,9 @@ def test_a_real_full_disk_keeps_what_was_written(tmp_path, client):
         pytest.skip("mounting a tmpfs needs root")
     try:
         out = disk / "s"
-        with pytest.raises(RecordingError, match=r"the disk is full \(No space left on device\) writing batch"):
+        with pytest.raises(
+            RecordingError, match=r"the disk is full \(No space left on device\) writing batch"
+        ):
             loopnb.sweep(["mistyped_path"], seeds=40, out=out, cluster=client, batch=1, progress=False)
         written = _parts(out)
         assert 1 <= len(written) < 40
@@ -123,7 +125,9 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_first(tmp_pat
 
     def first() -> None:
         try:
-            results["first"] = loopnb.sweep(["mistyped_path"], seeds=4, out=out, cluster=client, batch=1, progress=waiting)
+            results["first"] = loopnb.sweep(
+                ["mistyped_path"], seeds=4, out=out, cluster=client, batch=1, progress=waiting
+            )
         except BaseException as exc:  # shown by the assertion below
             results["first"] = exc
 
@@ -133,9 +137,12 @@ def test_a_second_sweep_into_a_folder_in_use_is_refused_naming_the_first(tmp_pat
         assert started.wait(60)
         for resume in (False, True):
             with pytest.raises(ValueError) as caught:
-                loopnb.sweep(["mistyped_path"], seeds=4, out=out, cluster=client, resume=resume, progress=False)
+                loopnb.sweep(
+                    ["mistyped_path"], seeds=4, out=out, cluster=client, resume=resume, progress=False
+                )
             assert str(caught.value).startswith(
-                f"sweep: {out} is in use by another sweep (process {os.getpid()} on {socket.gethostname()}, since "
+                f"sweep: {out} is in use by another sweep "
+                f"(process {os.getpid()} on {socket.gethostname()}, since "
             )
             assert str(caught.value).endswith(
                 "two sweeps writing one folder would run each other's batches. Wait for it to end, or "
@@ -186,7 +193,9 @@ class FactoryError(Exception):
     """What a scenario's builder of the user's own raises."""
 
 
-def test_a_config_that_raises_in_a_worker_stops_the_sweep_naming_config_and_seed(tmp_path, local, monkeypatch):
+def test_a_config_that_raises_in_a_worker_stops_the_sweep_naming_config_and_seed(
+    tmp_path, local, monkeypatch
+):
     base, broken = get("mistyped_path"), [True]
 
     def builder(build: Build) -> dict[str, Any]:
