@@ -6,11 +6,17 @@ the ``seed`` column and writes the batch as a Parquet recording with the recorde
 ``OUT/config=NAME/part-000003.parquet``, under a temporary name renamed into place, so a reader
 (or a resumed sweep) sees a batch whole or not at all. Each file is a loopnb recording in its own
 right (``loopnb.load`` reads it, events included); its header says which sweep batch it is.
+
+A run whose engine cannot be built or that raises (anything but the ``LoopError`` of a hard
+ending, which is a result) fails its batch, and so the sweep, with a note naming the config and
+the seed; a full disk fails it with a ``RecordingError`` naming the results' folder. Either way the
+batches written before stay, and ``resume=True`` finishes the sweep once the cause is fixed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 from collections.abc import Sequence
@@ -20,8 +26,11 @@ from typing import Any
 
 from loopnb._sweep._config import SweepConfig, build
 from loopnb.engine._errors import LoopError
+from loopnb.record._errors import RecordingError
 
 PART = "part-{:06d}.parquet"
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a write to a disk (or a quota) with no room left."""
 
 
 def partition(out: str | Path, config: str) -> Path:
@@ -66,11 +75,29 @@ def run_batch(batch: Batch) -> dict[str, Any]:
     started = time.perf_counter()
     recorder = Recorder()
     for seed in batch.seeds:
-        engine, task = build(batch.config, seed, batch.task, [recorder])
-        with contextlib.suppress(LoopError):  # a hard ending is a result, recorded like any other
-            engine.run(task, run_id=run_id(batch.config.name, seed))
+        try:
+            engine, task = build(batch.config, seed, batch.task, [recorder])
+            with contextlib.suppress(LoopError):  # a hard ending is a result, recorded like any other
+                engine.run(task, run_id=run_id(batch.config.name, seed))
+        except Exception as exc:  # the config's own code failed, not the loop: the sweep stops
+            exc.add_note(
+                f"in run {run_id(batch.config.name, seed)} of the sweep (config {batch.config.name}, "
+                f"seed {seed}); the batches written before are kept: fix the config, then the same "
+                "sweep with resume=True finishes"
+            )
+            raise
     ran = time.perf_counter()
-    turns = write_batch(batch, recorder)
+    try:
+        turns = write_batch(batch, recorder)
+    except RecordingError as exc:
+        if not isinstance(exc.__cause__, OSError) or exc.__cause__.errno not in _FULL:
+            raise
+        raise RecordingError(
+            f"the disk is full ({os.strerror(exc.__cause__.errno)}) writing batch "
+            f"{batch.index} of config {batch.config.name}; the batches written before are kept: "
+            "free some space, then the same sweep with resume=True finishes",
+            path=batch.out,
+        ) from exc
     return {
         "config": batch.config.name,
         "batch": batch.index,

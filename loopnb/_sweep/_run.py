@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb._sweep._batch import Batch, run_batch, written
+from loopnb._sweep._lock import holding
 from loopnb._sweep._plan import PLAN_FILE, Configs, Plan, Seeds, check_resumable, choose_batch, plan
 from loopnb._sweep._results import Sweep
 from loopnb.engine._errors import LoopnbWarning
@@ -65,8 +66,15 @@ def sweep(
 
     Raises:
         ValueError: an unknown scenario, a config that cannot build its engine, an ``out`` that
-            holds another sweep (or this one, without ``resume=True``).
+            holds another sweep (or this one, without ``resume=True``), an ``out`` another sweep
+            is writing to now (one sweep at a time in a folder: ``OUT/_sweep.lock``).
+        RecordingError: the disk of ``out`` is full (the error names the folder).
+        Exception: whatever a config's own code raised in a worker (an engine that cannot be
+            built for one seed, a scenario's builder), with a note naming the config and the seed.
         ImportError: dask or distributed is missing (``pip install 'loopnb[sweep]'``).
+
+    A sweep that stops on an error keeps every batch written before it; once the cause is fixed
+    (space freed, the config mended), the same call with ``resume=True`` finishes it.
     """
     distributed = _distributed()
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
@@ -76,9 +84,10 @@ def sweep(
     n_workers = workers or os.cpu_count() or 1
     draft = plan(task_or_scenarios, seeds=seeds, configs=configs, batch=batch)
     root = Path(out if out is not None else Path("sweeps") / draft.name).absolute()
-    chosen = check_resumable(root, draft, resume=resume, batch_given=batch is not None)
     figures: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
+        stack.enter_context(holding(root))  # one sweep at a time in a folder, taken before it is checked
+        chosen = check_resumable(root, draft, resume=resume, batch_given=batch is not None)
         client = None
         if chosen.batch is None:  # chosen for the cluster's size: connect first
             client = stack.enter_context(_client(distributed, cluster, n_workers))

@@ -20,6 +20,14 @@ that offers more adds nothing), and, in a trace where model requests outside any
 before an agent run, that agent run's id (the first one emitted keeps the trace's id; no id is
 used twice). Runs of one trace (an agent called from another's tool) are emitted as each turn
 is final, so their events interleave in the recorder where the reader lists run after run.
+
+A span that never ends (a crashed agent, a leaked span) would hold its run's turns and its trace
+forever, so what is kept is bounded: ``max_open`` spans open at once (past it, the one that started
+first is given up on: its run is read on without it, as from a file of the ended spans, and it is
+not read if it ends after all) and ``max_traces`` traces in progress (past it, the one seen least
+recently is written as far as it can be and let go). Each is said in ``errors`` (which keeps
+``ERRORS_KEPT`` lines and counts the rest) and a ``LoopnbWarning``. A trace in progress also keeps
+where each of its spans hung, and the recorder every event.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from loopnb.engine._events import Event
 from loopnb.foreign._otlp import RunReader
 from loopnb.foreign._otlp_runs import key, run_id
 from loopnb.foreign._otlp_spans import Span, decode_objects
-from loopnb.otel._traces import Run, Trace
+from loopnb.otel._traces import Run, Trace, remember
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,6 +60,9 @@ if TYPE_CHECKING:
     from loopnb.record import Recorder, Recording
 
 Observer = Callable[[Event], None]
+
+ERRORS_KEPT = 1000
+"""How many lines ``LiveSpans.errors`` keeps; later ones are counted in its last line."""
 
 
 class LiveSpans(SpanProcessor):
@@ -70,9 +81,23 @@ class LiveSpans(SpanProcessor):
     Args:
         *observers: Called with every event, in order (a ``LiveView``, any callable).
         recorder: Records every event (default: a fresh ``loopnb.Recorder()``).
+        max_open: How many spans may be open at once; past it the one that started first is
+            given up on (it never ended, or will too late to be read).
+        max_traces: How many traces may be in progress at once; past it the one seen least
+            recently is let go (written as far as it can be, its later spans not read).
     """
 
-    def __init__(self, *observers: Observer, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        *observers: Observer,
+        recorder: Recorder | None = None,
+        max_open: int = 10_000,
+        max_traces: int = 1_000,
+    ) -> None:
+        for name, value in (("max_open", max_open), ("max_traces", max_traces)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"LiveSpans: {name} must be an int >= 1, got {value!r}")
+        self.max_open, self.max_traces = max_open, max_traces
         if recorder is None:
             from loopnb.record import Recorder
 
@@ -83,6 +108,14 @@ class LiveSpans(SpanProcessor):
         self._observers: list[Observer] = [recorder, *observers]
         self._lock = threading.Lock()
         self._traces: dict[str, Trace] = {}
+        """The traces in progress, the one seen least recently first."""
+        self._open: dict[tuple[str, str], None] = {}
+        """Every open span (trace id, span id), the one that started first first."""
+        self._given_up: dict[tuple[str, str], None] = {}
+        """The latest ``GONE_KEPT`` spans given up on (not read if they end after all)."""
+        self._let_go: dict[str, None] = {}
+        """The latest ``GONE_KEPT`` traces let go (their later spans are not read)."""
+        self._unkept = 0
         self._ids: set[str] = set()
         self._runs = 0
         self._outbox: list[Event] = []
@@ -144,11 +177,17 @@ class LiveSpans(SpanProcessor):
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, Trace())
+                trace = self._trace(decoded.trace_id)
+                if trace is None:
+                    return
                 trace.open[decoded.span_id] = decoded
                 trace.place(decoded, ended=False)
+                self._open[(decoded.trace_id, decoded.span_id)] = None
+                while len(self._open) > self.max_open:
+                    self._give_up(*next(iter(self._open)))
         except Exception as exc:
             self._fail(f"a span that started could not be read ({_what(span)}): {exception_text(exc)}")
+        self._deliver()
 
     def on_end(self, span: Any) -> None:
         """Read the span in, and emit the turns it made final."""
@@ -157,7 +196,11 @@ class LiveSpans(SpanProcessor):
         try:
             decoded = _decode(span)
             with self._lock:
-                trace = self._traces.setdefault(decoded.trace_id, Trace())
+                ids = (decoded.trace_id, decoded.span_id)
+                trace = None if ids in self._given_up else self._trace(decoded.trace_id)
+                if trace is None:
+                    return
+                self._open.pop(ids, None)
                 trace.place(decoded, ended=True)
                 if decoded.parent_id is None:
                     trace.root_ended = True
@@ -179,6 +222,7 @@ class LiveSpans(SpanProcessor):
             if trace is not None:
                 span_id = format(context.span_id, "016x")
                 with self._lock:
+                    self._open.pop((format(context.trace_id, "032x"), span_id), None)
                     trace.open.pop(span_id, None)
                     for run in trace.runs.values():
                         run.open.pop(span_id, None)
@@ -192,6 +236,50 @@ class LiveSpans(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is held back: every final turn was delivered as its span ended."""
         return True
+
+    # -- what is kept --------------------------------------------------------------------------
+
+    def _trace(self, trace_id: str) -> Trace | None:
+        """The trace ``trace_id``, now the one seen most recently (made if new); ``None`` if it was
+        let go. A new trace past ``max_traces`` lets the least recent go. Under the lock."""
+        if trace_id in self._let_go:
+            return None
+        trace = self._traces.pop(trace_id, None)
+        self._traces[trace_id] = trace = trace if trace is not None else Trace()
+        while len(self._traces) > self.max_traces:
+            self._let_trace_go(next(iter(self._traces)))
+        return trace
+
+    def _give_up(self, trace_id: str, span_id: str) -> None:
+        """Stop waiting for span ``span_id`` to end, and read its run on without it. Under the lock."""
+        self._open.pop((trace_id, span_id), None)
+        remember(self._given_up, (trace_id, span_id))
+        trace = self._traces.get(trace_id)
+        span = trace.open.get(span_id) if trace is not None else None
+        if trace is None or span is None:
+            return
+        run = trace.give_up(span_id)
+        self._fail(
+            f"span {span_id} {span.name!r} of trace {trace_id} is still open after {self.max_open} later "
+            f"spans started (max_open): given up on; its run is read on without it"
+        )
+        self._update(trace_id, trace, None if trace.root_ended else [run] if run is not None else [])
+
+    def _let_trace_go(self, trace_id: str) -> None:
+        """Write what can be written of trace ``trace_id`` and forget it. Under the lock."""
+        trace = self._traces[trace_id]
+        held = list(trace.open)
+        for span_id in held:
+            self._open.pop((trace_id, span_id), None)
+            trace.give_up(span_id)
+        self._update(trace_id, trace, None, flush=True)
+        self._traces.pop(trace_id, None)
+        remember(self._let_go, trace_id)
+        self._fail(
+            f"trace {trace_id} was let go, {len(held)} of its spans still open, to keep at most "
+            f"{self.max_traces} traces in progress (max_traces): its runs are shown as far as they got "
+            "and its later spans are not read"
+        )
 
     # -- decoding --------------------------------------------------------------------------------
 
@@ -218,8 +306,9 @@ class LiveSpans(SpanProcessor):
 
     def _advance(self, trace_id: str, trace: Trace, run: Run, flush: bool) -> None:
         """Write the turns of ``run`` that no span still to come can change, and queue them."""
-        if run.owner is not None:
-            over = run.agent is not None and run.agent.end is not None and not run.open
+        if run.owner is not None:  # an agent span given up on ends its run only as its trace does
+            ended = run.agent is not None and (run.agent.end is not None or (flush and run.agent_given_up))
+            over = ended and not run.open
         else:
             over = not run.open and not trace.open and (trace.root_ended or flush)
         rest = run.chats
@@ -235,7 +324,8 @@ class LiveSpans(SpanProcessor):
                 run.reader.tool(tool)
             run.tools = []
             self._runs += 1
-        written = run.reader.turns(rest, run.agent, end=over)
+        agent = None if run.agent_given_up else run.agent  # as it started: it says nothing of the end
+        written = run.reader.turns(rest, agent, end=over)
         del run.chats[:written]
         events = run.reader.writer.events
         self._outbox.extend(events)
@@ -289,7 +379,16 @@ class LiveSpans(SpanProcessor):
             return False
 
     def _fail(self, message: str) -> None:
-        self.errors.append(message)
+        if len(self.errors) >= ERRORS_KEPT:  # the first ones say what went wrong; the rest are counted
+            self._unkept += 1
+            more = f"and {self._unkept} more not kept (errors keeps {ERRORS_KEPT} lines)"
+            if self._unkept > 1:
+                self.errors[-1] = more
+                return
+            self.errors.append(more)
+            message = more + "; no more are warned of"
+        else:
+            self.errors.append(message)
         with contextlib.suppress(Exception):  # a warning made an error must not reach the agent either
             warnings.warn(f"loopnb.otel.LiveSpans: {message}", LoopnbWarning, stacklevel=3)
 

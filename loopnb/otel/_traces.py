@@ -3,7 +3,8 @@
 A ``Trace`` keeps where each span hangs (``_otlp_runs.Tree``), which spans are still open, and
 per run what is still to be read: its open requests and tool spans, its ended requests whose
 turns are not written yet, and its ``RunReader`` once the run is shown. Of a span whose turn is
-written only where it hung is kept.
+written only where it hung is kept. A span ``LiveSpans`` gives up on (it never ended) is taken out
+of what is open (``give_up``), so that it holds nothing back.
 """
 
 from __future__ import annotations
@@ -11,10 +12,21 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopnb.foreign._otlp import RunReader
 from loopnb.foreign._otlp_runs import Tree, key
 from loopnb.foreign._otlp_spans import Span
+
+GONE_KEPT = 10_000
+"""How many spans given up on, and traces let go, are remembered (not read if they come back)."""
+
+
+def remember(latest: dict[Any, None], item: Any) -> None:
+    """Note ``item`` in ``latest``, which keeps the ``GONE_KEPT`` latest ones."""
+    latest[item] = None
+    while len(latest) > GONE_KEPT:
+        del latest[next(iter(latest))]
 
 
 @dataclass(slots=True)
@@ -37,6 +49,8 @@ class Run:
     """The earliest of its ended spans: the order in which a trace's runs are read at its end."""
     done: bool = False
     broken: bool = False
+    agent_given_up: bool = False
+    """Its agent span was given up on (it never ended): the run ends when its trace is flushed."""
 
 
 @dataclass(slots=True)
@@ -112,6 +126,22 @@ class Trace:
                 run.reader.tool(span)
             else:
                 bisect.insort(run.tools, span, key=key)
+
+    def give_up(self, span_id: str) -> Run | None:
+        """Stop waiting for the open span ``span_id`` to end: it holds its run back no longer (a
+        root span given up on ends the trace, an agent span its run). The run it was in."""
+        span = self.open.pop(span_id, None)
+        node = self.tree.nodes.get(span_id)
+        if span is None or node is None:
+            return None
+        for run in self.runs.values():
+            run.open.pop(span_id, None)
+        if span.parent_id is None:
+            self.root_ended = True
+        found = self.runs.get(node.owner)
+        if found is not None and node.role == "agent":
+            found.agent_given_up = True
+        return found
 
     def moves(self, ended: Span) -> Run | None:
         """The run a span that ended can make a turn of final: an agent span's, a model request's;
