@@ -152,6 +152,8 @@ def _v1_events(lines: Sequence[bytes], path: Path, first_line: int) -> list[Even
             item = loads(line)
         except ValueError as exc:
             raise RecordingError(f"not valid JSON: {exc}", path=path, line=index) from exc
+        except RecursionError as exc:
+            raise RecordingError("JSON nested past any event's depth", path=path, line=index) from exc
         if not isinstance(item, dict):
             raise RecordingError(
                 f"not a valid event: a {type(item).__name__}, not an object", path=path, line=index

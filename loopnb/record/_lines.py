@@ -179,7 +179,7 @@ def parse_event(raw: bytes | str) -> Event:
             raise
         try:
             data = _loads_with_surrogates(raw)
-        except ValueError:  # not JSON after all: say so as pydantic did
+        except (ValueError, RecursionError):  # not JSON pydantic would take: say so as pydantic did
             raise exc from None
     return EVENT_ADAPTER.validate_python(data)
 

@@ -47,29 +47,44 @@ V1_COPIES: dict[str, tuple[str, ...]] = {
 _PRODUCERS = {cls.__name__: cls.producer for cls in LoopError.__subclasses__()}
 
 
+def _turn_key(e: dict[str, Any]) -> tuple[object, object] | None:
+    """An event's ``(run_id, turn)``, or ``None`` when either is of a type no event has (a list, an
+    object): such a line is left as it is, and validation then names it."""
+    key = (e.get("run_id"), e.get("turn"))
+    return key if all(v is None or isinstance(v, str | int) for v in key) else None
+
+
 def from_v1(raw: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Version-1 events (parsed JSON objects) as version-2 ones, in order."""
+    """Version-1 events (parsed JSON objects) as version-2 ones, in order. A field of the wrong
+    type is carried over untouched, for validation to report with its line."""
     events = list(raw)
     replies = {
-        (e.get("run_id"), e.get("turn")): e["reply"]
+        key: e["reply"]
         for e in events
-        if e.get("kind") == "turn_finished" and isinstance(e.get("reply"), dict)
+        if e.get("kind") == "turn_finished"
+        and isinstance(e.get("reply"), dict)
+        and (key := _turn_key(e)) is not None
     }
     out = []
     for e in events:
         kind = e.get("kind")
+        if not isinstance(kind, str):
+            out.append(e)
+            continue
         if kind in V1_COPIES:
             e = {k: v for k, v in e.items() if k not in V1_COPIES[kind]}
             if kind == "turn_finished" and isinstance(e.get("breakers"), dict):
                 e["breakers"] = {k: v for k, v in e["breakers"].items() if v != "closed"}
         elif kind == "model_replied":
-            reply = replies.get((e.get("run_id"), e.get("turn")), e.get("reply"))
+            key = _turn_key(e)
+            reply = e.get("reply") if key is None else replies.get(key, e.get("reply"))
             if isinstance(reply, dict):
                 reply = {**reply, "model": e.get("model", reply.get("model"))}
             e = {k: v for k, v in e.items() if k != "model"} | {"reply": reply}
         elif kind == "run_started" and "breakers" not in e:
             e = {**e, "breakers": _v1_breakers(events, e.get("run_id"))}
         elif kind == "run_finished" and "producer" not in e:
-            e = {**e, "producer": _PRODUCERS.get(e.get("error") or "")}
+            error = e.get("error")
+            e = {**e, "producer": _PRODUCERS.get(error) if isinstance(error, str) else None}
         out.append(e)
     return out
