@@ -205,15 +205,22 @@ def test_a_reply_reset_mid_body_is_a_reply_cut_off(provider: str, server: FakeSe
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 def test_a_client_of_your_own_still_gets_a_true_sentence(provider: str, server: FakeServer) -> None:
     # Without loopnb's HTTP client nothing says the reply had begun: the sentence covers both.
-    if provider == "openai":
-        import openai
-
-        client: Any = openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_url, max_retries=0)
-    else:
-        import anthropic
-
-        client = anthropic.AsyncAnthropic(api_key=KEY, base_url=server.anthropic_url, max_retries=0)
     server.push(Cut(b'{"id": "x"}' + b" " * 100, 10))
-    err = run_against(provider, server, client=client)
-    assert err.reason == "no_reply"
-    assert "sent no valid reply (it closed the connection or broke HTTP)" in str(err)
+
+    async def with_own_client() -> None:
+        if provider == "openai":
+            import openai
+
+            client: Any = openai.AsyncOpenAI(api_key=KEY, base_url=server.openai_url, max_retries=0)
+        else:
+            import anthropic
+
+            client = anthropic.AsyncAnthropic(api_key=KEY, base_url=server.anthropic_url, max_retries=0)
+        async with client:  # the caller owns the client and closes it
+            model = PROVIDERS[provider](server, client=client)
+            await model.complete(Transcript(start()), [READ_FILE])
+
+    with pytest.raises(ModelUnavailable) as info:
+        asyncio.run(with_own_client())
+    assert info.value.reason == "no_reply"
+    assert "sent no valid reply (it closed the connection or broke HTTP)" in str(info.value)
