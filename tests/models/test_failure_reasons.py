@@ -22,7 +22,7 @@ from loopnb.engine import ModelUnavailable
 from loopnb.engine._messages import Transcript
 from loopnb.engine.models import AnthropicModel, OpenAIChatModel
 from loopnb.engine.models._failures import NO_MESSAGE, causes, connection_reason, failure_from_exception
-from tests.models.fakeserver import Cut, FakeServer
+from tests.models.fakeserver import Cut, Drop, Fail, FakeServer, Raw
 from tests.models.transcripts import READ_FILE, start
 
 KEY = "sk-test-secret-4242424242"
@@ -224,3 +224,29 @@ def test_a_client_of_your_own_still_gets_a_true_sentence(provider: str, server: 
         asyncio.run(with_own_client())
     assert info.value.reason == "no_reply"
     assert "sent no valid reply (it closed the connection or broke HTTP)" in str(info.value)
+
+
+# A reply that quotes the key where the adapter cannot read it: the text is redacted, and the
+# unredacted first failure must not ride along either.
+ECHOED = {
+    "openai": Raw(200, b'{"choices": [{"message": {"content": {"said": "' + KEY.encode() + b'"}}}]}'),
+    "anthropic": Raw(200, b'{"type": "error", "error": {"message": "' + KEY.encode() + b'"}}'),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+@pytest.mark.parametrize("case", ["401", "dropped", "unreadable"])
+def test_a_model_failure_carries_nothing_of_the_clients_exception(
+    provider: str, server: FakeServer, case: str
+) -> None:
+    # The client's exception holds the request, whose headers carry the key. Not even as the
+    # context: dask (through tblib) pickles an exception with its context and cause.
+    server.push({"401": Fail(401, "invalid key"), "dropped": Drop(), "unreadable": ECHOED[provider]}[case])
+    err = run_against(provider, server)
+    assert err.__cause__ is None and err.__context__ is None
+    tblib = pytest.importorskip("tblib.pickling_support")
+    tblib.install(err)
+    dumped = pickle.dumps(err)
+    assert KEY.encode() not in dumped
+    again = pickle.loads(dumped)
+    assert type(again) is type(err) and str(again) == str(err) and KEY not in str(err)

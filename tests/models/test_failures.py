@@ -94,7 +94,7 @@ def test_each_failure_maps_to_one_kind(
     assert text in str(err)
     assert str(err).startswith(f"{provider}:m@127.0.0.1:{server.port}: ")
     assert len(server.requests) == 1, "the client must not retry: loopnb's chain does"
-    assert err.__cause__ is None and err.__suppress_context__
+    assert err.__cause__ is None and err.__context__ is None
     assert KEY not in str(err)
 
 

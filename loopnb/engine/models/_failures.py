@@ -294,7 +294,7 @@ async def sent(
     root: str,
 ) -> T:
     """Await a client's ``request`` within ``timeout`` in all; a failure is the model failure
-    ``failure_from_exception`` makes of it, raised without its cause (the client's exception holds
+    ``failure_from_exception`` makes of it, linked to nothing of the client's (its exception holds
     the request, whose headers carry the key)."""
     exchange = _Exchange()
     token = _EXCHANGE.set(exchange)
@@ -302,7 +302,7 @@ async def sent(
         async with deadline(timeout):
             return await request
     except Exception as exc:
-        raise failure_from_exception(
+        failure = failure_from_exception(
             exc,
             api=api,
             who=who,
@@ -312,9 +312,12 @@ async def sent(
             model=model,
             root=root,
             began=exchange.began,
-        ) from None
+        )
     finally:
         _EXCHANGE.reset(token)
+    # Raised out here, not inside the except block, so not even __context__ points back at the
+    # client's exception: pickling with tblib (as dask does) would carry it, and the key with it.
+    raise failure
 
 
 def describe_exception(exc: BaseException) -> str:

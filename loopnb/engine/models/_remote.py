@@ -228,14 +228,16 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
 
 def read_reply(parse: Callable[[Any], T], response: Any, *, who: str, key: str | None) -> T:
     """``parse(response)``; a reply that cannot be read is a model failure whose text never holds
-    ``key`` (the text quotes the reply, which may echo it)."""
+    ``key`` (the text quotes the reply, which may echo it), raised with no link to the first
+    failure, whose text is not redacted (see ``_failures.sent``)."""
     try:
         return parse(response)
     except ModelUnavailable as exc:
-        raise ModelUnavailable(redact(str(exc), key), status=exc.status) from None
+        failure = ModelUnavailable(redact(str(exc), key), status=exc.status)
     except Exception as exc:  # a reply of a shape no server should send
         what = redact(snippet(str(exc)), key)
-        raise ModelUnavailable(f"{who}: unreadable reply ({type(exc).__name__}: {what})") from None
+        failure = ModelUnavailable(f"{who}: unreadable reply ({type(exc).__name__}: {what})")
+    raise failure
 
 
 def snippet(value: object, limit: int = 120) -> str:
