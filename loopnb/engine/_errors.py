@@ -63,6 +63,9 @@ SourceProducer = Literal["source_error"]
 exception that escaped the agent): only readers of foreign runs write it; loopnb's engine never does."""
 Producer = SoftProducer | HardProducer | SourceProducer
 
+FailureReason = Literal["refused", "reset", "unresolved", "unreachable", "no_reply", "cut_off", "timed_out"]
+"""What went wrong on the way to a model when no HTTP status says it (``ModelUnavailable.reason``)."""
+
 SOFT_PRODUCERS: tuple[SoftProducer, ...] = (
     "tool_error",
     "tool_panic",
@@ -192,17 +195,28 @@ class ModelUnavailable(Exception):
     model's breaker and moves to the next model. The model never sees it. When no model is left,
     the run ends with ``FallbackExhausted``. ``retry_after`` is the seconds the server asked the
     client to wait before asking again (its ``Retry-After``), when it said; ``math.inf`` when
-    asking again can never help (a spent script).
+    asking again can never help (a spent script). ``reason`` names what went wrong on the way when
+    no HTTP status says it (``"refused"``, ``"reset"``, ``"cut_off"``, ...: see ``FailureReason``).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        reason: FailureReason | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.reason = reason
 
     def __reduce__(self) -> tuple[Any, ...]:
-        rebuild = functools.partial(type(self), status=self.status, retry_after=self.retry_after)
+        rebuild = functools.partial(
+            type(self), status=self.status, retry_after=self.retry_after, reason=self.reason
+        )
         return (rebuild, (self.message,))
 
 

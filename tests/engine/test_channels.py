@@ -22,6 +22,7 @@ from loopnb import (
     ToolResult,
     tool,
 )
+from tests.dependency_words import extra_message, missing_message, pydantic_message
 
 from .conftest import Events, add, explode, read_file
 
@@ -257,8 +258,7 @@ def test_invalid_arguments_name_the_field_what_was_expected_and_what_came():
     result, _ = run_one(ToolCall("add", {"a": "one", "b": 2}), tools=[add])
     assert result.producer == "invalid_arguments"
     assert result.content.splitlines()[0] == "invalid arguments for tool 'add':"
-    assert "- a: Input should be a valid integer" in result.content
-    assert "got 'one' (str)" in result.content
+    assert f"- a: {pydantic_message(int, 'one')}; got 'one' (str)" in result.content.splitlines()
     assert result.content.splitlines()[-1] == "expected arguments: {a: integer, b: integer}"
 
 
@@ -296,8 +296,9 @@ def test_the_expected_shape_names_enum_choices_nested_models_and_item_types():
 
 def test_missing_and_unexpected_arguments_are_named():
     result, _ = run_one(ToolCall("read_file", {"file": "src/main.rs"}))
-    assert "- path: Field required; got nothing" in result.content
-    assert "- file: Extra inputs are not permitted; got 'src/main.rs' (str)" in result.content
+    lines = result.content.splitlines()
+    assert f"- path: {missing_message()}; got nothing" in lines
+    assert f"- file: {extra_message()}; got 'src/main.rs' (str)" in lines
 
 
 @pytest.mark.parametrize("garbage", ["{path: src", "[1, 2]", "42", "null"])

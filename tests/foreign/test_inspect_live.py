@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai.log import EvalSampleLimit, read_eval_log, write_eval_log
@@ -17,6 +18,7 @@ from inspect_ai.tool import ToolCallError
 import loopnb
 from loopnb.foreign._inspect import MARKS
 from tests.foreign.test_inspect import COLUMNS, TURNS, USAGE, rows, samples_of
+from tests.foreign.their_words import their_words_set_aside
 from tests.golden.foreign import make_inspect
 
 pytestmark = [
@@ -25,6 +27,20 @@ pytestmark = [
         "ignore:The .initial. parameter is deprecated:DeprecationWarning"
     ),  # inspect_ai's retry
 ]
+
+
+TEXT = COLUMNS.index("error_text")
+OURS = {"file nots.txt not found; did you mean notes.txt?", "delete_file is blocked: the files are read-only"}
+"""The error texts the eval's own tool and approver wrote; every other is Inspect's (and jsonschema's)."""
+
+
+def inspects_words_aside(
+    fresh: list[list[object]], golden: list[list[object]]
+) -> tuple[list[Any], list[Any]]:
+    """A fresh sample's turns and the golden's, Inspect's own words set aside in both."""
+    return their_words_set_aside(
+        fresh, golden, text=TEXT, theirs=lambda row: row[TEXT] is not None and row[TEXT] not in OURS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +62,8 @@ def test_a_fresh_eval_log_reads_as_the_goldens(evaluated):
     rec = loopnb.load(log.location)
     assert list(samples_of(rec)) == ["recover", "crash", "tokens", "loop"]
     for sample, turns in TURNS.items():
-        assert rows(rec, sample, COLUMNS) == turns, sample
+        made, kept = inspects_words_aside(rows(rec, sample, COLUMNS), turns)
+        assert made == kept, sample
     assert loopnb.audit(rec).disagreements()["reason"].tolist() == ["panic_ended_run"]
 
 
@@ -88,4 +105,5 @@ def test_the_goldens_script_writes_what_the_tests_read(tmp_path, monkeypatch):
     monkeypatch.setattr(make_inspect, "JSON_SAMPLES", {"json": ["tokens"]})
     make_inspect.main()
     rec = loopnb.load(Path(tmp_path) / "notes.json")
-    assert rows(rec, "tokens", COLUMNS) == TURNS["tokens"]
+    made, kept = inspects_words_aside(rows(rec, "tokens", COLUMNS), TURNS["tokens"])
+    assert made == kept

@@ -27,6 +27,7 @@ from pydantic_ai.usage import UsageLimits
 
 import loopnb
 from loopnb.foreign._pydantic_ai_text import feedback_text, legacy_retry_text, return_text
+from tests.foreign.their_words import their_words_set_aside
 from tests.golden.foreign import make_pydantic_ai as make
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "pydantic-ai"
@@ -47,12 +48,26 @@ def rows(frame: pd.DataFrame, columns: list[str]) -> list[list[object]]:
     return [[None if pd.isna(v) else v for v in row] for row in frame[columns].itertuples(index=False)]
 
 
+# What pydantic-ai renders for the model (a tool's retry, an unknown tool, invalid arguments with
+# pydantic's words, a rejected answer) is its to reword; FunctionModel counts a request's tokens
+# from those words, so the input tokens go with them.
+RENDERED = {"tool_error", "not_advertised", "invalid_arguments", "completion_rejected"}
+SAME = [column for column in COLUMNS if column != "input_tokens"]
+
+
 @pytest.mark.parametrize("name", sorted(make.SAMPLES))
 def test_a_fresh_run_reads_as_its_golden_does(name):
-    """The goldens are what the installed pydantic-ai writes today (rerun make_pydantic_ai.py if not)."""
+    """The goldens were made by an earlier pydantic-ai: today's must read the same, its words aside."""
     fresh = loopnb.from_pydantic_ai(make.SAMPLES[name]())
     golden = loopnb.load(GOLDEN / f"{name}.json")
-    assert rows(fresh.turns, COLUMNS) == rows(golden.turns, COLUMNS)
+    text, producer = SAME.index("error_text"), SAME.index("producer")
+    made, kept = their_words_set_aside(
+        rows(fresh.turns, SAME),
+        rows(golden.turns, SAME),
+        text=text,
+        theirs=lambda row: row[producer] in RENDERED,
+    )
+    assert made == kept
     assert fresh.meta["source"] == {"format": "pydantic-ai", "version": pydantic_ai.__version__}
 
 

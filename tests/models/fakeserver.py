@@ -94,11 +94,12 @@ class Stall:
 @dataclass(frozen=True)
 class Cut:
     """A 200 announcing all of ``body`` but sending only its first ``sent`` bytes; then, after
-    ``stall`` seconds of silence, the connection closes."""
+    ``stall`` seconds of silence, the connection closes (``reset=True``: aborts with a TCP RST)."""
 
     body: bytes
     sent: int
     stall: float = 0.0
+    reset: bool = False
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         if cut.stall:
             self.fake._closing.wait(cut.stall)
-        self._drop(reset=False)
+        self._drop(reset=cut.reset)
 
     def _send_trickle(self, trickle: Trickle) -> None:
         try:

@@ -16,7 +16,7 @@ import pytest
 
 from loopnb import Engine, FakeClock, FallbackChain, FallbackExhausted, ModelUnavailable
 from loopnb.engine.models import AnthropicModel, OpenAIChatModel
-from loopnb.engine.models._remote import retry_after_seconds
+from loopnb.engine.models._failures import retry_after_seconds
 from tests.models.fakeserver import Action, Fail, FakeServer, Received, Reply
 
 KEY = "sk-backoff-secret-5151515151"

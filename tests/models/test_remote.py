@@ -9,10 +9,10 @@ import pytest
 
 from loopnb import Engine, ScriptedModel
 from loopnb.engine.models import ModelConfigError
+from loopnb.engine.models._failures import describe_exception
 from loopnb.engine.models._remote import (
     NO_KEY,
     PerLoop,
-    describe_exception,
     error_detail,
     redact,
     request_options,
@@ -130,15 +130,14 @@ def test_error_detail(body: object, detail: str) -> None:
 
 
 def test_describe_exception_names_the_deepest_cause() -> None:
+    inner = ConnectionResetError(104, "Connection reset by peer")
     try:
         try:
-            raise ConnectionResetError(104, "Connection reset by peer")
-        except OSError as inner:
-            raise RuntimeError("") from inner
+            raise inner
+        except OSError as caught:
+            raise RuntimeError("") from caught
     except RuntimeError as outer:
-        assert describe_exception(outer) == (
-            "RuntimeError (ConnectionResetError: [Errno 104] Connection reset by peer)"
-        )
+        assert describe_exception(outer) == f"RuntimeError (ConnectionResetError: {inner})"
 
 
 def test_request_options_split_known_and_unknown() -> None:

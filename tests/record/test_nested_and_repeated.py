@@ -48,8 +48,11 @@ def test_a_deeply_nested_header_is_a_recording_error_naming_line_1(tmp_path):
 
 def test_a_deeply_nested_event_line_is_a_recording_error_naming_its_line(tmp_path, lines):
     body = [*lines[:3], '{"kind":"run_started","x":' + DEEP + "}", *lines[3:]]
-    with pytest.raises(RecordingError, match=r"e\.jsonl, line 4: not valid JSON: .*recursion limit"):
+    with pytest.raises(RecordingError, match=r"e\.jsonl, line 4: not valid JSON: ") as info:
         load(write(tmp_path / "e.jsonl", body))
+    # the parser's own words for its depth limit follow loopnb's, whatever they are today
+    (error,) = info.value.__cause__.errors()
+    assert error["type"] == "json_invalid" and error["msg"] in str(info.value)
 
 
 def test_a_deeply_nested_version_1_event_line_is_a_recording_error(tmp_path):

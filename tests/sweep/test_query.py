@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import loopnb
@@ -60,15 +61,14 @@ def test_jsonl_and_parquet_give_the_same_rows_and_types(recorded):
     both = loopnb.query("select count(*) n from turns", recorded / "jsonl", str(recorded / "*" / "runs.*"))
     assert both.n[0] == 2 * len(a)  # the folder once, the glob's two files once more each: deduplicated
     ts = loopnb.query("select started_at from turns limit 1", recorded / "parquet").started_at
-    assert str(ts.dtype).endswith("UTC]")
+    assert isinstance(ts.dtype, pd.DatetimeTZDtype) and str(ts.dtype.tz) == "UTC"
 
 
 def test_clear_errors(tmp_path, recorded):
-    with pytest.raises(
-        ValueError, match=r"(?s)query: ParserException: .*syntax error.*\n\(the views are turns and events"
-    ):
+    # DuckDB's exception class says what went wrong; its words (and its quotes) are its own
+    with pytest.raises(ValueError, match=r"(?s)query: ParserException: .*\n\(the views are turns and events"):
         loopnb.query("selec channel from turns", recorded / "jsonl")
-    with pytest.raises(ValueError, match=r'query: BinderException: .*"nope"'):
+    with pytest.raises(ValueError, match=r"query: BinderException: .*nope"):
         loopnb.query("select nope from turns", recorded / "jsonl")
     (tmp_path / "empty").mkdir()
     with pytest.raises(RecordingError, match=r"no recordings found in .*empty"):

@@ -22,6 +22,7 @@ from loopnb.engine._messages import (
     Transcript,
     Usage,
 )
+from loopnb.engine.models._failures import sent, watched_http_client
 from loopnb.engine.models._remote import (
     NOTE_PREFIX,
     PerLoop,
@@ -35,7 +36,6 @@ from loopnb.engine.models._remote import (
     read_reply,
     request_options,
     resolve_key,
-    sent,
     snippet,
     token_count,
     unique_ids,
@@ -68,7 +68,7 @@ class AnthropicModel:
     **Failures.** As ``OpenAIChatModel``: ``max_retries=0``; connection errors, timeouts, 5xx
     (529 overloaded included), 429 and other 4xx raise ``ModelUnavailable``; 413 or a 4xx saying
     the prompt is too long raise ``ModelContextOverflow``; 401/403 raise ``ModelAuthError``
-    naming ``ANTHROPIC_API_KEY``.
+    naming ``ANTHROPIC_API_KEY``; the text and ``reason`` are decided as for ``OpenAIChatModel``.
 
     Args:
         model: the model name (``"claude-haiku-4-5"``).
@@ -120,7 +120,11 @@ class AnthropicModel:
 
     def _new_client(self) -> Any:
         return self._anthropic.AsyncAnthropic(
-            api_key=self._key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            api_key=self._key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=watched_http_client(self._anthropic),
         )
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:

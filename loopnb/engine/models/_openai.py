@@ -21,6 +21,7 @@ from loopnb.engine._messages import (
     Transcript,
     Usage,
 )
+from loopnb.engine.models._failures import sent, watched_http_client
 from loopnb.engine.models._remote import (
     NOTE_PREFIX,
     PerLoop,
@@ -34,7 +35,6 @@ from loopnb.engine.models._remote import (
     read_reply,
     request_options,
     resolve_key,
-    sent,
     snippet,
     token_count,
     unique_ids,
@@ -69,7 +69,9 @@ class OpenAIChatModel:
     **Failures.** The client runs with ``max_retries=0``: loopnb's breakers and fallback chain do
     the retrying. Connection refused or reset, timeouts, 5xx, 429 and other 4xx raise
     ``ModelUnavailable``; a 4xx saying the context is too long raises ``ModelContextOverflow``;
-    401/403 raise ``ModelAuthError`` naming ``OPENAI_API_KEY``. No client exception escapes raw.
+    401/403 raise ``ModelAuthError`` naming ``OPENAI_API_KEY``. No client exception escapes raw:
+    the text is loopnb's own, with the server's words quoted, and a failure without a status says
+    what it was in ``reason`` (``"refused"``, ``"cut_off"``, ...; see ``_failures``).
 
     Args:
         model: the model name the server knows (``"gpt-4o-mini"``).
@@ -121,7 +123,11 @@ class OpenAIChatModel:
 
     def _new_client(self) -> Any:
         return self._openai.AsyncOpenAI(
-            api_key=self._key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            api_key=self._key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=watched_http_client(self._openai),
         )
 
     async def complete(self, messages: Transcript, tools: Sequence[ToolSpec]) -> ModelReply:

@@ -1,16 +1,8 @@
-"""What the real adapters share: the lazy client import, the API key, and the failure mapping.
+"""What the real adapters share: the lazy client import, the API key, the checks of their options,
+the reading of a reply, and the server's own words in an error body (``error_detail``).
 
-Every failure of a real model reaches the engine as one of three ``ModelUnavailable`` kinds,
-decided here and nowhere else (``failure_from_status``):
-
-- ``ModelAuthError`` for HTTP 401/403, naming the environment variable that holds the key;
-- ``ModelContextOverflow`` for a 413, or a 4xx whose text says the context is too long;
-- ``ModelUnavailable`` for everything else: connection refused or reset, timeouts, 5xx, 429,
-  other 4xx (an unknown model name, say), and replies the adapter cannot read. A 429 or 5xx
-  carries the server's ``Retry-After`` in seconds (``retry_after``), which the fallback chain
-  waits out before asking that model again.
-
-The key never appears in the text of those errors, in a reply, or in a repr.
+How a failure becomes a model failure is ``_failures``'s work. The key never appears in the text of
+an error, in a reply, or in a repr.
 """
 
 from __future__ import annotations
@@ -27,12 +19,11 @@ import re
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import replace
-from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from loopnb.engine._errors import ModelAuthError, ModelContextOverflow, ModelUnavailable
+from loopnb.engine._errors import ModelUnavailable
 from loopnb.engine._messages import ToolCall
 
 NOTE_PREFIX = "Note: "
@@ -44,17 +35,10 @@ NO_KEY = "no-key"
 _DETAIL_LIMIT = 300
 _RESERVED = frozenset({"model", "messages", "system", "tools", "stream"})
 
-_OVERFLOW = re.compile(
-    r"context[ _-]?(length|window|size)|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|reduce the length",
-    re.IGNORECASE,
-)
-
 _HTML = re.compile(r"<\s*(!doctype|html|head|body|title|h1|p)\b", re.IGNORECASE)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _SCRIPT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
-_NO_MESSAGE = "the server sent no error message"
 
 T = TypeVar("T")
 
@@ -208,105 +192,6 @@ def plain_text(text: str) -> str:
     return " ".join(text.split())
 
 
-def failure_from_status(
-    status: int, detail: str, *, who: str, env_var: str, retry_after: float | None = None
-) -> ModelUnavailable:
-    """Map an HTTP error status to the model failure the engine acts on (see the module doc);
-    ``retry_after`` (seconds the server asked to wait) travels on it."""
-    if status in (401, 403):
-        return ModelAuthError(
-            f"{who}: credentials refused (HTTP {status}: {detail}); set {env_var} to a valid key",
-            status=status,
-            env_var=env_var,
-        )
-    if status == 413 or (400 <= status < 500 and status != 429 and _OVERFLOW.search(detail)):
-        return ModelContextOverflow(
-            f"{who}: the request is too long for the model's context (HTTP {status}: {detail})",
-            status=status,
-        )
-    return ModelUnavailable(f"{who}: HTTP {status}: {detail}", status=status, retry_after=retry_after)
-
-
-def retry_after_seconds(milliseconds: str, retry_after: str, date: str) -> float | None:
-    """The seconds a server asked the client to wait, from its headers: ``retry-after-ms`` (sent
-    by OpenAI), else ``Retry-After`` as seconds or as an HTTP date, counted from the response's own
-    ``Date`` (so neither the local clock nor its skew matters). ``None`` when they say nothing
-    usable."""
-    for text, scale in ((milliseconds, 0.001), (retry_after, 1.0)):
-        try:
-            value = float(text) * scale
-        except ValueError:
-            continue
-        if math.isfinite(value) and value >= 0:
-            return value
-    try:
-        when, sent_at = parsedate_to_datetime(retry_after), parsedate_to_datetime(date)
-        return max(0.0, (when - sent_at).total_seconds())
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def failure_from_exception(
-    exc: Exception,
-    *,
-    api: ModuleType,
-    who: str,
-    env_var: str,
-    key: str | None,
-    timeout: float | None,
-    model: str | None = None,
-    root: str = "",
-) -> ModelUnavailable:
-    """Map whatever an official client raised (``openai`` and ``anthropic`` share the exception
-    names) to a model failure whose text names ``who`` and never holds ``key``.
-
-    A 404 also names the URL asked and ``model``, with ``root`` saying where ``base_url`` should
-    point; a refusal that says when to come back (``Retry-After``) says so.
-    """
-    if isinstance(exc, api.APIStatusError):
-        message = str(exc.message)
-        fallback = _NO_MESSAGE if re.fullmatch(r"Error code: \d+", message) else plain_text(message)
-        detail = error_detail(exc.body, fallback)
-        status = exc.status_code
-        if status == 404:
-            detail += f" ({_asked(exc)}model {model!r}: check the model name{root})"
-        wait: float | None = None
-        if status == 429 or status >= 500:
-            retry_after = _header(exc, "retry-after")
-            if retry_after:
-                unit = "s" if retry_after.isdigit() else ""
-                detail += f"; retry after {retry_after[:40]}{unit}"
-            wait = retry_after_seconds(_header(exc, "retry-after-ms"), retry_after, _header(exc, "date"))
-        return failure_from_status(status, redact(detail, key), who=who, env_var=env_var, retry_after=wait)
-    if isinstance(exc, api.APITimeoutError | TimeoutError):
-        waited = f"within {timeout:g}s" if isinstance(timeout, int | float) else "in time"
-        return ModelUnavailable(f"{who}: no reply {waited} (pass timeout=... to wait longer)")
-    if isinstance(exc, json.JSONDecodeError):
-        return ModelUnavailable(f"{who}: the reply is not JSON ({exc.msg}): {redact(snippet(exc.doc), key)}")
-    what = redact(describe_exception(exc), key)
-    if isinstance(exc, api.APIConnectionError):
-        return ModelUnavailable(f"{who}: connection failed: {what}")
-    return ModelUnavailable(f"{who}: {what}")
-
-
-def _asked(exc: Exception) -> str:
-    """``POST <url>, `` for the request an error answers: no credentials, no query string."""
-    try:
-        request = exc.request  # type: ignore[attr-defined]
-        url = urlsplit(str(request.url))
-        return f"{request.method} {url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}, "
-    except Exception:
-        return ""
-
-
-def _header(exc: Exception, name: str) -> str:
-    try:
-        value = exc.response.headers.get(name)  # type: ignore[attr-defined]
-    except Exception:
-        return ""
-    return value.strip() if isinstance(value, str) else ""
-
-
 def field(obj: object, name: str) -> Any:
     """``obj.name``, or ``obj[name]`` for a dict: the clients leave parts they cannot type as
     plain dicts. ``None`` when absent."""
@@ -341,46 +226,18 @@ def unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
     return out
 
 
-def deadline(seconds: float | None) -> contextlib.AbstractAsyncContextManager[object]:
-    """The whole request's time limit. The clients apply ``timeout`` to each network step, so a
-    server sending a byte now and then would never time out; this raises ``TimeoutError`` once
-    ``seconds`` have passed in all (``None``: no limit)."""
-    return contextlib.nullcontext() if seconds is None else asyncio.timeout(seconds)
-
-
-async def sent(
-    request: Awaitable[T],
-    *,
-    api: ModuleType,
-    who: str,
-    env_var: str,
-    key: str | None,
-    timeout: float | None,
-    model: str,
-    root: str,
-) -> T:
-    """Await a client's ``request`` within ``timeout`` in all; a failure is the model failure
-    ``failure_from_exception`` makes of it, raised without its cause (the client's exception holds
-    the request, whose headers carry the key)."""
-    try:
-        async with deadline(timeout):
-            return await request
-    except Exception as exc:
-        raise failure_from_exception(
-            exc, api=api, who=who, env_var=env_var, key=key, timeout=timeout, model=model, root=root
-        ) from None
-
-
 def read_reply(parse: Callable[[Any], T], response: Any, *, who: str, key: str | None) -> T:
     """``parse(response)``; a reply that cannot be read is a model failure whose text never holds
-    ``key`` (the text quotes the reply, which may echo it)."""
+    ``key`` (the text quotes the reply, which may echo it), raised with no link to the first
+    failure, whose text is not redacted (see ``_failures.sent``)."""
     try:
         return parse(response)
     except ModelUnavailable as exc:
-        raise ModelUnavailable(redact(str(exc), key), status=exc.status) from None
+        failure = ModelUnavailable(redact(str(exc), key), status=exc.status)
     except Exception as exc:  # a reply of a shape no server should send
         what = redact(snippet(str(exc)), key)
-        raise ModelUnavailable(f"{who}: unreadable reply ({type(exc).__name__}: {what})") from None
+        failure = ModelUnavailable(f"{who}: unreadable reply ({type(exc).__name__}: {what})")
+    raise failure
 
 
 def snippet(value: object, limit: int = 120) -> str:
@@ -426,19 +283,3 @@ class PerLoop(Generic[T]):
         finally:
             with contextlib.suppress(Exception):
                 await self._close(client)
-
-
-def describe_exception(exc: BaseException) -> str:
-    """A one-line account of a failure: the exception and the deepest cause that says something."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    root: BaseException | None = None
-    seen: set[int] = {id(exc)}
-    cause = exc.__cause__ or exc.__context__
-    while cause is not None and id(cause) not in seen and len(seen) < 20:
-        seen.add(id(cause))
-        if str(cause):
-            root = cause
-        cause = cause.__cause__ or cause.__context__
-    if root is not None and str(root) not in text:
-        text += f" ({type(root).__name__}: {root})"
-    return text
