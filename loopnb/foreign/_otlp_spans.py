@@ -17,7 +17,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -128,7 +129,7 @@ def _any_value(value: Any) -> Any:
         if kind in ("stringValue", "string_value", "doubleValue", "double_value", "boolValue", "bool_value"):
             return raw
         if kind in ("intValue", "int_value"):
-            return int(raw)
+            return _integer(raw, f"an {kind}")
         if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
             if raw is not None and not isinstance(raw, dict):
                 raise _Bad(f"an {kind} should be an object with values, found {describe(raw)}")
@@ -149,16 +150,38 @@ def _attributes(items: Any) -> dict[str, Any]:
             raise _Bad(f"an attribute's key should be a string, found {describe(key)}")
         value = kv.get("value")
         text = value.get("stringValue") if type(value) is dict else None
-        out[key] = text if text is not None else _any_value(value)  # most values are strings
+        try:
+            out[key] = text if text is not None else _any_value(value)  # most values are strings
+        except _Bad as exc:
+            raise _Bad(f"attribute {key!r}: {exc}") from exc
     return out
 
 
-_LIMIT = 2**63 / 1e9
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,20}")
+_BITS = 2**63
+"""OTLP's integers are 64 bits (signed, or unsigned for times)."""
+
+
+def _integer(raw: Any, what: str) -> int:
+    """A 64-bit integer written as a JSON number or (protobuf JSON's way) as a decimal string.
+
+    JSON's ``1e400`` reads as infinity and ``NaN`` as not a number: neither is a whole number,
+    and neither may reach ``int()``, which raises for them."""
+    if (isinstance(raw, float) and raw.is_integer()) or (
+        isinstance(raw, str) and _DECIMAL.fullmatch(raw.strip())
+    ):
+        raw = int(raw)
+    if type(raw) is int and -_BITS <= raw < 2 * _BITS:
+        return raw
+    raise _Bad(f"{what} should be a whole number of 64 bits, found {describe(raw)}")
+
+
+_LIMIT = _BITS / 1e9
 """Times are kept as nanoseconds in 64 bits: from 1677 to 2262."""
 
 
 def _time(seconds: float | None, what: str) -> float | None:
-    if seconds is not None and not -_LIMIT < seconds < _LIMIT:
+    if seconds is not None and not -_LIMIT < seconds < _LIMIT:  # NaN is no time either
         raise _Bad(f"{what} {seconds:.0f} s from 1970 is not a time between the years 1677 and 2262")
     return seconds
 
@@ -166,7 +189,19 @@ def _time(seconds: float | None, what: str) -> float | None:
 def _nanos(value: Any, what: str = "a time") -> float | None:
     if value is None or value == "" or value == 0 or value == "0":
         return None
-    return _time(int(value) / 1e9, what)
+    return _time(_integer(value, f"{what} in nanoseconds") / 1e9, what)
+
+
+def _events(raw: Any, read: Callable[[dict[str, Any]], SpanEvent]) -> list[SpanEvent]:
+    """A span's events, each read by ``read`` (a value of the wrong shape says which event)."""
+    events = []
+    for i, event in enumerate(_list(raw, "events")):
+        if isinstance(event, dict):
+            try:
+                events.append(read(event))
+            except _Bad as exc:
+                raise _Bad(f"events[{i}] {str(event.get('name', ''))!r}: {exc}") from exc
+    return events
 
 
 def _status_code(value: Any) -> str:
@@ -202,15 +237,14 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
     code = status.get("code")
     decoded.note("protobuf-json" if enc == "base64" or isinstance(code, str) else "otlp-json")
     try:
-        events = [
-            SpanEvent(
+        events = _events(
+            raw.get("events"),
+            lambda e: SpanEvent(
                 str(e.get("name", "")),
-                _nanos(_key(e, "timeUnixNano", "time_unix_nano"), "an event's time"),
+                _nanos(_key(e, "timeUnixNano", "time_unix_nano"), "its time"),
                 _attributes(e.get("attributes")),
-            )
-            for e in _list(raw.get("events"), "events")
-            if isinstance(e, dict)
-        ]
+            ),
+        )
         start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"), "the start time")
         end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"), "the end time")
         attributes = _attributes(raw.get("attributes"))
@@ -230,10 +264,8 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
         )
     except _Bad as exc:
         raise RecordingError(f"{where}: {exc}", path=path) from exc
-    except (ValueError, TypeError) as exc:
-        raise RecordingError(
-            f"{where}: a time or an integer value is not a number ({exc})", path=path
-        ) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # what the checks above let through
+        raise RecordingError(f"{where}: not a span's shape ({exception_text(exc)})", path=path) from exc
 
 
 def _scope_name(scope: Any) -> str | None:
@@ -288,15 +320,12 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
     status = _plain(raw.get("status"))
     try:
         start, end = _iso(raw.get("start_time"), "the start time"), _iso(raw.get("end_time"), "the end time")
-        events = [
-            SpanEvent(
-                str(e.get("name", "")),
-                _iso(e.get("timestamp"), "an event's time"),
-                _plain(e.get("attributes")),
-            )
-            for e in _list(raw.get("events"), "events")
-            if isinstance(e, dict)
-        ]
+        events = _events(
+            raw.get("events"),
+            lambda e: SpanEvent(
+                str(e.get("name", "")), _iso(e.get("timestamp"), "its time"), _plain(e.get("attributes"))
+            ),
+        )
         return Span(
             trace_id=trace_id,
             span_id=span_id,
@@ -312,7 +341,7 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
         )
     except _Bad as exc:
         raise RecordingError(f"{where}: {exc}", path=path) from exc
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
 
 
@@ -348,6 +377,8 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    except ValueError as exc:  # an integer past Python's limit on digits
+        raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
     decoder = json.JSONDecoder()
     pos, n = 0, 0
     while True:
@@ -364,6 +395,10 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
             ) from exc
         except json.JSONDecodeError as exc:
             raise RecordingError(f"value {n + 1} is not JSON: {exc.msg}", path=path, line=line) from exc
+        except ValueError as exc:  # an integer past Python's limit on digits
+            raise RecordingError(
+                f"value {n + 1} is JSON this reader cannot read: {exception_text(exc)}", path=path, line=line
+            ) from exc
         n += 1
         yield obj, f"line {line}"
 
@@ -404,22 +439,18 @@ def _readable(span: Any, where: str) -> Span:
         scope = getattr(span, "instrumentation_scope", None)
         status = getattr(span, "status", None)
         code = getattr(getattr(status, "status_code", None), "name", "UNSET")
-
-        def seconds(ns: int | None, what: str) -> float | None:
-            return None if not ns else _time(ns / 1e9, what)
-
         return Span(
             trace_id=format(context.trace_id, "032x"),
             span_id=format(context.span_id, "016x"),
             parent_id=None if parent is None else format(parent.span_id, "016x"),
             name=str(span.name),
-            start=seconds(span.start_time, "the start time"),
-            end=seconds(span.end_time, "the end time"),
+            start=_nanos(span.start_time, "the start time"),
+            end=_nanos(span.end_time, "the end time"),
             status=_status_code(code),
             description=_text(getattr(status, "description", None), "the status description"),
             attributes=dict(span.attributes or {}),
             events=[
-                SpanEvent(e.name, seconds(e.timestamp, "an event's time"), dict(e.attributes or {}))
+                SpanEvent(e.name, _nanos(e.timestamp, "an event's time"), dict(e.attributes or {}))
                 for e in span.events
             ],
             scope=_scope_name(

@@ -433,7 +433,7 @@ def test_from_otel_reads_the_dicts_of_any_encoding():
             + '", "spanId": "'
             + "2" * 16
             + '", "startTimeUnixNano": "soon"}]}]}]}',
-            "a time or an integer value is not a number",
+            "the start time in nanoseconds should be a whole number of 64 bits, found str 'soon'",
         ),
     ],
 )
