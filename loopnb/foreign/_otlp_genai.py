@@ -21,7 +21,8 @@ from typing import Any, Literal, cast, get_args
 
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
-from loopnb.foreign._otlp_spans import Span, describe
+from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._otlp_values import describe
 from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.record._errors import RecordingError
 
