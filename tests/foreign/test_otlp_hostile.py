@@ -186,7 +186,8 @@ CASES = [
     ),
     (
         _attribute("nested", {"kvlistValue": {"values": [{"key": "n", "value": {"int_value": INFINITY}}]}}),
-        "attribute 'nested': attribute 'n': an int_value should be a whole number of 64 bits, found float inf",
+        "attribute 'nested': attribute 'n': an int_value should be a whole number of 64 bits,"
+        " found float inf",
     ),
 ]
 
@@ -207,7 +208,7 @@ def test_1e400_written_in_the_file_reads_as_the_same_error(tmp_path):
     first = _spans(json.loads(text))[0]["startTimeUnixNano"]
     path = tmp_path / "spans.json"
     path.write_text(text.replace(f'"startTimeUnixNano": "{first}"', '"startTimeUnixNano": 1e400', 1))
-    with pytest.raises(RecordingError, match="the start time in nanoseconds .* found float inf$"):
+    with pytest.raises(RecordingError, match=r"the start time in nanoseconds .* found float inf$"):
         loopnb.load(path, format="otlp")
 
 
@@ -218,7 +219,8 @@ def test_token_counts_of_infinity_or_nan_name_the_span_and_the_attribute():
     for value, shown in ((INFINITY, "inf"), (NAN, "nan")):
         kv["value"] = {"doubleValue": value}
         message = f"span {chat['spanId']} {chat['name']!r}, gen_ai.usage.input_tokens: expected a whole"
-        with pytest.raises(RecordingError, match=re.escape(f"{message} number of tokens, found float {shown}")):
+        message += f" number of tokens, found float {shown}"
+        with pytest.raises(RecordingError, match=re.escape(message)):
             loopnb.from_otel([request])
 
 
