@@ -233,3 +233,41 @@ def test_an_integer_longer_than_python_reads_is_a_recording_error(tmp_path):
     path.write_text(REQUEST.read_text().rstrip() + "\n" + "9" * 5000)
     with pytest.raises(RecordingError, match=re.escape(f"{path}, line 2: value 2 is JSON this reader")):
         loopnb.load(path, format="otlp")
+
+
+# -- texts int() and json refuse inside attributes ------------------------------------------------
+
+
+def _set(span: dict[str, Any], key: str, text: str) -> None:
+    kv = next((kv for kv in span["attributes"] if kv["key"] == key), None)
+    if kv is None:
+        span["attributes"].append(kv := {"key": key})
+    kv["value"] = {"stringValue": text}
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "expected"),
+    [
+        ("gen_ai.usage.input_tokens", "²", "a whole number of tokens, found str '²'"),  # isdigit(), not int()
+        ("gen_ai.usage.input_tokens", "9" * 5000, "a whole number of tokens, found str"),
+        ("gen_ai.output.messages", "[" + "9" * 5000 + "]", "a JSON list of messages, found str"),
+        ("gen_ai.input.messages", "[" + "9" * 5000 + "]", "a JSON list of messages, found str"),
+    ],
+)
+def test_texts_python_refuses_to_read_are_named_not_raised(key, text, expected):
+    request = json.loads(REQUEST.read_text())
+    chat = _spans(request)[0]
+    _set(chat, key, text)
+    message = f"[0] resourceSpans[0].scopeSpans[0].spans[0], span {chat['spanId']} {chat['name']!r}, {key}"
+    with pytest.raises(RecordingError, match=f"^{re.escape(f'{message}: expected {expected}')}$"):
+        loopnb.from_otel([request])
+
+
+def test_an_index_int_refuses_is_no_index():
+    """``"²".isdigit()`` holds but ``int("²")`` raises: such a key is not one of the indexed items."""
+    lines = [json.loads(line) for line in (GOLDEN / "openinference.otlp.jsonl").read_text().splitlines()]
+    expected = loopnb.from_otel(lines).turns.drop(columns=["seq"])
+    span = _spans(lines[0])[0]
+    _set(span, "llm.tools.².tool.json_schema", "{}")
+    _set(span, "llm.input_messages.².message.role", "user")
+    assert loopnb.from_otel(lines).turns.drop(columns=["seq"]).equals(expected)
