@@ -167,7 +167,14 @@ def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decode
 def _iso(value: Any, what: str = "a time") -> float | None:
     if not value:
         return None
-    return v.epoch(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp(), what)
+    if isinstance(value, str):
+        try:
+            seconds = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError, OSError):  # not ISO 8601, or past what a timestamp holds
+            pass
+        else:
+            return v.epoch(seconds, what)
+    raise v.Bad(f"{what} should be an ISO 8601 timestamp, found {v.describe(value)}")
 
 
 def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:

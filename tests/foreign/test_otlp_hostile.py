@@ -271,3 +271,14 @@ def test_an_index_int_refuses_is_no_index():
     _set(span, "llm.tools.².tool.json_schema", "{}")
     _set(span, "llm.input_messages.².message.role", "user")
     assert loopnb.from_otel(lines).turns.drop(columns=["seq"]).equals(expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "found"), [(INFINITY, "float inf"), (NAN, "float nan"), ("yesterday", "str 'yesterday'")]
+)
+def test_a_span_to_json_time_that_is_no_timestamp_names_the_time(value, found):
+    spans = [json.loads(line) for line in (GOLDEN / "pydantic_ai_v2.spans.jsonl").read_text().splitlines()]
+    spans[0]["end_time"] = value
+    message = f"[0]: the end time should be an ISO 8601 timestamp, found {found}"
+    with pytest.raises(RecordingError, match=f"^{re.escape(message)}$"):
+        loopnb.from_otel(spans)
