@@ -98,11 +98,11 @@ class Tree:
             node = self.nodes.get(current)
             if node is None:
                 continue
-            before = (node.owner, node.tool, node.chat, node.top)
+            run_top, place = (node.owner, node.top), (node.owner, node.tool, node.chat, node.top)
             self._place(current, node)
-            if (node.owner, node.top) != (before[0], before[3]):
+            if (node.owner, node.top) != run_top:
                 moved.append(current)
-            if current == span_id or (node.owner, node.tool, node.chat, node.top) != before:
+            if current == span_id or (node.owner, node.tool, node.chat, node.top) != place:
                 stack.extend(reversed(self.children.get(current, ())))
         return moved
 

@@ -127,6 +127,8 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
         )
     except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}", path=path) from exc
+    except RecursionError as exc:  # from_otel's dicts are not bounded by a JSON parser's depth
+        raise RecordingError(f"{where}: an attribute nested too deeply to read", path=path) from exc
     except (ValueError, TypeError, OverflowError) as exc:  # what the checks above let through
         raise RecordingError(f"{where}: not a span's shape ({exception_text(exc)})", path=path) from exc
 
