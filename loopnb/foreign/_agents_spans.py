@@ -4,9 +4,9 @@ A ``TracingProcessor`` sees each finished span's ``export()`` (``"object": "trac
 ISO times, ``span_data`` with a ``type``, and ``error``) and each trace's (``"object": "trace"``:
 its id, workflow name, group and metadata). The runner's ``task`` and ``turn`` spans are
 ``custom`` spans whose data says ``sdk_span_type``. This module checks those shapes, groups the
-spans by trace, links each to its parent, and reads what a model span kept of the reply (chat
-completion messages, a Responses dump, or nothing: a Responses model's ``response`` span keeps
-only its id and usage).
+spans by trace and links each to its parent (what a model span kept: ``_agents_replies``). A
+value of the wrong shape is a ``RecordingError`` naming where the span is, which span, the
+field and what was expected (``Span.bad``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from loopnb.engine._messages import Usage
+from loopnb.foreign._otlp_values import describe
 from loopnb.record._errors import RecordingError, RecordingWarning
 
 MODEL_KINDS = ("generation", "response")
+_OWN: Any = object()
+"""A field's value not given: the span's own (``Span.text`` and the like read it from its data)."""
 
 
 @dataclass(slots=True)
@@ -40,6 +42,11 @@ class Span:
     end: float | None
     order: int
     children: list[Span] = field(default_factory=list)
+    where: str = ""
+    """Where it is: ``line N`` of a file, ``item N`` of a list."""
+    path: Path | None = None
+    data_at: str = "span_data"
+    """Where ``data`` is in the export (a custom span's bag: ``span_data.data``)."""
 
     @property
     def duration_ms(self) -> float:
@@ -58,6 +65,42 @@ class Span:
         data = (self.error or {}).get("data")
         return data.get(key) if isinstance(data, dict) else None
 
+    def bad(self, at: str, expected: str, found: Any) -> RecordingError:
+        """The error of a value of the wrong shape at ``at`` of the span's export."""
+        return RecordingError(
+            f"{self.where}, span {self.id} ({self.kind}): {at}: expected {expected}, found {describe(found)}",
+            path=self.path,
+        )
+
+    def text(self, key: str, value: Any = _OWN) -> str | None:
+        """Its data's ``key`` (or ``value``, found there), a string or ``None``."""
+        value = self.data.get(key) if value is _OWN else value
+        if value is None or isinstance(value, str):
+            return value
+        raise self.bad(f"{self.data_at}.{key}", "a string", value)
+
+    def listed(self, key: str, expected: str, value: Any = _OWN) -> list[Any]:
+        """Its data's ``key`` (or ``value``, found there), a list (``None``: an empty one)."""
+        value = self.data.get(key) if value is _OWN else value
+        if value is None or isinstance(value, list):
+            return value or []
+        raise self.bad(f"{self.data_at}.{key}", expected, value)
+
+    def mapping(self, key: str, expected: str, value: Any = _OWN) -> dict[str, Any]:
+        """Its data's ``key`` (or ``value``, found there), an object (``None``: an empty one)."""
+        value = self.data.get(key) if value is _OWN else value
+        if value is None or isinstance(value, dict):
+            return value or {}
+        raise self.bad(f"{self.data_at}.{key}", expected, value)
+
+    def names(self, key: str) -> list[str]:
+        """Its data's ``key``, a list of names (an agent span's ``tools`` and ``handoffs``)."""
+        found = self.listed(key, "a list of names")
+        for i, name in enumerate(found):
+            if not isinstance(name, str):
+                raise self.bad(f"{self.data_at}.{key}[{i}]", "a name (a string)", name)
+        return found
+
 
 @dataclass(slots=True)
 class Trace:
@@ -69,17 +112,15 @@ class Trace:
     roots: list[Span] = field(default_factory=list)
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _when(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
+def _when(span: Span, at: str, value: Any) -> float | None:
+    if value is None or value == "":
         return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except (ValueError, OverflowError, OSError):  # not ISO 8601, or past what a timestamp holds
+            pass
+    raise span.bad(at, "an ISO 8601 time", value)
 
 
 def _where(index: int, lines: bool) -> str:
@@ -96,23 +137,44 @@ def _span(item: dict[str, Any], order: int, where: str, path: Path | None) -> Sp
             path=path,
         )
     kind: str = data["type"]
-    if kind == "custom":
-        bag = _dict(data.get("data"))
-        runner = bag.get("sdk_span_type")
-        kind = runner if runner in ("task", "turn") else f"custom:{data.get('name')}"
-        data = bag
-    error = item.get("error")
-    parent = item.get("parent_id")
-    return Span(
+    span = Span(
         id=span_id,
-        parent=parent if isinstance(parent, str) else None,
+        parent=None,
         kind=kind,
         data=data,
-        error=error if isinstance(error, dict) else None,
-        start=_when(item.get("started_at")),
-        end=_when(item.get("ended_at")),
+        error=None,
+        start=None,
+        end=None,
         order=order,
+        where=where,
+        path=path,
     )
+    if kind == "custom":
+        bag = span.mapping("data", "an object (the custom span's data)")
+        runner = bag.get("sdk_span_type")
+        span.kind = runner if runner in ("task", "turn") else f"custom:{data.get('name')}"
+        span.data, span.data_at = bag, "span_data.data"
+    parent = item.get("parent_id")
+    if parent is not None and not isinstance(parent, str):
+        raise span.bad("parent_id", "a span id (a string) or null", parent)
+    span.parent = parent
+    span.error = _error(span, item.get("error"))
+    span.start = _when(span, "started_at", item.get("started_at"))
+    span.end = _when(span, "ended_at", item.get("ended_at"))
+    return span
+
+
+def _error(span: Span, error: Any) -> dict[str, Any] | None:
+    """A span's ``error``: ``null``, or ``{message, data}``."""
+    if error is None:
+        return None
+    if not isinstance(error, dict):
+        raise span.bad("error", "an object ({message, data}) or null", error)
+    for key, kind, expected in (("message", str, "a string"), ("data", dict, "an object")):
+        value = error.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise span.bad(f"error.{key}", expected, value)
+    return error
 
 
 def traces(items: Iterable[tuple[int, Any]], *, lines: bool, path: Path | None = None) -> list[Trace]:
@@ -149,161 +211,33 @@ def _key(span: Span) -> tuple[float, int]:
 
 
 def _link(trace: Trace) -> None:
+    """Hang each span under its parent; a parent chain that loops (so none of its spans is
+    reached from a root) is a ``RecordingError``, not spans left out."""
     by_id = {s.id: s for s in trace.spans}
     for span in sorted(trace.spans, key=_key):
         parent = by_id.get(span.parent) if span.parent else None
         (parent.children if parent is not None and parent is not span else trace.roots).append(span)
+    reached = {id(s) for s in walk(trace.roots, into_calls=True)}
+    lost = next((s for s in trace.spans if id(s) not in reached), None)
+    if lost is not None:
+        raise lost.bad("parent_id", "a parent whose own parents do not lead back to this span", lost.parent)
 
 
-def walk(spans: Iterable[Span]) -> Iterator[Span]:
+def walk(spans: Iterable[Span], *, into_calls: bool = False) -> Iterator[Span]:
     """``spans`` and their descendants, depth first in start order, without going inside a
-    function span (a nested run, an agent used as a tool, belongs to its call)."""
-    for span in spans:
+    function span (a nested run, an agent used as a tool, belongs to its call) unless
+    ``into_calls``. Iterative: a trace nested thousands deep is no ``RecursionError``."""
+    stack = list(spans)[::-1]
+    while stack:
+        span = stack.pop()
         yield span
-        if span.kind != "function":
-            yield from walk(span.children)
-
-
-def usage_of(data: dict[str, Any]) -> Usage | None:
-    """The tokens a span's ``usage`` reports, if it has any."""
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    ins = usage.get("input_tokens", usage.get("prompt_tokens"))
-    outs = usage.get("output_tokens", usage.get("completion_tokens"))
-    if not isinstance(ins, int) and not isinstance(outs, int):
-        return None
-    return Usage(
-        input_tokens=ins if isinstance(ins, int) else 0, output_tokens=outs if isinstance(outs, int) else 0
-    )
-
-
-@dataclass(slots=True)
-class Reply:
-    """What a model span kept of the model's answer."""
-
-    text: str | None = None
-    calls: list[tuple[str, str, str]] = field(default_factory=list)
-    """``(call_id, name, arguments)`` in the order the model made them."""
-    model: str | None = None
-    kept: bool = False
-    """Whether the span kept the answer at all (a ``response`` span never does)."""
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        texts = [t for t in parts if isinstance(t, str)]
-        return "".join(texts) if texts else None
-    return None
-
-
-def _items(items: list[Any], reply: Reply) -> None:
-    """Responses output items: ``message`` and ``function_call``."""
-    texts = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "message":
-            text = _text(item.get("content"))
-            if text is not None:
-                texts.append(text)
-        elif item.get("type") == "function_call":
-            reply.calls.append(
-                (
-                    str(item.get("call_id") or ""),
-                    str(item.get("name") or ""),
-                    str(item.get("arguments") or ""),
-                )
-            )
-    reply.text = "".join(texts) if texts else None
-
-
-def reply_of(span: Span) -> Reply:
-    """The reply a ``generation`` span's output holds: chat completion messages (the Chat
-    Completions and LiteLLM models), a Responses dump (their streaming path) or output items."""
-    reply = Reply(model=span.data.get("model") if isinstance(span.data.get("model"), str) else None)
-    output = span.data.get("output")
-    if not isinstance(output, list):
-        return reply
-    reply.kept = True
-    messages = [m for m in output if isinstance(m, dict)]
-    if any("output" in m for m in messages):  # Response.model_dump()
-        for dump in messages:
-            _items(dump.get("output") or [], reply)
-            reply.model = reply.model or dump.get("model")
-        return reply
-    if any(m.get("type") in ("message", "function_call") for m in messages):
-        _items(messages, reply)
-        return reply
-    texts = [t for t in (_text(m.get("content")) for m in messages) if t is not None]
-    reply.text = "".join(texts) if texts else None
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            if not isinstance(call, dict):
-                continue
-            function = _dict(call.get("function"))
-            reply.calls.append(
-                (
-                    str(call.get("id") or ""),
-                    str(function.get("name") or ""),
-                    str(function.get("arguments") or ""),
-                )
-            )
-    return reply
-
-
-def read_back(spans: Iterable[Span]) -> dict[str, str]:
-    """What the model read for each call id, from the inputs model spans kept (chat ``tool``
-    messages, Responses ``function_call_output`` items)."""
-    seen: dict[str, str] = {}
-    for span in spans:
-        items = span.data.get("input") if span.kind == "generation" else None
-        for item in items if isinstance(items, list) else ():
-            if not isinstance(item, dict):
-                continue
-            if item.get("role") == "tool":
-                call_id, content = item.get("tool_call_id"), _text(item.get("content"))
-            elif item.get("type") == "function_call_output":
-                call_id, content = item.get("call_id"), _text(item.get("output"))
-            else:
-                continue
-            if isinstance(call_id, str) and content is not None:
-                seen[call_id] = content
-    return seen
-
-
-def prompt_of(spans: Iterable[Span]) -> tuple[str, str | None]:
-    """The first user prompt and the system prompt the first model span with an input kept."""
-    for span in spans:
-        items = span.data.get("input") if span.kind == "generation" else None
-        if isinstance(items, str):
-            return items, None
-        if not isinstance(items, list):
-            continue
-        roles = [(m.get("role"), _text(m.get("content"))) for m in items if isinstance(m, dict)]
-        task = next((text for role, text in roles if role == "user" and text is not None), "")
-        system = next((text for role, text in roles if role in ("system", "developer") and text), None)
-        return task, system
-    return "", None
+        if into_calls or span.kind != "function":
+            stack.extend(reversed(span.children))
 
 
 def handoff_tool(agent: str) -> str:
     """The tool name the SDK gives a handoff to ``agent`` by default."""
     return re.sub(r"[^a-zA-Z0-9_]", "_", f"transfer_to_{agent}".replace(" ", "_")).lower()
-
-
-def arguments(raw: Any) -> dict[str, Any] | str:
-    """A call's arguments: the JSON object the model sent, else its raw text."""
-    if raw is None or raw == "":
-        return {}
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return str(raw)
-    return parsed if isinstance(parsed, dict) else str(raw)
 
 
 def parse_lines(data: bytes, path: Path) -> list[tuple[int, Any]]:
@@ -316,6 +250,10 @@ def parse_lines(data: bytes, path: Path) -> list[tuple[int, Any]]:
             continue
         try:
             items.append((number, json.loads(line)))
+        except RecursionError as exc:
+            raise RecordingError(
+                "JSON nested too deeply to be a span or a trace", path=path, line=number
+            ) from exc
         except ValueError as exc:
             if number == len(rows) and items:
                 warnings.warn(

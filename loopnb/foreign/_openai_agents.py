@@ -36,21 +36,8 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall, Usage
-from loopnb.foreign._agents_spans import (
-    MODEL_KINDS,
-    Reply,
-    Span,
-    Trace,
-    arguments,
-    handoff_tool,
-    parse_lines,
-    prompt_of,
-    read_back,
-    reply_of,
-    traces,
-    usage_of,
-    walk,
-)
+from loopnb.foreign._agents_replies import Reply, arguments, prompt_of, read_back, reply_of, usage_of
+from loopnb.foreign._agents_spans import MODEL_KINDS, Span, Trace, handoff_tool, parse_lines, traces, walk
 from loopnb.foreign._transcript import RunWriter, status
 from loopnb.record._errors import RecordingError
 
@@ -142,8 +129,8 @@ def _turns(spans: list[Span]) -> list[_Turn]:
 
 def _tool_name(span: Span) -> str:
     if span.kind == "handoff":
-        return handoff_tool(str(span.data.get("to_agent") or ""))
-    return str(span.data.get("name") or "")
+        return handoff_tool(span.text("to_agent") or "")
+    return span.text("name") or ""
 
 
 class _Run:
@@ -159,20 +146,18 @@ class _Run:
         self.seen = read_back(self.spans)
         tools: dict[str, None] = {}
         for agent in self.agents:
-            tools.update(dict.fromkeys(str(t) for t in agent.data.get("tools") or ()))
-            tools.update(dict.fromkeys(handoff_tool(str(h)) for h in agent.data.get("handoffs") or ()))
+            tools.update(dict.fromkeys(agent.names("tools")))
+            tools.update(dict.fromkeys(map(handoff_tool, agent.names("handoffs"))))
         self.tools = tuple(tools)
 
     def _reply(self, turn: _Turn) -> Reply:
         return reply_of(turn.models[-1]) if turn.models else Reply()
 
     def _usage(self, turn: _Turn) -> Usage | None:
-        usage = usage_of(turn.span.data) if turn.span is not None else None
-        if usage is not None:
+        found = [u for u in map(usage_of, turn.models) if u is not None]  # each checked, used or not
+        usage = usage_of(turn.span) if turn.span is not None else None
+        if usage is not None or not found:
             return usage
-        found = [u for u in (usage_of(m.data) for m in turn.models) if u is not None]
-        if not found:
-            return None
         return Usage(sum(u.input_tokens for u in found), sum(u.output_tokens for u in found))
 
     def _calls(self, turn: _Turn, reply: Reply) -> list[tuple[ToolCall, Span | None]]:
@@ -206,7 +191,7 @@ class _Run:
             return read or "", None, "missing", False
         said = "ok" if span.error is None else "error"
         if span.kind == "handoff":
-            return read or json.dumps({"assistant": span.data.get("to_agent")}), None, said, True
+            return read or json.dumps({"assistant": span.text("to_agent")}), None, said, True
         output = span.data.get("output")
         content = read if read is not None else "" if output is None else str(output)
         if span.error is None:
@@ -272,7 +257,7 @@ class _Run:
             "workflow_name": info.get("workflow_name"),
             "group_id": info.get("group_id"),
             "metadata": info.get("metadata"),
-            "agents": list(dict.fromkeys(str(a.data.get("name")) for a in self.agents)) or None,
+            "agents": list(dict.fromkeys(str(a.text("name")) for a in self.agents)) or None,
         }
         return RunWriter(
             self.run_id,
@@ -374,6 +359,8 @@ def read(path: Path) -> Recording:
     with collector_paused():  # spans and events hold no cycles: see collector_paused
         try:
             whole = _listed(json.loads(data))
+        except RecursionError as exc:
+            raise RecordingError("JSON nested too deeply to be spans or traces", path=path) from exc
         except ValueError:
             whole = None  # JSON Lines: more than one document
         if whole is not None:

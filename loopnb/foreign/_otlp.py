@@ -110,6 +110,8 @@ def _recording(decoded: Decoded, path: Path | None) -> Recording:
         if path is None or exc.path is not None:
             raise
         raise RecordingError(exc.reason, path=path) from exc
+    except RecursionError as exc:  # an attribute's JSON written out again past Python's depth
+        raise RecordingError("a span holds a value nested too deeply to read", path=path) from exc
     scopes = Counter(s.scope for s in decoded.spans if s.scope)
     source = {
         "format": NAME,

@@ -21,7 +21,8 @@ from typing import Any, Literal, cast, get_args
 
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
-from loopnb.foreign._otlp_spans import Span, describe
+from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._otlp_values import Bad, describe, integer
 from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.record._errors import RecordingError
 
@@ -86,7 +87,7 @@ def loads(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except (json.JSONDecodeError, RecursionError):  # not JSON (or nested past any reason): text
+        except (ValueError, RecursionError):  # not JSON (nested past reason, too long a number): text
             return value
     return value
 
@@ -107,7 +108,7 @@ def indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     for key, value in attrs.items():
         if key.startswith(dotted):
             index, _, rest = key[len(dotted) :].partition(".")
-            if index.isdigit():
+            if index.isascii() and index.isdecimal() and len(index) < 10:  # not "²", which int() refuses
                 groups.setdefault(int(index), {})[rest] = value
     return [groups[i] for i in sorted(groups)]
 
@@ -134,12 +135,11 @@ def _count(span: Span, names: tuple[str, ...]) -> int | None:
         value = span.attributes.get(name)
         if value is None:
             continue
-        count = value
-        if (isinstance(value, float) and value.is_integer()) or (
-            isinstance(value, str) and value.strip().isdigit()
-        ):
-            count = int(value)
-        if type(count) is not int or not 0 <= count < 2**63:
+        try:
+            count = integer(value, name)  # a number or a decimal text: not 1e400, NaN or "²"
+        except Bad:
+            count = -1
+        if not 0 <= count < 2**63:
             raise bad(span, Malformed(name, "a whole number of tokens", value))
         return count
     return None

@@ -217,7 +217,7 @@ class History:
             if len(raw) > n and raw[n - 1] == "," and before[-1] == "]" and raw.startswith(before[:-1]):
                 try:
                     added = json.loads("[" + raw[n:])  # what follows the last message read
-                except (json.JSONDecodeError, RecursionError):
+                except (ValueError, RecursionError):
                     added = None
                 if isinstance(added, list):
                     found = read + _semconv(added, INPUTS, len(read))

@@ -8,8 +8,9 @@ inside a tool is the tool's business, not a turn of the run.
 ``Tree`` places each span as it comes, from its parent's place, so that a reader fed one span
 at a time (``loopnb.otel.LiveSpans``) does as much per span whatever the trace's length; a span
 placed again (as it ended) whose role changed, or a parent that arrives after its children (a
-file lists spans as they ended), places its subtree again. ``split_runs`` reads a whole trace
-with the same ``Tree``.
+file lists spans as they ended), places again what hangs below it, as far down as a place
+changes: a chain listed leaf first is placed in time linear in its length. ``split_runs`` reads
+a whole trace with the same ``Tree``.
 """
 
 from __future__ import annotations
@@ -79,7 +80,13 @@ class Tree:
         node.chat = chat or node.role == "chat"
 
     def _again(self, span_id: str) -> list[str]:
-        """Place ``span_id`` and everything below it again; the ids whose place changed."""
+        """Place ``span_id`` again, and below it every span whose parent's place changed; the
+        ids whose run or ``top`` changed.
+
+        A span's place follows from its role and its parent's place alone, so the walk stops
+        where a place stays as it was. As ancestors arrive a span's run is set once and its
+        ``tool``, ``chat`` and ``top`` each flip once, so a chain listed leaf first (as its
+        spans end) is placed in time linear in its length, not quadratic."""
         moved: list[str] = []
         seen: set[str] = set()
         stack = [span_id]
@@ -91,11 +98,12 @@ class Tree:
             node = self.nodes.get(current)
             if node is None:
                 continue
-            before = (node.owner, node.top)
+            run_top, place = (node.owner, node.top), (node.owner, node.tool, node.chat, node.top)
             self._place(current, node)
-            if (node.owner, node.top) != before:
+            if (node.owner, node.top) != run_top:
                 moved.append(current)
-            stack.extend(reversed(self.children.get(current, ())))
+            if current == span_id or (node.owner, node.tool, node.chat, node.top) != place:
+                stack.extend(reversed(self.children.get(current, ())))
         return moved
 
     def owner(self, span_id: str) -> str | None:

@@ -10,24 +10,23 @@ Four sources, all read without the OpenTelemetry packages:
 - the SDK's ``span.to_json()`` dicts, in a JSON list, one a line, or one after another as the
   ``ConsoleSpanExporter`` prints them;
 - SDK ``ReadableSpan`` objects in memory (``from_otel``), read by their attributes.
+
+A span's values (ids, attributes, integers, times) are read by ``_otlp_values``; a value of the
+wrong shape is a ``RecordingError`` saying where the span is and what was expected.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from loopnb.engine._errors import exception_text
+from loopnb.foreign import _otlp_values as v
 from loopnb.record._errors import RecordingError
-
-STATUS_NAMES = ("UNSET", "OK", "ERROR")
-"""OTel's status codes, by their number."""
 
 
 @dataclass(slots=True)
@@ -77,143 +76,41 @@ def _key(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d.get(snake) if value is None else value
 
 
-def _hex_id(value: Any, size: int, where: str, path: Path | None) -> tuple[str | None, str]:
-    """A trace or span id as lowercase hex, and whether it was written as hex or base64."""
-    if value is None or value == "":
-        return None, ""
-    if not isinstance(value, str):
-        raise RecordingError(f"{where}: an id should be a string, found {value!r}", path=path)
-    text = value[2:] if value.startswith("0x") else value
-    if len(text) == 2 * size:
-        try:
-            int(text, 16)
-            return text.lower(), "hex"
-        except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != size:
-        raise RecordingError(
-            f"{where}: id {value!r} is neither {2 * size} hex digits nor the base64 of {size} bytes",
-            path=path,
-        )
-    return raw.hex(), "base64"
-
-
-class _Bad(Exception):
-    """A value that is not what the encoding says (the span's decoder adds where it is)."""
-
-
-def describe(value: Any) -> str:
-    """A value as an error message names it: its type, and the value when it is short."""
-    text = repr(value)
-    return type(value).__name__ + (f" {text}" if len(text) <= 40 else "")
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _Bad(f"{what} should be a list, found {describe(value)}")
-    return value
-
-
-def _any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``, ...) as Python."""
-    if not isinstance(value, dict):
-        return value
-    for kind, raw in value.items():
-        if kind in ("stringValue", "string_value", "doubleValue", "double_value", "boolValue", "bool_value"):
-            return raw
-        if kind in ("intValue", "int_value"):
-            return int(raw)
-        if kind in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
-            if raw is not None and not isinstance(raw, dict):
-                raise _Bad(f"an {kind} should be an object with values, found {describe(raw)}")
-            values = _list((raw or {}).get("values"), f"an {kind}'s values")
-            return [_any_value(v) for v in values] if kind.startswith("array") else _attributes(values)
-        if kind in ("bytesValue", "bytes_value"):
-            return raw
-    return None
-
-
-def _attributes(items: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kv in _list(items, "attributes"):
-        if type(kv) is not dict or "key" not in kv:
-            continue
-        key = kv["key"]
-        if type(key) is not str:
-            raise _Bad(f"an attribute's key should be a string, found {describe(key)}")
-        value = kv.get("value")
-        text = value.get("stringValue") if type(value) is dict else None
-        out[key] = text if text is not None else _any_value(value)  # most values are strings
-    return out
-
-
-_LIMIT = 2**63 / 1e9
-"""Times are kept as nanoseconds in 64 bits: from 1677 to 2262."""
-
-
-def _time(seconds: float | None, what: str) -> float | None:
-    if seconds is not None and not -_LIMIT < seconds < _LIMIT:
-        raise _Bad(f"{what} {seconds:.0f} s from 1970 is not a time between the years 1677 and 2262")
-    return seconds
-
-
-def _nanos(value: Any, what: str = "a time") -> float | None:
-    if value is None or value == "" or value == 0 or value == "0":
-        return None
-    return _time(int(value) / 1e9, what)
-
-
-def _status_code(value: Any) -> str:
-    if value is None:
-        return "UNSET"
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(STATUS_NAMES):
-        return STATUS_NAMES[value]
-    name = value.removeprefix("STATUS_CODE_").upper() if isinstance(value, str) else None
-    if name not in STATUS_NAMES:
-        raise _Bad(f"a status code should be UNSET, OK or ERROR (0, 1, 2), found {describe(value)}")
-    return name
-
-
-def _text(value: Any, what: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise _Bad(f"{what} should be a string, found {describe(value)}")
-    return value or None
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
+def _events(raw: Any, read: Callable[[dict[str, Any]], SpanEvent]) -> list[SpanEvent]:
+    """A span's events, each read by ``read`` (a value of the wrong shape says which event)."""
+    events = []
+    for i, event in enumerate(v.listed(raw, "events")):
+        if isinstance(event, dict):
+            try:
+                events.append(read(event))
+            except v.Bad as exc:
+                raise v.Bad(f"events[{i}] {str(event.get('name', ''))!r}: {exc}") from exc
+    return events
 
 
 def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decoded: Decoded) -> Span:
     if not isinstance(raw, dict):
         raise RecordingError(f"{where}: a span should be an object, found {type(raw).__name__}", path=path)
-    trace_id, enc = _hex_id(_key(raw, "traceId", "trace_id"), 16, where, path)
-    span_id, _ = _hex_id(_key(raw, "spanId", "span_id"), 8, where, path)
+    trace_id, enc = v.hex_id(_key(raw, "traceId", "trace_id"), 16, where, path)
+    span_id, _ = v.hex_id(_key(raw, "spanId", "span_id"), 8, where, path)
     if trace_id is None or span_id is None:
         raise RecordingError(f"{where}: a span needs traceId and spanId", path=path)
-    parent_id, _ = _hex_id(_key(raw, "parentSpanId", "parent_span_id"), 8, where, path)
-    status = _plain(raw.get("status"))
+    parent_id, _ = v.hex_id(_key(raw, "parentSpanId", "parent_span_id"), 8, where, path)
+    status = v.plain(raw.get("status"))
     code = status.get("code")
     decoded.note("protobuf-json" if enc == "base64" or isinstance(code, str) else "otlp-json")
     try:
-        events = [
-            SpanEvent(
+        events = _events(
+            raw.get("events"),
+            lambda e: SpanEvent(
                 str(e.get("name", "")),
-                _nanos(_key(e, "timeUnixNano", "time_unix_nano"), "an event's time"),
-                _attributes(e.get("attributes")),
-            )
-            for e in _list(raw.get("events"), "events")
-            if isinstance(e, dict)
-        ]
-        start = _nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"), "the start time")
-        end = _nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"), "the end time")
-        attributes = _attributes(raw.get("attributes"))
+                v.nanos(_key(e, "timeUnixNano", "time_unix_nano"), "its time"),
+                v.attributes(e.get("attributes")),
+            ),
+        )
+        start = v.nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"), "the start time")
+        end = v.nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"), "the end time")
+        attributes = v.attributes(raw.get("attributes"))
         return Span(
             trace_id=trace_id,
             span_id=span_id,
@@ -221,19 +118,19 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
             name=str(raw.get("name", "")),
             start=start,
             end=end,
-            status=_status_code(code),
-            description=_text(status.get("message"), "the status message"),
+            status=v.status_code(code),
+            description=v.text(status.get("message"), "the status message"),
             attributes=attributes,
             events=events,
             scope=scope,
             where=where,
         )
-    except _Bad as exc:
+    except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}", path=path) from exc
-    except (ValueError, TypeError) as exc:
-        raise RecordingError(
-            f"{where}: a time or an integer value is not a number ({exc})", path=path
-        ) from exc
+    except RecursionError as exc:  # from_otel's dicts are not bounded by a JSON parser's depth
+        raise RecordingError(f"{where}: an attribute nested too deeply to read", path=path) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # what the checks above let through
+        raise RecordingError(f"{where}: not a span's shape ({exception_text(exc)})", path=path) from exc
 
 
 def _scope_name(scope: Any) -> str | None:
@@ -263,7 +160,7 @@ def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decode
             spans = scoped.get("spans")
             if spans is not None and not isinstance(spans, list):
                 at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans"
-                raise RecordingError(f"{at} should be a list, found {describe(spans)}", path=path)
+                raise RecordingError(f"{at} should be a list, found {v.describe(spans)}", path=path)
             for i, raw in enumerate(spans or ()):
                 at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
                 decoded.spans.append(_otlp_span(raw, scope, at, path, decoded))
@@ -272,7 +169,14 @@ def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decode
 def _iso(value: Any, what: str = "a time") -> float | None:
     if not value:
         return None
-    return _time(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp(), what)
+    if isinstance(value, str):
+        try:
+            seconds = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError, OSError):  # not ISO 8601, or past what a timestamp holds
+            pass
+        else:
+            return v.epoch(seconds, what)
+    raise v.Bad(f"{what} should be an ISO 8601 timestamp, found {v.describe(value)}")
 
 
 def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
@@ -280,23 +184,20 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
     context = raw.get("context")
     if not isinstance(context, dict):
         raise RecordingError(f"{where}: a span.to_json() dict needs a context object", path=path)
-    trace_id, _ = _hex_id(context.get("trace_id"), 16, where, path)
-    span_id, _ = _hex_id(context.get("span_id"), 8, where, path)
+    trace_id, _ = v.hex_id(context.get("trace_id"), 16, where, path)
+    span_id, _ = v.hex_id(context.get("span_id"), 8, where, path)
     if trace_id is None or span_id is None:
         raise RecordingError(f"{where}: the span's context needs trace_id and span_id", path=path)
-    parent_id, _ = _hex_id(raw.get("parent_id"), 8, where, path)
-    status = _plain(raw.get("status"))
+    parent_id, _ = v.hex_id(raw.get("parent_id"), 8, where, path)
+    status = v.plain(raw.get("status"))
     try:
         start, end = _iso(raw.get("start_time"), "the start time"), _iso(raw.get("end_time"), "the end time")
-        events = [
-            SpanEvent(
-                str(e.get("name", "")),
-                _iso(e.get("timestamp"), "an event's time"),
-                _plain(e.get("attributes")),
-            )
-            for e in _list(raw.get("events"), "events")
-            if isinstance(e, dict)
-        ]
+        events = _events(
+            raw.get("events"),
+            lambda e: SpanEvent(
+                str(e.get("name", "")), _iso(e.get("timestamp"), "its time"), v.plain(e.get("attributes"))
+            ),
+        )
         return Span(
             trace_id=trace_id,
             span_id=span_id,
@@ -304,15 +205,15 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
             name=str(raw.get("name", "")),
             start=start,
             end=end,
-            status=_status_code(status.get("status_code")),
-            description=_text(status.get("description"), "the status description"),
-            attributes=_plain(raw.get("attributes")),
+            status=v.status_code(status.get("status_code")),
+            description=v.text(status.get("description"), "the status description"),
+            attributes=v.plain(raw.get("attributes")),
             events=events,
             where=where,
         )
-    except _Bad as exc:
+    except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}", path=path) from exc
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
 
 
@@ -348,6 +249,8 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    except ValueError as exc:  # an integer past Python's limit on digits
+        raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
     decoder = json.JSONDecoder()
     pos, n = 0, 0
     while True:
@@ -364,6 +267,10 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
             ) from exc
         except json.JSONDecodeError as exc:
             raise RecordingError(f"value {n + 1} is not JSON: {exc.msg}", path=path, line=line) from exc
+        except ValueError as exc:  # an integer past Python's limit on digits
+            raise RecordingError(
+                f"value {n + 1} is JSON this reader cannot read: {exception_text(exc)}", path=path, line=line
+            ) from exc
         n += 1
         yield obj, f"line {line}"
 
@@ -404,22 +311,18 @@ def _readable(span: Any, where: str) -> Span:
         scope = getattr(span, "instrumentation_scope", None)
         status = getattr(span, "status", None)
         code = getattr(getattr(status, "status_code", None), "name", "UNSET")
-
-        def seconds(ns: int | None, what: str) -> float | None:
-            return None if not ns else _time(ns / 1e9, what)
-
         return Span(
             trace_id=format(context.trace_id, "032x"),
             span_id=format(context.span_id, "016x"),
             parent_id=None if parent is None else format(parent.span_id, "016x"),
             name=str(span.name),
-            start=seconds(span.start_time, "the start time"),
-            end=seconds(span.end_time, "the end time"),
-            status=_status_code(code),
-            description=_text(getattr(status, "description", None), "the status description"),
+            start=v.nanos(span.start_time, "the start time"),
+            end=v.nanos(span.end_time, "the end time"),
+            status=v.status_code(code),
+            description=v.text(getattr(status, "description", None), "the status description"),
             attributes=dict(span.attributes or {}),
             events=[
-                SpanEvent(e.name, seconds(e.timestamp, "an event's time"), dict(e.attributes or {}))
+                SpanEvent(e.name, v.nanos(e.timestamp, "an event's time"), dict(e.attributes or {}))
                 for e in span.events
             ],
             scope=_scope_name(
@@ -427,7 +330,7 @@ def _readable(span: Any, where: str) -> Span:
             ),
             where=where,
         )
-    except _Bad as exc:
+    except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}") from exc
     except (AttributeError, TypeError, ValueError) as exc:
         raise RecordingError(f"{where}: not a ReadableSpan's shape ({exception_text(exc)})") from exc

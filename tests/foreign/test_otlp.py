@@ -425,7 +425,7 @@ def test_from_otel_reads_the_dicts_of_any_encoding():
         (
             '{"name": "x", "context": {"trace_id": "0x' + "1" * 32 + '", "span_id": "0x' + "2" * 16 + '"},'
             ' "kind": "SpanKind.INTERNAL", "start_time": "yesterday"}',
-            "a time is not an ISO 8601 timestamp",
+            "the start time should be an ISO 8601 timestamp, found str 'yesterday'",
         ),
         (
             '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "'
@@ -433,7 +433,7 @@ def test_from_otel_reads_the_dicts_of_any_encoding():
             + '", "spanId": "'
             + "2" * 16
             + '", "startTimeUnixNano": "soon"}]}]}]}',
-            "a time or an integer value is not a number",
+            "the start time in nanoseconds should be a whole number of 64 bits, found str 'soon'",
         ),
     ],
 )
