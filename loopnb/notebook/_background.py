@@ -8,13 +8,13 @@ the latest state, and the worker never waits for another thread's write to the p
 
 from __future__ import annotations
 
-import html
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._errors import LoopError, exception_text
 from loopnb.engine._result import RunResult
+from loopnb.notebook._html import Html
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
@@ -259,7 +259,7 @@ class BackgroundRun:
         return bundle
 
     def _label_html(self) -> str:
-        return f"<code>{html.escape(repr(self))}</code>"
+        return str(Html("<code>{}</code>").format(repr(self)))
 
     def _relabel(self) -> None:
         """Bring every displayed line of this run up to date.

@@ -4,10 +4,10 @@ Each pane is drawn from a public frame or view: the timelines from each side's t
 from its events by ``ViewModel``, as the live view folds them, or read from the turns frame of a
 side that has no events), the inspectors from those turns (``inspector_html``) or from the
 aligned frame ``Comparison.turns``, the totals from ``Comparison.totals``, the flows from
-``Comparison.flows()`` and a what-if's findings from its ``WhatIf.text()``. Every text from a
-run goes through ``esc``, which redacts it (a notebook may save the widget's panes and its
-picture); a page that leaves the process also redacts the events it folds (``redact``), as the
-report does.
+``Comparison.flows()`` and a what-if's findings from its ``WhatIf.text()``. Every pane is
+``Html`` filled into ``Html`` templates (``loopnb.notebook._html``): a text from a run is escaped
+and redacted wherever it goes (a notebook may save the widget's panes and its picture); a page
+that leaves the process also redacts the events it folds (``redact``), as the report does.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopnb._palette import ACCENT, INK, PALE
+from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT
-from loopnb.notebook._markup import NAME_LIMIT, chip, code, esc, inspector_html
+from loopnb.notebook._markup import NAME_LIMIT, chip, code, inspector_html
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.record._compare_frames import TOTALS_LABELS
@@ -28,13 +29,17 @@ if TYPE_CHECKING:
 
 Redact = Callable[[str], str]
 _SAME: Redact = str
-_BOX = f"font-size:13px;line-height:1.35;color:{TEXT};overflow-wrap:anywhere"
-_CELL = f"padding:3px 10px 3px 0;vertical-align:top;border-bottom:1px solid {LINE};text-align:left"
-_MUTED = f"color:{MUTED}"
-_PRE = (
-    f"white-space:pre-wrap;margin:2px 0 6px;padding:4px 6px;background:{CODE_BG};color:{TEXT};"
-    f"font-family:{CODE_FONT};font-size:12px;border-radius:4px;max-height:14em;overflow:auto"
+_BOX = Html("font-size:13px;line-height:1.35;color:{};overflow-wrap:anywhere").format(TEXT)
+_CELL = Html("padding:3px 10px 3px 0;vertical-align:top;border-bottom:1px solid {};text-align:left").format(
+    LINE
 )
+_MUTED = Html("color:{}").format(MUTED)
+_PRE = Html(
+    "white-space:pre-wrap;margin:2px 0 6px;padding:4px 6px;background:{};color:{};"
+    "font-family:{};font-size:12px;border-radius:4px;max-height:14em;overflow:auto"
+).format(CODE_BG, TEXT, CODE_FONT)
+_NOTHING = Html()
+_NOWRAP = Html(";white-space:nowrap")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,50 +128,49 @@ def marked_turn(c: Comparison, k: int) -> int | None:
     return next((int(v) for v in column.astype(object).tolist() if _int(v) is not None), None)
 
 
-def divergence_html(c: Comparison, redact: Redact = _SAME) -> str:
+def divergence_html(c: Comparison, redact: Redact = _SAME) -> Html:
     """The headline: which runs, and where they first diverge (or that they agree)."""
     la, lb = c.labels
     ra, rb = (s.run_id for s in c.sides)
-    head = (
-        f"<b>compare</b> {esc(la, NAME_LIMIT)} (run {code(ra, NAME_LIMIT)}) with "
-        f"{esc(lb, NAME_LIMIT)} (run {code(rb, NAME_LIMIT)}) · {len(c.turns):,} aligned rows"
+    head = Html("<b>compare</b> {} (run {}) with {} (run {}) · {:,} aligned rows").format(
+        esc(la, NAME_LIMIT), code(ra, NAME_LIMIT), esc(lb, NAME_LIMIT), code(rb, NAME_LIMIT), len(c.turns)
     )
     d = c.divergence
     if d is None:
-        said = f"{chip('ok', 'agree')} the two runs agree on every turn and end alike"
+        said = Html("{} the two runs agree on every turn and end alike").format(chip("ok", "agree"))
     else:
-        said = (
-            f'<span class="loopnb-divergence" data-turn="{d.turn}" data-how="{esc(d.how)}" '
-            f'style="border-left:3px solid {ACCENT};padding-left:6px">first divergence '
-            f"(<b>{esc(d.how)}</b>): {esc(redact(d.text()), 600)}</span>"
-        )
-    box = f'<div class="loopnb-compare-head" style="{_BOX};margin:8px 0">'
-    return f"{box}<div>{head}</div><div>{said}</div></div>"
+        said = Html(
+            '<span class="loopnb-divergence" data-turn="{turn}" data-how="{how}" '
+            'style="border-left:3px solid {accent};padding-left:6px">first divergence '
+            "(<b>{how}</b>): {text}</span>"
+        ).format(turn=d.turn, how=d.how, accent=ACCENT, text=esc(redact(d.text()), 600))
+    return Html(
+        '<div class="loopnb-compare-head" style="{};margin:8px 0"><div>{}</div><div>{}</div></div>'
+    ).format(_BOX, head, said)
 
 
-def what_if_html(c: Comparison, redact: Redact = _SAME) -> str:
+def what_if_html(c: Comparison, redact: Redact = _SAME) -> Html:
     """A what-if's findings in words (``WhatIf.text()``) under the headline, when ``c`` came from
     ``what_if``; empty for a ``compare`` of two runs."""
     from loopnb.record._whatif_report import WhatIf
 
     found = getattr(c, "what_if", None)
     if not isinstance(found, WhatIf):
-        return ""
-    return (
-        f'<div class="loopnb-what-if" style="{_BOX};margin:8px 0">'
-        f'<pre style="{_PRE}">{esc(redact(found.text()), 4000)}</pre></div>'
+        return _NOTHING
+    return Html('<div class="loopnb-what-if" style="{};margin:8px 0"><pre style="{}">{}</pre></div>').format(
+        _BOX, _PRE, esc(redact(found.text()), 4000)
     )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Html:
     if value is None or (not isinstance(value, str) and value != value) or str(value) == "<NA>":
-        return "—"
+        return Html("—")
     if isinstance(value, float):
-        return f"{value:,.1f}"
+        return Html("{:,.1f}").format(value)
     return esc(f"{value:,}" if isinstance(value, int) else value, NAME_LIMIT)
 
 
-def totals_html(c: Comparison) -> str:
+def totals_html(c: Comparison) -> Html:
     """``Comparison.totals`` side by side: one row per figure, a column per side; a figure the
     two sides differ on is in bold."""
     t = c.totals.astype(object).where(c.totals.notna(), None)
@@ -174,29 +178,47 @@ def totals_html(c: Comparison) -> str:
     rows = []
     for column, words in TOTALS_LABELS:
         differs = a[column] != b[column]
-        weight = "font-weight:700" if differs else ""
         rows.append(
-            f'<tr data-figure="{column}"{" data-differs" if differs else ""} style="{weight}">'
-            f'<td style="{_CELL}">{words}</td><td style="{_CELL};text-align:right">{_cell(a[column])}</td>'
-            f'<td style="{_CELL};text-align:right">{_cell(b[column])}</td></tr>'
+            Html(
+                '<tr data-figure="{column}"{differs} style="{weight}">'
+                '<td style="{cell}">{words}</td><td style="{cell};text-align:right">{a}</td>'
+                '<td style="{cell};text-align:right">{b}</td></tr>'
+            ).format(
+                column=column,
+                differs=Html(" data-differs") if differs else _NOTHING,
+                weight=Html("font-weight:700") if differs else _NOTHING,
+                cell=_CELL,
+                words=words,
+                a=_cell(a[column]),
+                b=_cell(b[column]),
+            )
         )
     la, lb = (esc(x, NAME_LIMIT) for x in c.labels)
-    note = ""
+    note = _NOTHING
     if not all(t["with_events"]):
-        note = (
-            f'<div style="{_MUTED}">a side given as a bare turns frame is counted turn by turn: '
+        note = Html(
+            '<div style="{}">a side given as a bare turns frame is counted turn by turn: '
             "retries per turn, breaker trips from its breaker states, its ending from its last turn</div>"
-        )
-    return (
-        f'<div class="loopnb-totals" style="{_BOX};margin:8px 0"><b>totals</b> '
-        f"(ceiling {int(a['ceiling'])} retries a call)"
-        f'<table style="border-collapse:collapse;color:{TEXT};font:inherit"><thead><tr>'
-        f'<th style="{_CELL}"></th><th style="{_CELL}">{la}</th><th style="{_CELL}">{lb}</th></tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>{note}</div>"
+        ).format(_MUTED)
+    return Html(
+        '<div class="loopnb-totals" style="{box};margin:8px 0"><b>totals</b> '
+        "(ceiling {ceiling} retries a call)"
+        '<table style="border-collapse:collapse;color:{text};font:inherit"><thead><tr>'
+        '<th style="{cell}"></th><th style="{cell}">{la}</th><th style="{cell}">{lb}</th></tr></thead>'
+        "<tbody>{rows}</tbody></table>{note}</div>"
+    ).format(
+        box=_BOX,
+        ceiling=int(a["ceiling"]),
+        text=TEXT,
+        cell=_CELL,
+        la=la,
+        lb=lb,
+        rows=_NOTHING.join(rows),
+        note=note,
     )
 
 
-def flows_html(c: Comparison) -> str:
+def flows_html(c: Comparison) -> Html:
     """``Comparison.flows()``: each arrow of the decision flow, how often each run took it, and
     the difference (b minus a); the arrows they differ on lit."""
     f = c.flows()
@@ -212,39 +234,52 @@ def flows_html(c: Comparison) -> str:
         f["difference"],
         strict=True,
     ):
-        lit = f' style="background:{PALE["soft"]};color:{INK};font-weight:700"' if diff else ""
-        said = f"{int(diff):+d}" if diff else "0"
-        rows.append(
-            f'<tr class="loopnb-flow-edge" data-edge="{esc(edge)}" data-difference="{int(diff)}"{lit}>'
-            f'<td style="{_CELL}">{esc(source)} → {esc(target)}</td><td style="{_CELL}">{esc(label)}</td>'
-            + "".join(f'<td style="{_CELL};text-align:right">{x}</td>' for x in (int(ca), int(cb), said))
-            + "</tr>"
+        lit = (
+            Html(' style="background:{};color:{};font-weight:700"').format(PALE["soft"], INK)
+            if diff
+            else _NOTHING
         )
-    heads = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("arrow", "", la, lb, f"{lb} − {la}"))
-    return (
-        f'<div class="loopnb-flows" style="{_BOX};margin:8px 0"><b>decision flows</b> (arrows taken, per run)'
-        f'<table style="border-collapse:collapse;color:{TEXT};font:inherit"><thead><tr>{heads}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+        counts = _NOTHING.join(
+            Html('<td style="{};text-align:right">{}</td>').format(_CELL, x)
+            for x in (int(ca), int(cb), f"{int(diff):+d}" if diff else "0")
+        )
+        rows.append(
+            Html(
+                '<tr class="loopnb-flow-edge" data-edge="{}" data-difference="{}"{}>'
+                '<td style="{cell}">{} → {}</td><td style="{cell}">{}</td>{}</tr>'
+            ).format(edge, int(diff), lit, source, target, label, counts, cell=_CELL)
+        )
+    heads = _NOTHING.join(
+        Html('<th style="{}">{}</th>').format(_CELL, h)
+        for h in ("arrow", "", la, lb, Html("{} − {}").format(lb, la))
     )
+    return Html(
+        '<div class="loopnb-flows" style="{};margin:8px 0"><b>decision flows</b> (arrows taken, per run)'
+        '<table style="border-collapse:collapse;color:{};font:inherit"><thead><tr>{}</tr></thead>'
+        "<tbody>{}</tbody></table></div>"
+    ).format(_BOX, TEXT, heads, _NOTHING.join(rows))
 
 
-def timeline_html(c: Comparison, view: SideView, k: int, row: int | None, anchor: str | None = None) -> str:
+def timeline_html(c: Comparison, view: SideView, k: int, row: int | None, anchor: str | None = None) -> Html:
     """Side ``k``'s timeline (``timeline_svg``) under its label, the divergence marked, the turn
     on ``row`` ringed; with ``anchor`` each mark links to its aligned row (``rows_html``'s)."""
     svg = timeline_svg(view.turns, anchor, selected=side_turn(c, k, row), marked=marked_turn(c, k))
-    return (
-        f'<div class="loopnb-compare-timeline" data-side="{"ab"[k]}" style="{_BOX};margin:8px 0">'
-        f"<b>{esc(view.label, NAME_LIMIT)}</b> · run {code(view.run_id, NAME_LIMIT)}{svg}</div>"
-    )
+    return Html(
+        '<div class="loopnb-compare-timeline" data-side="{}" style="{};margin:8px 0">'
+        "<b>{}</b> · run {}{}</div>"
+    ).format("ab"[k], _BOX, esc(view.label, NAME_LIMIT), code(view.run_id, NAME_LIMIT), svg)
 
 
-def inspector_for(c: Comparison, view: SideView, k: int, row: int | None, redact: Redact = _SAME) -> str:
+def inspector_for(c: Comparison, view: SideView, k: int, row: int | None, redact: Redact = _SAME) -> Html:
     """Side ``k``'s inspector for aligned ``row``: the turn's request and what the model read
     (``inspector_html``), from the aligned frame for a side without events, or why it has none."""
-    head = f'<div class="loopnb-side" data-side="{"ab"[k]}"><b>{esc(view.label, NAME_LIMIT)}</b>'
+    side = Html('<div class="loopnb-side" data-side="{}"><b>{}</b>{}</div>')
+    label = esc(view.label, NAME_LIMIT)
     number = side_turn(c, k, row)
     if row is None or not 1 <= row <= len(c.turns):
-        return f'{head}<div style="{_BOX};{_MUTED}">no row selected</div></div>'
+        return side.format(
+            "ab"[k], label, Html('<div style="{};{}">no row selected</div>').format(_BOX, _MUTED)
+        )
     if number is None:
         how = c.turns["how"].astype(object).iat[row - 1]
         why = (
@@ -252,75 +287,93 @@ def inspector_for(c: Comparison, view: SideView, k: int, row: int | None, redact
             if isinstance(how, str) and how == "ended"
             else "the other run made a turn this one did not"
         )
-        return (
-            f'{head}<div class="loopnb-gap" style="{_BOX};{_MUTED}">no turn on row {row}: {why}</div></div>'
+        gap = Html('<div class="loopnb-gap" style="{};{}">no turn on row {}: {}</div>').format(
+            _BOX, _MUTED, row, why
         )
+        return side.format("ab"[k], label, gap)
     turn = view.turn(number)
     if view.full and turn is not None:
-        return f"{head}{inspector_html(turn)}</div>"
-    return f"{head}{_frame_inspector(c, k, row, redact)}</div>"
+        return side.format("ab"[k], label, inspector_html(turn))
+    return side.format("ab"[k], label, _frame_inspector(c, k, row, redact))
 
 
-def _frame_inspector(c: Comparison, k: int, row: int, redact: Redact) -> str:
+def _frame_inspector(c: Comparison, k: int, row: int, redact: Redact) -> Html:
     s = "ab"[k]
     r = c.turns.iloc[row - 1]
-    parts = [f"<b>turn {_int(r[f'turn_{s}'])}</b> {chip(str(r[f'channel_{s}']))}"]
+    parts = [Html("<b>turn {}</b> {}").format(_int(r[f"turn_{s}"]), chip(str(r[f"channel_{s}"])))]
     producer = _text(r[f"producer_{s}"])
     if producer:
-        parts.append(f" {code(producer)}")
+        parts.append(Html(" {}").format(code(producer)))
     tools = _text(r[f"tools_{s}"])
     parts.append(
-        f"<div>tools called: {code(redact(tools), 400)}</div>" if tools else "<div>no tool called</div>"
+        Html("<div>tools called: {}</div>").format(code(redact(tools), 400))
+        if tools
+        else Html("<div>no tool called</div>")
     )
     for name, words in (("reply_text", "the model said"), ("error_text", "the model read as errors")):
         text = _text(r[f"{name}_{s}"])
         if text:
-            parts.append(f'<div>{words}:</div><pre style="{_PRE}">{esc(redact(text), 4000)}</pre>')
+            parts.append(
+                Html('<div>{}:</div><pre style="{}">{}</pre>').format(words, _PRE, esc(redact(text), 4000))
+            )
     parts.append(
-        f'<div style="{_MUTED}">from the turns frame: what the model read in full needs the events</div>'
+        Html(
+            '<div style="{}">from the turns frame: what the model read in full needs the events</div>'
+        ).format(_MUTED)
     )
-    return f'<div class="loopnb-inspector" style="{_BOX}">{"".join(parts)}</div>'
+    return Html('<div class="loopnb-inspector" style="{}">{}</div>').format(_BOX, _NOTHING.join(parts))
 
 
 def rows_html(
     c: Comparison, rows: Any, redact: Redact = _SAME, limit: int = 160, anchors: tuple[str, str] | None = None
-) -> str:
+) -> Html:
     """Aligned rows (a slice of ``Comparison.turns``) as a table: each side's turn, channel,
     calls and error text, and how the row differs; with ``anchors``, each side's turn cell is
     the target ``#{anchor}-t{turn}`` of its timeline's mark."""
     la, lb = (esc(x, NAME_LIMIT) for x in c.labels)
-    heads = ("row", f"{la} turn", f"{lb} turn", "differs", f"{la}", f"{lb}")
+    heads = ("row", Html("{} turn").format(la), Html("{} turn").format(lb), "differs", la, lb)
     body = []
     for r in rows.astype(object).where(rows.notna(), None).to_dict("records"):
         how = r["how"]
-        style = f' style="border-left:3px solid {ACCENT}"' if how else ""
-        cells = [f"{r['row']}", _cell(r["turn_a"]), _cell(r["turn_b"]), esc(how) if how else ""]
+        cells = [Html.escape(r["row"]), _cell(r["turn_a"]), _cell(r["turn_b"]), esc(how) if how else _NOTHING]
         cells += [_side_cell(r, s, redact, limit) for s in "ab"]
         if anchors is not None:
             for k, s in enumerate("ab"):
                 if r[f"turn_{s}"] is not None:
-                    cells[1 + k] = f'<span id="{anchors[k]}-t{int(r[f"turn_{s}"])}">{cells[1 + k]}</span>'
-        data = f' data-how="{esc(how)}"' if how else ""
-        tds = "".join(
-            f'<td style="{_CELL}{";white-space:nowrap" if i < 4 else ""}">{x}</td>'
+                    cells[1 + k] = Html('<span id="{}-t{}">{}</span>').format(
+                        anchors[k], int(r[f"turn_{s}"]), cells[1 + k]
+                    )
+        tds = _NOTHING.join(
+            Html('<td style="{}{}">{}</td>').format(_CELL, _NOWRAP if i < 4 else _NOTHING, x)
             for i, x in enumerate(cells)
         )
-        body.append(f'<tr class="loopnb-aligned" data-row="{r["row"]}"{data}{style}>{tds}</tr>')
-    head = "".join(f'<th style="{_CELL};white-space:nowrap">{h}</th>' for h in heads)
-    return (
-        f'<table class="loopnb-aligned-rows" style="border-collapse:collapse;color:{TEXT};{_BOX}">'
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
+        body.append(
+            Html('<tr class="loopnb-aligned" data-row="{}"{}{}>{}</tr>').format(
+                r["row"],
+                Html(' data-how="{}"').format(how) if how else _NOTHING,
+                Html(' style="border-left:3px solid {}"').format(ACCENT) if how else _NOTHING,
+                tds,
+            )
+        )
+    head = _NOTHING.join(Html('<th style="{}{}">{}</th>').format(_CELL, _NOWRAP, h) for h in heads)
+    return Html(
+        '<table class="loopnb-aligned-rows" style="border-collapse:collapse;color:{};{}">'
+        "<thead><tr>{}</tr></thead><tbody>{}</tbody></table>"
+    ).format(TEXT, _BOX, head, _NOTHING.join(body))
 
 
-def _side_cell(r: dict[str, Any], s: str, redact: Redact, limit: int) -> str:
+def _side_cell(r: dict[str, Any], s: str, redact: Redact, limit: int) -> Html:
     if r[f"turn_{s}"] is None:
-        return f'<span style="{_MUTED}">—</span>'
+        return Html('<span style="{}">—</span>').format(_MUTED)
     out = chip(str(r[f"channel_{s}"]))
     if r[f"producer_{s}"]:
-        out += f" {code(r[f'producer_{s}'])}"
+        out += Html(" {}").format(code(r[f"producer_{s}"]))
     call = r[f"call_{s}"]
-    out += f"<div>{code(redact(call), limit)}</div>" if call else f'<div style="{_MUTED}">no call</div>'
+    out += (
+        Html("<div>{}</div>").format(code(redact(call), limit))
+        if call
+        else Html('<div style="{}">no call</div>').format(_MUTED)
+    )
     if r[f"error_text_{s}"]:
-        out += f'<div style="{_MUTED}">{esc(redact(r[f"error_text_{s}"]), limit)}</div>'
+        out += Html('<div style="{}">{}</div>').format(_MUTED, esc(redact(r[f"error_text_{s}"]), limit))
     return out

@@ -7,8 +7,9 @@ by side for the selected row, and the two decision flows' counts with their diff
 ``mimebundle`` carries a script-free ``text/html`` picture of the same panes
 (``loopnb.notebook._compare_page``) for GitHub and nbviewer. The panes are
 ``loopnb.notebook._compare_html``'s. A notebook may save the picture and the panes' values
-(widget state), so both show secrets as ``[REDACTED]`` (``esc`` redacts, see
-``loopnb.notebook._markup``); the ``Comparison``'s frames keep exactly what the model read.
+(widget state), so both show secrets as ``[REDACTED]`` (the panes are ``Html``, whose escaping
+redacts: see ``loopnb.notebook._html``); the ``Comparison``'s frames keep exactly what the model
+read.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from loopnb.notebook._compare_html import (
     what_if_html,
 )
 from loopnb.notebook._compare_page import comparison_html, row_caption
+from loopnb.notebook._html import Html
 from loopnb.notebook._pacing import Page
 from loopnb.notebook._svg import SVG_STYLE
 
 if TYPE_CHECKING:
     from loopnb.record._compare import Comparison
 
-_VIEW_STYLE = ".loopnb-compare .widget-html-content{min-width:0}"
+_VIEW_STYLE = Html(".loopnb-compare .widget-html-content{min-width:0}")
 
 
 class CompareView:
@@ -48,9 +50,9 @@ class CompareView:
         n = len(c.turns)
         d = c.divergence
         self.row = d.row if d is not None and d.row is not None else min(n, 1)
-        self.header = widgets.HTML(divergence_html(c))
-        self.what_if = widgets.HTML(what_if_html(c))
-        self.totals = widgets.HTML(totals_html(c))
+        self.header = widgets.HTML(str(divergence_html(c)))
+        self.what_if = widgets.HTML(str(what_if_html(c)))
+        self.totals = widgets.HTML(str(totals_html(c)))
         self.timelines = (widgets.HTML(), widgets.HTML())
         self.pages = (Page(on_select=self._picker(0)), Page(on_select=self._picker(1)))
         self.slider = widgets.IntSlider(
@@ -60,8 +62,8 @@ class CompareView:
         self.caption = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))  # on one line beside it
         half = widgets.Layout(width="49%")
         self.inspectors = (widgets.HTML(layout=half), widgets.HTML(layout=half))
-        self.flows = widgets.HTML(flows_html(c))
-        style = widgets.HTML(f"<style>{SVG_STYLE}{_VIEW_STYLE}</style>")
+        self.flows = widgets.HTML(str(flows_html(c)))
+        style = widgets.HTML(str(Html("<style>{}{}</style>").format(SVG_STYLE, _VIEW_STYLE)))
         self.widget = widgets.VBox(
             [
                 style,
@@ -133,6 +135,6 @@ def _clickable(timeline: widgets.HTML, page: Page) -> widgets.Box:
     return box
 
 
-def _set(widget: widgets.HTML, value: str) -> None:
+def _set(widget: widgets.HTML, value: Html) -> None:
     if widget.value != value:
-        widget.value = value
+        widget.value = str(value)  # a plain string leaves for the front end

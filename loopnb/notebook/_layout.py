@@ -1,15 +1,18 @@
-"""What the view's panes share: the page's theme, the fonts, the channels' marks, control pictures.
+"""What the view's panes share: the page's theme, the fonts, the channels' marks.
 
 The panes follow the notebook's theme: every colour of text or background they draw, other than
 a channel's own (``loopnb._palette``), is one of JupyterLab's ``--jp-*`` CSS variables (``jp``),
 with the light theme's value as its fallback, so that a page without JupyterLab's CSS (nbviewer,
 the report) reads as light. ``LIGHT`` and ``DARK`` are JupyterLab 4's values of those variables:
 the report takes ``DARK`` in a dark browser, and the tests measure every pair's contrast in both.
+The colours, fonts and marks are ``Html`` (``loopnb.notebook._html``): this package's own, safe
+as they stand in a style or a picture.
 """
 
 from __future__ import annotations
 
 from loopnb._palette import IDLE, PALETTE, SHAPE
+from loopnb.notebook._html import Html
 
 LIGHT = {
     "ui-font-color1": "rgba(0,0,0,.87)",
@@ -43,9 +46,9 @@ FALLBACK = {
 """Each variable's value where no theme defines it: the light theme's, as drawn on white."""
 
 
-def jp(name: str) -> str:
+def jp(name: str) -> Html:
     """JupyterLab's ``--jp-{name}`` variable, falling back on the light theme's value."""
-    return f"var(--jp-{name}, {FALLBACK[name]})"
+    return Html("var(--jp-{}, {})").format(name, FALLBACK[name])
 
 
 TEXT = jp("ui-font-color1")
@@ -62,16 +65,18 @@ LINE = jp("border-color2")
 """Rules between rows and around a pane."""
 EDGE = jp("border-color1")
 """An arrow no turn took yet."""
-UI_FONT = "var(--jp-ui-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif)"
-CODE_FONT = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
+UI_FONT = Html("var(--jp-ui-font-family, system-ui, -apple-system, 'Segoe UI', sans-serif)")
+CODE_FONT = Html("var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)")
 """Monospace in every front end (Voila's widgets inherit the page's font, even in a ``pre``)."""
 
-CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if chr(c) not in "\t\n\r"} | {0x7F: 0x2421}
-"""``str.translate`` table: control characters as their visible pictures (NUL as ␀), because
-browsers drop a NUL from HTML and draw nothing for the others."""
+_PAINT = {c: Html(' class="m k-{}"').format(c) for c in PALETTE}
+_FILL = {c: Html(' fill="{}"').format(PALETTE.get(c, IDLE)) for c in (*PALETTE, "")}
+_CIRCLE = Html('<circle{} cx="{:g}" cy="{:g}" r="{:g}"/>')
+_TRIANGLE = Html('<path{} d="M{:g},{:g}h{:g}l{:g},{:g}z"/>')
+_SQUARE = Html('<rect{} x="{:g}" y="{:g}" width="{:g}" height="{:g}"/>')
 
 
-def mark(channel: str, x: float, y: float, size: float = 9.0, *, fill: bool = False) -> str:
+def mark(channel: str, x: float, y: float, size: float = 9.0, *, fill: bool = False) -> Html:
     """A channel's mark (circle, triangle or square, ``SHAPE``) centred on ``x``, ``y``.
 
     Coloured by the panes' style sheet (class ``k-{channel}``), or with ``fill`` by its own
@@ -79,25 +84,27 @@ def mark(channel: str, x: float, y: float, size: float = 9.0, *, fill: bool = Fa
     """
     h = size / 2
     if channel not in PALETTE:
-        paint = f' fill="{IDLE}"'
+        paint = _FILL[""]
     elif fill:
-        paint = f' fill="{PALETTE[channel]}"'
+        paint = _FILL[channel]
     else:
-        paint = f' class="m k-{channel}"'
+        paint = _PAINT[channel]
     match SHAPE.get(channel):
         case "circle":
-            return f'<circle{paint} cx="{x:g}" cy="{y:g}" r="{h:g}"/>'
+            return _CIRCLE.format(paint, x, y, h)
         case "triangle":
-            return f'<path{paint} d="M{x - h - 0.5:g},{y + h:g}h{size + 1:g}l{-h - 0.5:g},{-size - 1:g}z"/>'
+            return _TRIANGLE.format(paint, x - h - 0.5, y + h, size + 1, -h - 0.5, -size - 1)
         case _:
-            return f'<rect{paint} x="{x - h:g}" y="{y - h:g}" width="{size:g}" height="{size:g}"/>'
+            return _SQUARE.format(paint, x - h, y - h, size, size)
 
 
-def icon(channel: str) -> str:
+_NAME = {c: Html.escape(c) for c in (*PALETTE, "other")}
+_ICON = Html(
+    '<svg class="loopnb-svg loopnb-icon" viewBox="0 0 10 10" width="10" height="10" role="img" '
+    'aria-label="{}" style="display:inline-block;vertical-align:-1px;margin-right:4px">{}</svg>'
+)
+
+
+def icon(channel: str) -> Html:
     """A channel's mark as a small inline picture in its colour, to stand before its word."""
-    return (
-        f'<svg class="loopnb-svg loopnb-icon" viewBox="0 0 10 10" width="10" height="10" role="img" '
-        f'aria-label="{channel if channel in PALETTE else "other"}" '
-        f'style="display:inline-block;vertical-align:-1px;margin-right:4px">'
-        f"{mark(channel, 5, 5, 8, fill=True)}</svg>"
-    )
+    return _ICON.format(_NAME.get(channel, _NAME["other"]), mark(channel, 5, 5, 8, fill=True))

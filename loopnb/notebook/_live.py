@@ -7,10 +7,10 @@ ends, before ``run()`` returns. A redraw sets a handful of ``HTML`` values under
 (only those that changed): the decision flow, the recovery gauge and the timeline are inline SVG
 drawn by ``loopnb.notebook._svg``, so the first view needs no plotly. A saved notebook keeps the
 last values, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
-nbviewer. Both are redacted as every export is: every text in a pane goes through ``esc``, which
-redacts before it escapes (``loopnb.notebook._markup``), so the panes show a key as
-``[REDACTED]`` while ``state`` and ``model`` keep exactly what the model read. (Redacting the
-events as they come, as the report does, would cost each turn more than the run itself.)
+nbviewer. Both are redacted as every export is: every pane is ``Html`` (``loopnb.notebook._html``),
+whose escaping redacts before it escapes, so the panes show a key as ``[REDACTED]`` while
+``state`` and ``model`` keep exactly what the model read. (Redacting the events as they come, as
+the report does, would cost each turn more than the run itself.)
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any, Literal, Protocol
 import ipywidgets as widgets
 
 from loopnb.engine._events import Event
+from loopnb.notebook._html import Html
 from loopnb.notebook._layout import MUTED
-from loopnb.notebook._markup import board_html, esc, inspector_html, status_html, summary_html
+from loopnb.notebook._markup import board_html, inspector_html, status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
 from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
@@ -32,7 +33,9 @@ from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
 from loopnb.record._usage import UsageTotals, dollars
 
-_VIEW_STYLE = ".loopnb-view .loopnb-gauge text{font-size:13px}.loopnb-view .widget-html-content{min-width:0}"
+_VIEW_STYLE = Html(
+    ".loopnb-view .loopnb-gauge text{font-size:13px}.loopnb-view .widget-html-content{min-width:0}"
+)
 """The gauge's words at the panes' text size (``_markup``'s 13 px); a pane's content no wider
 than its pane (a flex item would grow to its widest table, over the pane beside it)."""
 _BUTTONS = (("Pause", "❚❚"), ("Step", "▶\ufe0e❚"), ("Resume", "▶\ufe0e"), ("Stop", "■"))
@@ -90,14 +93,15 @@ class LiveView:
         self._frames: Callable[[int], ViewState] | None = None
 
         self.title = title  # often a task or a file name; the header adds the tokens and cost so far
-        self.header = widgets.HTML(header_html(title, self._state.usage))
-        self._style = widgets.HTML(f"<style>{SVG_STYLE}{_VIEW_STYLE}</style>")  # the panes' SVG classes
-        self.flow = widgets.HTML(flow_svg(self._state), layout=widgets.Layout(width="100%"))
-        self.timeline = widgets.HTML(_timeline(self._state, None), layout=widgets.Layout(width="64%"))
-        self.gauge = widgets.HTML(_gauge(self._state, None), layout=widgets.Layout(width="34%"))
-        self.status = widgets.HTML(status_html(self._state))
-        self.board = widgets.HTML(board_html(self._state))
-        self.inspector = widgets.HTML(inspector_html(None))
+        self.header = _html_widget(header_html(title, self._state.usage))
+        style = Html("<style>{}{}</style>").format(SVG_STYLE, _VIEW_STYLE)  # the panes' SVG classes
+        self._style = _html_widget(style)
+        self.flow = _html_widget(flow_svg(self._state), width="100%")
+        self.timeline = _html_widget(_timeline(self._state, None), width="64%")
+        self.gauge = _html_widget(_gauge(self._state, None), width="34%")
+        self.status = _html_widget(status_html(self._state))
+        self.board = _html_widget(board_html(self._state))
+        self.inspector = _html_widget(inspector_html(None))
         self.slider = widgets.IntSlider(
             value=0, min=0, max=0, description="turn", continuous_update=True,
             layout=widgets.Layout(width="60%"),
@@ -209,9 +213,9 @@ class LiveView:
         after that many turns (the pill says so)."""
         self.note, self.paused = note, paused
         with self._draw_lock:
-            self.status.value = self._status_html(self._shown)
+            _set(self.status, self._status_html(self._shown))
 
-    def _status_html(self, shown: ViewState) -> str:
+    def _status_html(self, shown: ViewState) -> Html:
         return status_html(shown, self.note, replay=self.mode == "replay", paused=self.paused)
 
     def draw(self, state: ViewState | None = None, selected: int | None = None) -> None:
@@ -304,7 +308,7 @@ class LiveView:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/html"] = summary_html(self._shown)
+        bundle["text/html"] = str(summary_html(self._shown))
         return bundle
 
     def close(self) -> None:
@@ -336,11 +340,11 @@ class LiveView:
         return f"LiveView(run={run.run_id!r}, phase={run.phase}, turns={len(self._state.turns)})"
 
 
-def header_html(title: str, usage: UsageTotals) -> str:
+def header_html(title: str, usage: UsageTotals) -> Html:
     """The view's title, then the tokens the models reported so far and, when every answered
     turn has a price, their cost (``Audit.usage``'s totals, turn by turn); the title alone when
     no model reported tokens."""
-    head = f"<b>{esc(title)}</b>"
+    head = Html("<b>{}</b>").format(title)
     if not usage.tokens:
         return head
     sides = ((usage.input_tokens, "in"), (usage.output_tokens, "out"))
@@ -348,21 +352,30 @@ def header_html(title: str, usage: UsageTotals) -> str:
     cost = usage.cost_usd
     if cost is not None:
         words.append(dollars(cost))
-    return f'{head} <span class="loopnb-usage" style="color:{MUTED}">· {esc(" · ".join(words))}</span>'
+    return Html('{} <span class="loopnb-usage" style="color:{}">· {}</span>').format(
+        head, MUTED, " · ".join(words)
+    )
 
 
-def _gauge(state: ViewState, selected: int | None) -> str:
+def _gauge(state: ViewState, selected: int | None) -> Html:
     gauge = gauge_of_view(state, selected)
     return gauge_svg(gauge, gauge.lines())
 
 
-def _timeline(state: ViewState, selected: int | None) -> str:
+def _timeline(state: ViewState, selected: int | None) -> Html:
     return timeline_svg(state.turns, None, selected=selected)
 
 
-def _set(widget: widgets.HTML, value: str) -> None:
+def _html_widget(value: Html, width: str | None = None) -> widgets.HTML:
+    """An ``HTML`` widget showing ``value`` (as a plain string: what leaves for the front end)."""
+    if width is None:
+        return widgets.HTML(str(value))
+    return widgets.HTML(str(value), layout=widgets.Layout(width=width))
+
+
+def _set(widget: widgets.HTML, value: Html) -> None:
     if widget.value != value:
-        widget.value = value
+        widget.value = str(value)  # a plain string leaves for the front end
 
 
 def _spacer() -> widgets.Widget:

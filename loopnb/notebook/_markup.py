@@ -1,91 +1,65 @@
 """The HTML side of the view: status line, breaker board, inspector, and a JS-free summary.
 
-Everything a model or a tool said is untrusted: it goes through ``esc`` (``html.escape``) before it
-becomes HTML, because ipywidgets' ``HTML`` sets ``innerHTML`` (where ``<img onerror>`` runs even
-though ``<script>`` does not). Only this module's own markup is left unescaped.
-
-``esc`` also redacts, as every export is redacted: whatever becomes HTML may be saved. A notebook
-keeps each output's static picture, and every pane's value when its front end saves widget state
-(JupyterLab's "save widget state", nbclient's ``store_widget_state``), which the kernel cannot
-tell from showing it. So the panes, live or replayed, show a key as ``[REDACTED]``; the views'
+Every fragment is ``Html`` built from ``Html`` templates (``loopnb.notebook._html``): what a
+model, a tool or a recording said is text, escaped and redacted wherever it is filled in, so
+that nothing untrusted becomes markup by a forgotten call. ``esc(text, limit)`` cuts a text that
+may be of any length; the panes, live or replayed, show a key as ``[REDACTED]`` while the views'
 Python state (``view.state``, ``view.model``) and the frames keep exactly what the model read.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 
 from loopnb._palette import ACCENT, GLYPH, IDLE, INK, ON_ACCENT, PALE, PALETTE
-from loopnb.notebook._layout import (
-    CODE_BG,
-    CODE_FONT,
-    CONTROL_PICTURES,
-    LINE,
-    MUTED,
-    TEXT,
-    UI_FONT,
-    icon,
-)
+from loopnb.notebook._html import Html, esc
+from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT, UI_FONT, icon
 from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
 from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
-from loopnb.record._redact import DEFAULT_REDACTOR
 
 BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
 """A breaker's state drawn as the channel it stands for: its colour and its mark, beside its word."""
 NAME_LIMIT = 80
 """Names shown (run ids, models, error classes) are cut here: a recording may hold any length."""
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
-_BOX = (
-    f"font-family:{UI_FONT};font-size:13px;line-height:1.35;color:{TEXT};"
+_BOX = Html(
+    "font-family:{};font-size:13px;line-height:1.35;color:{};"
     "overflow-wrap:anywhere"  # a long unbroken name or argument wraps inside its pane
-)
-_PRE = (
+).format(UI_FONT, TEXT)
+_PRE = Html(
     "white-space:pre-wrap;word-break:break-word;margin:2px 0 6px 0;padding:4px 6px;"
-    f"background:{CODE_BG};color:{TEXT};font-family:{CODE_FONT};border-radius:4px;"
+    "background:{};color:{};font-family:{};border-radius:4px;"
     "max-height:14em;overflow:auto;font-size:12px"
-)
-_CODE = f"font-family:{CODE_FONT};font-size:12px"
-_MUTED = f"color:{MUTED}"
+).format(CODE_BG, TEXT, CODE_FONT)
+_CODE = Html("font-family:{};font-size:12px").format(CODE_FONT)
+_MUTED = Html("color:{}").format(MUTED)
+_NOTHING = Html()
 
 
-def esc(text: object, limit: int | None = None) -> str:
-    """Untrusted text made safe for HTML (element bodies and quoted attributes), optionally cut.
-
-    Secrets are redacted first, by the default redactor (see the module's docstring), then the
-    text is cut: a cut never leaves part of a key to be recognised. Control characters show as
-    their pictures (``CONTROL_PICTURES``) rather than vanish, and a cut says how much it left out.
-    """
-    return html.escape(_cut(DEFAULT_REDACTOR(str(text)), limit).translate(CONTROL_PICTURES), quote=True)
+_CHIP = {c: tuple(map(Html.escape, (PALETTE.get(c, IDLE), PALE.get(c, IDLE), INK))) for c in (*PALETTE, "")}
+"""Each channel's chip colours (its own, its pale fill, the ink on it), escaped once."""
 
 
-def _cut(s: str, limit: int | None) -> str:
-    if limit is None or len(s) <= limit:
-        return s
-    return f"{s[: limit - 1]}… ({len(s) - limit + 1:,} more characters)"
-
-
-def code(text: object, limit: int | None = None) -> str:
+def code(text: object, limit: int | None = None) -> Html:
     """Untrusted text (``esc``) as inline code, monospace in every front end."""
-    return f'<code style="{_CODE}">{esc(text, limit)}</code>'
+    return Html('<code style="{}">{}</code>').format(_CODE, esc(text, limit))
 
 
-def chip(channel: str, text: str | None = None) -> str:
+def chip(channel: str, text: str | None = None) -> Html:
     """A channel's word (or ``text``) with its mark: dark ink on its pale fill, edged in its colour."""
-    color, pale = PALETTE.get(channel, IDLE), PALE.get(channel, IDLE)
-    return (
-        f'<span class="loopnb-chip" data-channel="{esc(channel)}" style="display:inline-block;'
-        f"padding:0 6px;border-radius:8px;border:1px solid {color};background:{pale};color:{INK};"
-        f'font-weight:600;white-space:nowrap">{icon(channel)}{esc(text or channel)}</span>'
-    )
+    return Html(
+        '<span class="loopnb-chip" data-channel="{}" style="display:inline-block;'
+        "padding:0 6px;border-radius:8px;border:1px solid {};background:{};color:{};"
+        'font-weight:600;white-space:nowrap">{}{}</span>'
+    ).format(channel, *_CHIP.get(channel, _CHIP[""]), icon(channel), text or channel)
 
 
-def _accent(text: str) -> str:
+def _accent(text: str) -> Html:
     """A state of the view (running, replay, paused): white on the accent blue."""
-    return (
-        f'<span style="display:inline-block;padding:0 6px;border-radius:8px;border:1px solid {ACCENT};'
-        f'background:{ACCENT};color:{ON_ACCENT};font-weight:600;white-space:nowrap">{esc(text)}</span>'
-    )
+    return Html(
+        '<span style="display:inline-block;padding:0 6px;border-radius:8px;border:1px solid {0};'
+        'background:{0};color:{1};font-weight:600;white-space:nowrap">{2}</span>'
+    ).format(ACCENT, ON_ACCENT, text)
 
 
 def pill_text(state: ViewState, *, replay: bool = False, paused: int | None = None) -> str:
@@ -111,34 +85,36 @@ def pill_text(state: ViewState, *, replay: bool = False, paused: int | None = No
 _PILL_CHANNEL = {"finished": "ok", "ended hard": "hard"}
 
 
-def _pill(text: str) -> str:
+def _pill(text: str) -> Html:
     channel = _PILL_CHANNEL.get(text)
     return chip(channel, text) if channel else _accent(text)
 
 
 def status_html(
     state: ViewState, note: str | None = None, *, replay: bool = False, paused: int | None = None
-) -> str:
+) -> Html:
     """One line: which run, the pill (``pill_text``), how it ended (and ``note``, e.g. "paused")."""
     run: RunView = state.run
     if run.run_id is None:
-        body = "waiting for a run to start"
+        body = Html("waiting for a run to start")
     else:
         pill = pill_text(state, replay=replay, paused=paused)
-        head = f"run {code(run.run_id, NAME_LIMIT)}"
+        head = Html("run {}").format(code(run.run_id, NAME_LIMIT))
         if not pill.startswith("replay"):
-            head += f" · turn {run.turn}"
-        tail = f'<span class="loopnb-pill">{_pill(pill)}</span>'
+            head += Html(" · turn {}").format(run.turn)
+        tail = Html('<span class="loopnb-pill">{}</span>').format(_pill(pill))
         if pill == "finished":
-            tail += f" output: <i>{esc(run.output or '', 300)}</i>"
+            tail += Html(" output: <i>{}</i>").format(esc(run.output or "", 300))
         elif pill == "ended hard":
-            tail += f" <b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: {esc(run.message or '', 300)}"
-        body = f"{head} · {tail}"
+            tail += Html(" <b>{}</b>: {}").format(
+                esc(run.error or "LoopError", NAME_LIMIT), esc(run.message or "", 300)
+            )
+        body = Html("{} · {}").format(head, tail)
         if run.task:
-            body += f'<div style="{_MUTED}">task: {esc(run.task, 200)}</div>'
+            body += Html('<div style="{}">task: {}</div>').format(_MUTED, esc(run.task, 200))
     if note:
-        body += f' <span style="color:{TEXT};font-weight:600">[{esc(note)}]</span>'
-    return f'<div class="loopnb-status" style="{_BOX}">{body}</div>'
+        body += Html(' <span style="color:{};font-weight:600">[{}]</span>').format(TEXT, note)
+    return Html('<div class="loopnb-status" style="{}">{}</div>').format(_BOX, body)
 
 
 def _cooldown(b: BreakerView) -> str:
@@ -155,70 +131,87 @@ HISTORY_SHOWN = 8
 """The board's history strip shows a breaker's last this many moves (and how many came before)."""
 
 
-def _history(b: BreakerView) -> str:
+def _history(b: BreakerView) -> Html:
     """The strip of a breaker's states over the run: closed, then each move with its turn."""
     moves = b.history[-HISTORY_SHOWN:]
     earlier = len(b.history) - len(moves)
     cells = [] if earlier else [_chip("closed", None)]
     cells += [_chip(state, turn) for turn, state in moves]
-    head = f'<span style="{_MUTED}">{earlier} earlier · </span>' if earlier else ""
-    return f'<span class="loopnb-breaker-history">{head}{" → ".join(cells)}</span>'
+    head = Html('<span style="{}">{} earlier · </span>').format(_MUTED, earlier) if earlier else _NOTHING
+    return Html('<span class="loopnb-breaker-history">{}{}</span>').format(head, Html(" → ").join(cells))
 
 
-def _chip(state: str, turn: int | None) -> str:
+def _chip(state: str, turn: int | None) -> Html:
     word = _BREAKER_WORD.get(state, state)
     title = f"turn {turn}: {word}" if turn is not None else "closed at the start"
-    when = f'<span style="{_MUTED};font-weight:400">t{turn}</span> ' if turn is not None else ""
-    return (
-        f'<span class="loopnb-breaker-step" data-step="{esc(state)}" title="{esc(title)}" '
-        f'style="white-space:nowrap;font-weight:600">{when}{icon(BREAKER_CHANNEL.get(state, ""))}'
-        f"{esc(word)}</span>"
+    when = (
+        Html('<span style="{};font-weight:400">t{}</span> ').format(_MUTED, turn)
+        if turn is not None
+        else _NOTHING
     )
+    return Html(
+        '<span class="loopnb-breaker-step" data-step="{}" title="{}" '
+        'style="white-space:nowrap;font-weight:600">{}{}{}</span>'
+    ).format(state, title, when, icon(BREAKER_CHANNEL.get(state, "")), word)
 
 
-_CELL = f"padding:3px 8px 3px 0;vertical-align:top;border-bottom:1px solid {LINE}"
-_HEAD = f"{_CELL};text-align:left;white-space:nowrap;font-weight:600"
-_TOP = "padding:3px 8px 0 0;vertical-align:top"
+_CELL = Html("padding:3px 8px 3px 0;vertical-align:top;border-bottom:1px solid {}").format(LINE)
+_HEAD = Html("{};text-align:left;white-space:nowrap;font-weight:600").format(_CELL)
+_TOP = Html("padding:3px 8px 0 0;vertical-align:top")
 """A breaker's first row: no rule beneath, its history row below carries it."""
+_BREAKER_ROW = Html(
+    '<tr class="loopnb-breaker" data-state="{state}">'
+    '<td style="{top};overflow-wrap:anywhere;min-width:6em">{name}'
+    '<div style="{muted}">{scope}</div></td><td style="{top};white-space:nowrap">'
+    '{icon}<span class="loopnb-breaker-state" style="font-weight:700">{word}</span>'
+    '</td><td class="loopnb-breaker-failures" style="{top};text-align:right">{failures}</td>'
+    '<td style="{top}">{cooldown}</td></tr>'
+    '<tr class="loopnb-breaker-moves"><td colspan="4" style="{cell}">'
+    '<span style="{muted}">history: </span>{history}</td></tr>'
+)
 
 
-def board_html(state: ViewState) -> str:
+def board_html(state: ViewState) -> Html:
     """The breaker board: every tool's and model's breaker, its state, the failures it has
     counted, the cooldown left and, on a row of its own beneath, its history over the run.
 
     Four columns (the scope sits under the name), so that the board fits the narrow pane beside
     the inspector without scrolling; headers never wrap and names do (anywhere, as a last resort).
     """
-    rows = []
-    for b in state.breakers:
-        rows.append(
-            f'<tr class="loopnb-breaker" data-state="{esc(b.state)}">'
-            f'<td style="{_TOP};overflow-wrap:anywhere;min-width:6em">{code(b.name, 60)}'
-            f'<div style="{_MUTED}">{esc(b.scope)}</div></td><td style="{_TOP};white-space:nowrap">'
-            f"{icon(BREAKER_CHANNEL[b.state])}"
-            f'<span class="loopnb-breaker-state" style="font-weight:700">{esc(_BREAKER_WORD[b.state])}</span>'
-            f'</td><td class="loopnb-breaker-failures" style="{_TOP};text-align:right">{b.failures}</td>'
-            f'<td style="{_TOP}">{esc(_cooldown(b))}</td></tr>'
-            f'<tr class="loopnb-breaker-moves"><td colspan="4" style="{_CELL}">'
-            f'<span style="{_MUTED}">history: </span>{_history(b)}</td></tr>'
+    rows = [
+        _BREAKER_ROW.format(
+            state=b.state,
+            top=_TOP,
+            name=code(b.name, 60),
+            muted=_MUTED,
+            scope=b.scope,
+            icon=icon(BREAKER_CHANNEL[b.state]),
+            word=_BREAKER_WORD[b.state],
+            failures=b.failures,
+            cooldown=_cooldown(b),
+            cell=_CELL,
+            history=_history(b),
         )
+        for b in state.breakers
+    ]
     if not rows:
-        table = f'<div style="{_MUTED}">no breakers yet</div>'
+        table = Html('<div style="{}">no breakers yet</div>').format(_MUTED)
     else:
-        heads = "".join(
-            f'<th style="{_HEAD}">{h}</th>' for h in ("breaker", "state", "failures", "cooldown left")
+        heads = _NOTHING.join(
+            Html('<th style="{}">{}</th>').format(_HEAD, h)
+            for h in ("breaker", "state", "failures", "cooldown left")
         )
-        table = (  # scrolls sideways only in a pane too narrow for its headers
+        table = Html(  # scrolls sideways only in a pane too narrow for its headers
             '<div style="overflow-x:auto">'
             '<table style="border-collapse:collapse;width:100%;overflow-wrap:normal;'
-            f'color:{TEXT};font:inherit">'
-            f"<thead><tr>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
-    return f'<div class="loopnb-board" style="{_BOX}"><b>breaker board</b>{table}</div>'
+            'color:{};font:inherit">'
+            "<thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>"
+        ).format(TEXT, heads, _NOTHING.join(rows))
+    return Html('<div class="loopnb-board" style="{}"><b>breaker board</b>{}</div>').format(_BOX, table)
 
 
 def gauge_text(g: Gauge) -> str:
-    """The gauge in words, unescaped (for the static summary): ``Gauge.lines``, the figure's own."""
+    """The gauge in words, as text (for the static summary): ``Gauge.lines``, the figure's own."""
     return " · ".join(g.lines())
 
 
@@ -226,98 +219,144 @@ def _latency(ms: float | None) -> str:
     return f" · {ms:.1f} ms" if ms is not None else " · latency unknown"
 
 
-def inspector_html(turn: TurnView | None) -> str:
+def inspector_html(turn: TurnView | None) -> Html:
     """One turn: the request (the reply's tool calls), and exactly the text the model read."""
     if turn is None:
-        return f'<div class="loopnb-inspector" style="{_BOX};{_MUTED}">no turn selected yet</div>'
+        return Html('<div class="loopnb-inspector" style="{};{}">no turn selected yet</div>').format(
+            _BOX, _MUTED
+        )
+    retries = turn.recovery_attempts
     parts = [
-        f"<b>turn {turn.turn}</b> {chip(turn.channel)}",
-        f" {code(turn.producer)}" if turn.producer else "",
-        f" · model {code(turn.model, NAME_LIMIT)}" if turn.model else "",
+        Html("<b>turn {}</b> {}").format(turn.turn, chip(turn.channel)),
+        Html(" {}").format(code(turn.producer)) if turn.producer else _NOTHING,
+        Html(" · model {}").format(code(turn.model, NAME_LIMIT)) if turn.model else _NOTHING,
         _latency(turn.latency_ms),
-        f" · {turn.recovery_attempts} recovery retr{'y' if turn.recovery_attempts == 1 else 'ies'}"
-        if turn.recovery_attempts
-        else "",
+        f" · {retries} recovery retr{'y' if retries == 1 else 'ies'}" if retries else _NOTHING,
     ]
-    body = ["".join(parts)]
+    body = [_NOTHING.join(parts)]
     if turn.calls:
-        calls = "".join(
-            f'<li><code style="{_CODE}">{esc(c.name, 80)}({esc(c.arguments, 400)})</code></li>'
+        calls = _NOTHING.join(
+            Html('<li><code style="{}">{}({})</code></li>').format(
+                _CODE, esc(c.name, 80), esc(c.arguments, 400)
+            )
             for c in turn.calls
         )
         body.append(
-            f"<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{calls}</ul>"
+            Html("<div>the model asked for:</div><ul style='margin:2px 0 4px 18px;padding:0'>{}</ul>").format(
+                calls
+            )
         )
     if turn.reply_text:
-        body.append(f'<div>the model said:</div><pre style="{_PRE}">{esc(turn.reply_text, 4000)}</pre>')
+        body.append(
+            Html('<div>the model said:</div><pre style="{}">{}</pre>').format(
+                _PRE, esc(turn.reply_text, 4000)
+            )
+        )
     if turn.read:
-        body.append("<div>then the model read:</div>")
+        body.append(Html("<div>then the model read:</div>"))
         for item in turn.read:
             tag = f"{item.name} · error ({item.producer})" if item.is_error else f"{item.name} · ok"
             if item.source == "engine":
                 tag = f"engine feedback · {item.producer or item.name}"
-            mark = icon("soft") if item.is_error else ""
-            weight = "font-weight:600" if item.is_error else _MUTED
             body.append(
-                f'<div style="{weight};font-size:12px">{mark}{esc(tag, 120)}</div>'
-                f'<pre class="loopnb-read" style="{_PRE}">{esc(item.text, 4000)}</pre>'
+                Html(
+                    '<div style="{};font-size:12px">{}{}</div><pre class="loopnb-read" style="{}">{}</pre>'
+                ).format(
+                    Html("font-weight:600") if item.is_error else _MUTED,
+                    icon("soft") if item.is_error else _NOTHING,
+                    esc(tag, 120),
+                    _PRE,
+                    esc(item.text, 4000),
+                )
             )
             if item.note:
                 body.append(
-                    f'<div style="{_MUTED};font-size:12px">recovery note (beside the result, never '
-                    f'merged into it):</div><pre style="{_PRE}">{esc(item.note, 2000)}</pre>'
+                    Html(
+                        '<div style="{};font-size:12px">recovery note (beside the result, never '
+                        'merged into it):</div><pre style="{}">{}</pre>'
+                    ).format(_MUTED, _PRE, esc(item.note, 2000))
                 )
     if turn.channel == "hard":
         body.append(
-            f'<div style="border-left:3px solid {PALETTE["hard"]};padding-left:6px">{icon("hard")}'
-            f"the run ended here: <b>{esc(turn.error or turn.producer, NAME_LIMIT)}"
-            f"</b>; this turn was dropped from the scratchpad and the model never read it</div>"
-            f'<pre style="{_PRE}">{esc(turn.error_text or "", 2000)}</pre>'
+            Html(
+                '<div style="border-left:3px solid {};padding-left:6px">{}'
+                "the run ended here: <b>{}</b>; this turn was dropped from the scratchpad and the "
+                'model never read it</div><pre style="{}">{}</pre>'
+            ).format(
+                PALETTE["hard"],
+                icon("hard"),
+                esc(turn.error or turn.producer, NAME_LIMIT),
+                _PRE,
+                esc(turn.error_text or "", 2000),
+            )
         )
     elif not turn.calls and not turn.read:
-        body.append(f'<div style="{_MUTED}">a final reply: nothing more to read</div>')
-    return f'<div class="loopnb-inspector" style="{_BOX}">{"".join(body)}</div>'
+        body.append(Html('<div style="{}">a final reply: nothing more to read</div>').format(_MUTED))
+    return Html('<div class="loopnb-inspector" style="{}">{}</div>').format(_BOX, _NOTHING.join(body))
 
 
-def _strip(turns: Iterable[TurnView]) -> str:
-    cells = []
-    for t in turns:
-        title = esc(f"turn {t.turn}: {t.channel}" + (f" ({t.producer})" if t.producer else ""))
-        cells.append(
-            f'<span class="loopnb-mark" data-channel="{t.channel}" title="{title}" '
-            f'style="color:{PALETTE[t.channel]}">{GLYPH[t.channel]}</span>'
+def _strip(turns: Iterable[TurnView]) -> Html:
+    cells = _NOTHING.join(
+        Html('<span class="loopnb-mark" data-channel="{}" title="{}" style="color:{}">{}</span>').format(
+            t.channel,
+            f"turn {t.turn}: {t.channel}" + (f" ({t.producer})" if t.producer else ""),
+            PALETTE[t.channel],
+            GLYPH[t.channel],
         )
-    return f'<div style="line-height:1.1;font-size:11px;overflow-wrap:anywhere">{"".join(cells)}</div>'
+        for t in turns
+    )
+    return Html('<div style="line-height:1.1;font-size:11px;overflow-wrap:anywhere">{}</div>').format(cells)
 
 
-def summary_html(state: ViewState) -> str:
+def summary_html(state: ViewState) -> Html:
     """A static, script-free picture of the four panes (for saved notebooks, GitHub, nbviewer)."""
     flow_rows = []
     lit = set(state.lit)
     lit_fill = PALE.get(state.lit_channel or "")
     for edge, count in zip(EDGES, state.edge_counts, strict=True):
-        src = NODES[NODE_INDEX[edge.source]].label.replace("<br>", " ")
-        dst = NODES[NODE_INDEX[edge.target]].label.replace("<br>", " ")
-        style = f' style="background:{lit_fill};color:{INK}"' if lit_fill and edge.id in lit else ""
-        flow_rows.append(
-            f"<tr{style}><td>{esc(src)}</td><td>→</td><td>{esc(dst)}</td><td>{esc(edge.label)}</td>"
-            f"<td style='text-align:right'>{count}</td></tr>"
+        style = (
+            Html(' style="background:{};color:{}"').format(lit_fill, INK)
+            if lit_fill and edge.id in lit
+            else _NOTHING
         )
-    lit_note = (
-        f"lit: turn {state.lit_turn}, {esc(state.lit_channel)}"
-        + (f" ({esc(state.lit_producer)})" if state.lit_producer else "")
-        if state.lit_channel
-        else "nothing lit yet"
-    )
+        flow_rows.append(
+            Html(
+                "<tr{}><td>{}</td><td>→</td><td>{}</td><td>{}</td><td style='text-align:right'>{}</td></tr>"
+            ).format(
+                style,
+                NODES[NODE_INDEX[edge.source]].label.replace("<br>", " "),
+                NODES[NODE_INDEX[edge.target]].label.replace("<br>", " "),
+                edge.label,
+                count,
+            )
+        )
+    if state.lit_channel:
+        lit_note = Html("lit: turn {}, {}").format(state.lit_turn, state.lit_channel)
+        if state.lit_producer:
+            lit_note += Html(" ({})").format(state.lit_producer)
+    else:
+        lit_note = Html("nothing lit yet")
     last = state.turns[-1] if state.turns else None
-    return (
-        f'<div class="loopnb-summary" style="{_BOX};border:1px solid {LINE};padding:8px;border-radius:6px">'
-        f"<div><b>loopnb live view</b> (static picture)</div>{status_html(state)}"
-        f"<details open><summary><b>decision flow</b> · {lit_note}</summary>"
-        f'<table style="border-collapse:collapse;color:{TEXT};font:inherit">{"".join(flow_rows)}</table>'
+    return Html(
+        '<div class="loopnb-summary" style="{box};border:1px solid {line};padding:8px;border-radius:6px">'
+        "<div><b>loopnb live view</b> (static picture)</div>{status}"
+        "<details open><summary><b>decision flow</b> · {lit_note}</summary>"
+        '<table style="border-collapse:collapse;color:{text};font:inherit">{flow}</table>'
         "</details>"
-        f"<div><b>recovery gauge</b>: {esc(gauge_text(state.gauge))}</div>"
-        f"{board_html(state)}"
-        f"<div><b>turn timeline</b> ({len(state.turns)} turns)</div>{_strip(state.turns)}"
-        f"{inspector_html(last)}</div>"
+        "<div><b>recovery gauge</b>: {gauge}</div>"
+        "{board}"
+        "<div><b>turn timeline</b> ({turns} turns)</div>{strip}"
+        "{inspector}</div>"
+    ).format(
+        box=_BOX,
+        line=LINE,
+        status=status_html(state),
+        lit_note=lit_note,
+        text=TEXT,
+        flow=_NOTHING.join(flow_rows),
+        gauge=gauge_text(state.gauge),
+        board=board_html(state),
+        turns=len(state.turns),
+        strip=_strip(state.turns),
+        inspector=inspector_html(last),
     )

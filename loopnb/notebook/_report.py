@@ -3,7 +3,10 @@
 One file and no script: the panes are inline SVG drawn by ``_svg`` from the same ``ViewState``
 the live view draws, and every turn's row shows, as text, what the model asked for and exactly
 what it read. A Content-Security-Policy forbids the page from fetching anything, so it opens the
-same on a plane as on a server; a 100-turn run makes a report of about 100 kB.
+same on a plane as on a server (``loopnb.notebook._page``); a 100-turn run makes a report of about
+100 kB. The page is ``Html``
+filled into ``Html`` templates (``loopnb.notebook._html``): every text from a recording is escaped
+wherever it goes, and the events are redacted before they are drawn (``exported_events``).
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from loopnb._palette import ACCENT, IDLE, INK, PALE, PALETTE
+from loopnb._palette import IDLE, PALE, PALETTE
 from loopnb.engine._events import Event
-from loopnb.notebook._layout import CODE_BG, CODE_FONT, DARK, LIGHT, LINE, MUTED, PAGE, TEXT, UI_FONT, icon
-from loopnb.notebook._markup import NAME_LIMIT, esc
+from loopnb.notebook._html import Html, esc
+from loopnb.notebook._layout import icon
+from loopnb.notebook._markup import NAME_LIMIT
+from loopnb.notebook._page import REPORT_STYLE, page
 from loopnb.notebook._replay import EventSource, events_of
 from loopnb.notebook._state import BreakerView, ReadView, TurnView, ViewState
-from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_svg
+from loopnb.notebook._svg import flow_svg, gauge_svg
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
@@ -27,49 +32,6 @@ FULL_ROWS = 1000
 TEXT_LIMIT = 4000
 """Characters shown of one text the model read; a cut says how much it left out."""
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-
-
-def _theme(values: dict[str, str]) -> str:
-    return ";".join(f"--jp-{name}:{value}" for name, value in values.items())
-
-
-_STYLE = (
-    f":root{{{_theme(LIGHT)};color-scheme:light dark}}"
-    f"@media (prefers-color-scheme:dark){{:root{{{_theme(DARK)}}}}}"  # a dark browser: JupyterLab's dark
-    f"""
-body{{font-family:{UI_FONT};margin:24px auto;padding:0 16px;color:{TEXT};background:{PAGE};
-max-width:1240px;font-size:14px;line-height:1.4}}
-a{{color:inherit}}
-h1{{font-size:22px;margin:0 0 6px}} h2{{font-size:17px;margin:36px 0 8px;border-top:2px solid {LINE};
-padding-top:14px;overflow-wrap:anywhere}} h3{{font-size:15px;margin:22px 0 6px}}
-code{{font-family:{CODE_FONT};font-size:12px}}
-.runs{{margin:0;padding-left:20px}} .status{{margin:4px 0 12px}} .task{{color:{MUTED}}}
-.word{{display:inline-flex;align-items:center;gap:0;padding:0 7px;border-radius:9px;color:{INK};
-font-weight:600;white-space:nowrap;border:1px solid}}
-.panes{{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;margin:8px 0}}
-.loopnb-board{{flex:1 1 420px;min-width:0}}
-.loopnb-board h3{{font-size:13px;margin:12px 0 4px}} .loopnb-board table{{border-collapse:collapse}}
-.loopnb-board td,.loopnb-board th{{padding:2px 10px 2px 0;text-align:left;vertical-align:top}}
-.loopnb-board th{{white-space:nowrap}} .loopnb-board td:first-child{{overflow-wrap:anywhere}}
-svg.loopnb-icon{{display:inline-block;vertical-align:-1px}}
-table.loopnb-turns{{border-collapse:collapse;width:100%;font-size:13px}}
-table.loopnb-turns th{{text-align:left;white-space:nowrap;border-bottom:2px solid {LINE};padding:4px 8px;
-position:sticky;top:0;background:{PAGE}}}
-table.loopnb-turns td{{border-bottom:1px solid {LINE};padding:5px 8px;vertical-align:top;
-overflow-wrap:break-word}}
-table.loopnb-turns td.wide{{overflow-wrap:anywhere;min-width:14em}}
-table.loopnb-turns td.n{{white-space:nowrap;text-align:right}}
-table.loopnb-turns tr:target td:first-child{{box-shadow:inset 4px 0 0 {ACCENT}}}
-tr.loopnb-turn{{scroll-margin-top:40px}}
-.item{{font-size:12px;color:{MUTED};margin-top:4px}} .item.error{{color:{TEXT};font-weight:600}}
-pre{{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 6px;padding:4px 6px;background:{CODE_BG};
-color:{TEXT};font-family:{CODE_FONT};border-radius:4px;max-height:18em;overflow:auto;font-size:12px}}
-pre.error{{border-left:3px solid {PALETTE["hard"]}}}
-.reply{{font-style:italic;margin-top:3px}} .muted{{color:{MUTED}}}
-@media print{{pre{{max-height:none}} table.loopnb-turns th{{position:static}}}}
-""" + SVG_STYLE
-)
 _BREAKER_WORD = {"closed": "closed", "half_open": "half-open", "open": "open"}
 _BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
 
@@ -100,29 +62,28 @@ def exported_events(source: EventSource) -> list[Event]:
     return out
 
 
-def _word(channel: str, text: str | None = None) -> str:
+def _word(channel: str, text: str | None = None) -> Html:
     """A channel's word with its mark, in its colours: never colour alone."""
-    color, pale = PALETTE.get(channel, IDLE), PALE.get(channel, IDLE)
-    return (
-        f'<span class="word" style="border-color:{color};background:{pale}">'
-        f"{icon(channel)}{esc(text or channel)}</span>"
+    return Html('<span class="word" style="border-color:{};background:{}">{}{}</span>').format(
+        PALETTE.get(channel, IDLE), PALE.get(channel, IDLE), icon(channel), text or channel
     )
 
 
-def _status(state: ViewState) -> str:
+def _status(state: ViewState) -> Html:
     run = state.run
     turns = f"{len(state.turns):,} turn{'' if len(state.turns) == 1 else 's'}"
     if run.phase == "ok":
-        tail = f"{_word('ok', 'finished')} output: <i>{esc(run.output or '', 400)}</i>"
+        tail = Html("{} output: <i>{}</i>").format(_word("ok", "finished"), esc(run.output or "", 400))
     elif run.phase == "hard":
-        tail = (
-            f"{_word('hard', 'ended hard')} <b>{esc(run.error or 'LoopError', NAME_LIMIT)}</b>: "
-            f"{esc(run.message or '', 400)}"
+        tail = Html("{} <b>{}</b>: {}").format(
+            _word("hard", "ended hard"),
+            esc(run.error or "LoopError", NAME_LIMIT),
+            esc(run.message or "", 400),
         )
     else:
-        tail = '<span class="muted">did not finish in this recording</span>'
-    task = f'<div class="task">task: {esc(run.task, 400)}</div>' if run.task else ""
-    return f'<div class="loopnb-status status">{turns} · {tail}{task}</div>'
+        tail = Html('<span class="muted">did not finish in this recording</span>')
+    task = Html('<div class="task">task: {}</div>').format(esc(run.task, 400)) if run.task else Html()
+    return Html('<div class="loopnb-status status">{} · {}{}</div>').format(turns, tail, task)
 
 
 def _cooldown(b: BreakerView) -> str:
@@ -135,150 +96,200 @@ def _cooldown(b: BreakerView) -> str:
     return f"{b.cooldown_left:.1f} s of {b.cooldown:g} s"
 
 
-def _board(state: ViewState) -> str:
-    rows = "".join(
-        f'<tr class="loopnb-breaker" data-state="{esc(b.state)}"><td><code>{esc(b.name, 60)}</code></td>'
-        f'<td>{esc(b.scope)}</td><td class="loopnb-breaker-state" style="font-weight:700;white-space:nowrap">'
-        f"{icon(_BREAKER_CHANNEL[b.state])} {esc(_BREAKER_WORD[b.state])}</td>"
-        f"<td>{b.failures}</td><td>{esc(_cooldown(b))}</td></tr>"
+def _board(state: ViewState) -> Html:
+    rows = Html().join(
+        Html(
+            '<tr class="loopnb-breaker" data-state="{}"><td><code>{}</code></td><td>{}</td>'
+            '<td class="loopnb-breaker-state" style="font-weight:700;white-space:nowrap">{} {}</td>'
+            "<td>{}</td><td>{}</td></tr>"
+        ).format(
+            b.state,
+            esc(b.name, 60),
+            b.scope,
+            icon(_BREAKER_CHANNEL[b.state]),
+            _BREAKER_WORD[b.state],
+            b.failures,
+            _cooldown(b),
+        )
         for b in state.breakers
     )
     table = (
-        "<table><thead><tr><th>breaker</th><th>scope</th><th>state</th><th>failures</th>"
-        f"<th>cooldown left</th></tr></thead><tbody>{rows}</tbody></table>"
+        Html(
+            "<table><thead><tr><th>breaker</th><th>scope</th><th>state</th><th>failures</th>"
+            "<th>cooldown left</th></tr></thead><tbody>{}</tbody></table>"
+        ).format(rows)
         if rows
-        else '<div class="muted">no breakers in this run</div>'
+        else Html('<div class="muted">no breakers in this run</div>')
     )
-    return f'<div class="loopnb-board"><h3>breaker board</h3>{table}</div>'
+    return Html('<div class="loopnb-board"><h3>breaker board</h3>{}</div>').format(table)
 
 
-def _read(item: ReadView) -> str:
+def _read(item: ReadView) -> Html:
     if item.source == "engine":
         tag = f"engine feedback · {item.producer or item.name}"
     elif item.is_error:
         tag = f"{item.name} · error ({item.producer or 'tool'})"
     else:
         tag = f"{item.name} · ok"
-    err = " error" if item.is_error else ""
-    out = (
-        f'<div class="item{err}">{esc(tag, 160)}</div>'
-        f'<pre class="loopnb-read{err}">{esc(item.text, TEXT_LIMIT)}</pre>'
+    err = Html(" error") if item.is_error else Html()
+    out = Html('<div class="item{0}">{1}</div><pre class="loopnb-read{0}">{2}</pre>').format(
+        err, esc(tag, 160), esc(item.text, TEXT_LIMIT)
     )
     if item.note:
-        out += (
-            '<div class="item">recovery note (beside the result, never merged into it)</div>'
-            f"<pre>{esc(item.note, 2000)}</pre>"
-        )
+        out += Html(
+            '<div class="item">recovery note (beside the result, never merged into it)</div><pre>{}</pre>'
+        ).format(esc(item.note, 2000))
     return out
 
 
-def _row(t: TurnView, anchor: str, full: bool) -> str:
-    producer = f"<code>{esc(t.producer, NAME_LIMIT)}</code>" if t.producer else ""
-    head = (
-        f'<tr class="loopnb-turn" id="{anchor}-t{t.turn}" data-channel="{esc(t.channel)}">'
-        f'<td class="n"><a href="#{anchor}-t{t.turn}">{t.turn}</a></td><td>{_word(t.channel)}</td>'
-        f"<td>{producer}</td><td>{esc(t.model or '', NAME_LIMIT)}</td>"
+def _row(t: TurnView, anchor: str, full: bool) -> Html:
+    head = Html(
+        '<tr class="loopnb-turn" id="{anchor}-t{turn}" data-channel="{channel}">'
+        '<td class="n"><a href="#{anchor}-t{turn}">{turn}</a></td><td>{word}</td>'
+        "<td>{producer}</td><td>{model}</td>"
+    ).format(
+        anchor=anchor,
+        turn=t.turn,
+        channel=t.channel,
+        word=_word(t.channel),
+        producer=Html("<code>{}</code>").format(esc(t.producer, NAME_LIMIT)) if t.producer else Html(),
+        model=esc(t.model or "", NAME_LIMIT),
     )
     if not full:
-        tools = esc(", ".join(t.tools), 200)
-        err = f" · {esc(t.error, NAME_LIMIT)}" if t.error else ""
-        return f'{head}<td class="wide" colspan="2"><code>{tools}</code>{err}</td></tr>'
-    calls = "<br>".join(f"<code>{esc(c.name, 80)}({esc(c.arguments, 400)})</code>" for c in t.calls)
-    reply = f'<div class="reply">{esc(t.reply_text, 1500)}</div>' if t.reply_text else ""
-    read = "".join(_read(r) for r in t.read)
-    if t.channel == "hard":
-        error = esc(t.error or t.producer or "LoopError", NAME_LIMIT)
-        read += (
-            f'<div class="item error">the run ended here: {error}'
-            " (the model never read this)</div>"
-            f'<pre class="loopnb-error error">{esc(t.error_text or "", 2000)}</pre>'
+        err = Html(" · {}").format(esc(t.error, NAME_LIMIT)) if t.error else Html()
+        return Html('{}<td class="wide" colspan="2"><code>{}</code>{}</td></tr>').format(
+            head, esc(", ".join(t.tools), 200), err
         )
-    elif not read:
-        read = '<span class="muted">nothing: a final reply</span>'
-    return f'{head}<td class="wide">{calls}{reply}</td><td class="wide">{read}</td></tr>'
-
-
-def _turns(turns: Sequence[TurnView], anchor: str) -> str:
-    rows = "".join(_row(t, anchor, i < FULL_ROWS) for i, t in enumerate(turns))
-    note = (
-        f'<p class="muted">turns past the first {FULL_ROWS:,} show one line each; '
-        "<code>load(path).turns</code> has them all</p>"
-        if len(turns) > FULL_ROWS
-        else ""
+    calls = Html("<br>").join(
+        Html("<code>{}({})</code>").format(esc(c.name, 80), esc(c.arguments, 400)) for c in t.calls
     )
-    return (
+    reply = Html('<div class="reply">{}</div>').format(esc(t.reply_text, 1500)) if t.reply_text else Html()
+    read = Html().join(_read(r) for r in t.read)
+    if t.channel == "hard":
+        read += Html(
+            '<div class="item error">the run ended here: {} (the model never read this)</div>'
+            '<pre class="loopnb-error error">{}</pre>'
+        ).format(esc(t.error or t.producer or "LoopError", NAME_LIMIT), esc(t.error_text or "", 2000))
+    elif not read:
+        read = Html('<span class="muted">nothing: a final reply</span>')
+    return Html('{}<td class="wide">{}{}</td><td class="wide">{}</td></tr>').format(head, calls, reply, read)
+
+
+def _turns(turns: Sequence[TurnView], anchor: str) -> Html:
+    rows = Html().join(_row(t, anchor, i < FULL_ROWS) for i, t in enumerate(turns))
+    note = (
+        Html(
+            '<p class="muted">turns past the first {:,} show one line each; '
+            "<code>load(path).turns</code> has them all</p>"
+        ).format(FULL_ROWS)
+        if len(turns) > FULL_ROWS
+        else Html()
+    )
+    return Html(
         '<table class="loopnb-turns"><thead><tr><th>turn</th><th>channel</th><th>producer</th>'
         "<th>model</th><th>the model asked for</th><th>then the model read</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>{note}"
-    )
+        "<tbody>{}</tbody></table>{}"
+    ).format(rows, note)
 
 
-def _section(index: int, run_id: str, state: ViewState) -> str:
+def _section(index: int, run_id: str, state: ViewState) -> Html:
     anchor = f"loopnb-r{index}"  # ids never come from the (untrusted) run id
-    return (
-        f'<section class="loopnb-run" id="{anchor}" data-run="{esc(run_id)}">'
-        f"<h2>run <code>{esc(run_id, NAME_LIMIT)}</code></h2>{_status(state)}"
-        f'{flow_svg(state)}<div class="panes">{gauge_svg(state.gauge)}{_board(state)}</div>'
-        f"{timeline_svg(state.turns, anchor)}<h3>turns</h3>{_turns(state.turns, anchor)}</section>"
+    return Html(
+        '<section class="loopnb-run" id="{anchor}" data-run="{run}">'
+        "<h2>run <code>{run_cut}</code></h2>{status}"
+        '{flow}<div class="panes">{gauge}{board}</div>'
+        "{timeline}<h3>turns</h3>{turns}</section>"
+    ).format(
+        anchor=anchor,
+        run=run_id,
+        run_cut=esc(run_id, NAME_LIMIT),
+        status=_status(state),
+        flow=flow_svg(state),
+        gauge=gauge_svg(state.gauge),
+        board=_board(state),
+        timeline=timeline_svg(state.turns, anchor),
+        turns=_turns(state.turns, anchor),
     )
 
 
-def _contents(states: list[tuple[str, ViewState]]) -> str:
+def _contents(states: list[tuple[str, ViewState]]) -> Html:
     if len(states) < 2:
-        return ""
-    items = "".join(
-        f'<li><a href="#loopnb-r{i}"><code>{esc(rid, NAME_LIMIT)}</code></a> · '
-        f"{_word(s.run.phase if s.run.phase in PALETTE else 'soft', s.run.phase)} "
-        f"{len(s.turns):,} turn{'' if len(s.turns) == 1 else 's'}</li>"
+        return Html()
+    items = Html().join(
+        Html('<li><a href="#loopnb-r{}"><code>{}</code></a> · {} {:,} turn{}</li>').format(
+            i,
+            esc(rid, NAME_LIMIT),
+            _word(s.run.phase if s.run.phase in PALETTE else "soft", s.run.phase),
+            len(s.turns),
+            "" if len(s.turns) == 1 else "s",
+        )
         for i, (rid, s) in enumerate(states)
     )
-    return f'<ol class="runs">{items}</ol>'
+    return Html('<ol class="runs">{}</ol>').format(items)
 
 
-def _disagreements(runs: dict[str, list[Event]]) -> str:
+def _disagreements(runs: dict[str, list[Event]]) -> Html:
     """The section "where the source disagrees" for runs another framework made (an event with a
     ``source_status``): ``audit(rec).disagreements()`` as a table, each turn linked to its row in
-    the run's section; ``""`` for loopnb's own runs."""
+    the run's section; nothing for loopnb's own runs."""
     if not any(getattr(e, "source_status", None) for events in runs.values() for e in events):
-        return ""
+        return Html()
     from loopnb.foreign._disagree import REASONS, disagreements
     from loopnb.record._frames import event_table, turn_table
 
     every = [e for events in runs.values() for e in events]
     rows = disagreements(turn_table(every), event_table(every)).astype(object).to_dict("records")
-    head = '<section class="loopnb-disagreements"><h2>where the source disagrees</h2>'
+    section = Html('<section class="loopnb-disagreements"><h2>where the source disagrees</h2>{}</section>')
     if not rows:
-        return f"{head}<p>nowhere: the source marks every call as the channel table does</p></section>"
+        return section.format(Html("<p>nowhere: the source marks every call as the channel table does</p>"))
     anchors = {rid: f"loopnb-r{i}" for i, rid in enumerate(runs)}
 
-    def cell(value: object, limit: int) -> str:
-        return esc(value, limit) if isinstance(value, str) else ""
+    def cell(value: object, limit: int) -> Html:
+        return esc(value, limit) if isinstance(value, str) else Html()
 
-    def turn(r: dict[Any, Any]) -> str:
+    def turn(r: dict[Any, Any]) -> Html:
         anchor = anchors.get(str(r["run_id"]))
-        return f'<a href="#{anchor}-t{r["turn"]}">{r["turn"]}</a>' if anchor else str(r["turn"])
+        return (
+            Html('<a href="#{0}-t{1}">{1}</a>').format(anchor, r["turn"])
+            if anchor
+            else Html.escape(r["turn"])
+        )
 
-    body = "".join(
-        f'<tr class="loopnb-disagreement" data-reason="{esc(r["reason"])}">'
-        f'<td><code>{cell(r["run_id"], NAME_LIMIT)}</code></td><td class="n">{turn(r)}</td>'
-        f"<td><code>{cell(r['tool'], 80)}</code></td><td><code>{cell(r['source_status'], 80)}</code></td>"
-        f"<td>{_word(str(r['channel']))}</td><td><code>{esc(r['reason'])}</code></td>"
-        f'<td class="wide"><pre>{cell(r["detail"], 2000)}</pre></td></tr>'
+    body = Html().join(
+        Html(
+            '<tr class="loopnb-disagreement" data-reason="{reason}">'
+            '<td><code>{run}</code></td><td class="n">{turn}</td>'
+            "<td><code>{tool}</code></td><td><code>{source}</code></td>"
+            "<td>{word}</td><td><code>{reason}</code></td>"
+            '<td class="wide"><pre>{detail}</pre></td></tr>'
+        ).format(
+            reason=r["reason"],
+            run=cell(r["run_id"], NAME_LIMIT),
+            turn=turn(r),
+            tool=cell(r["tool"], 80),
+            source=cell(r["source_status"], 80),
+            word=_word(str(r["channel"])),
+            detail=cell(r["detail"], 2000),
+        )
         for r in rows
     )
     found = {r["reason"] for r in rows}
-    reasons = "".join(f"<li><code>{esc(k)}</code>: {esc(v)}</li>" for k, v in REASONS.items() if k in found)
-    return (
-        f"{head}<p>Calls and turns the framework that made the run (the <i>source</i>) marks "
-        "otherwise than the channel table, so that its own record misleads about what the model "
-        f'read:</p><ul class="runs">{reasons}</ul>'
-        '<table class="loopnb-turns"><thead><tr><th>run</th><th>turn</th><th>tool</th><th>source</th>'
-        "<th>channel</th><th>reason</th><th>detail</th></tr></thead>"
-        f"<tbody>{body}</tbody></table></section>"
+    reasons = Html().join(
+        Html("<li><code>{}</code>: {}</li>").format(k, v) for k, v in REASONS.items() if k in found
+    )
+    return section.format(
+        Html(
+            "<p>Calls and turns the framework that made the run (the <i>source</i>) marks "
+            "otherwise than the channel table, so that its own record misleads about what the model "
+            'read:</p><ul class="runs">{}</ul>'
+            '<table class="loopnb-turns"><thead><tr><th>run</th><th>turn</th><th>tool</th><th>source</th>'
+            "<th>channel</th><th>reason</th><th>detail</th></tr></thead>"
+            "<tbody>{}</tbody></table>"
+        ).format(reasons, body)
     )
 
 
-def _usage(events: list[Event]) -> str:
+def _usage(events: list[Event]) -> Html:
     """The runs' tokens, wall time and cost: ``Audit.usage()``'s rows, then, once each, the price
     table they came from and why a cost is missing."""
     from loopnb.record._audit import Audit
@@ -288,32 +299,39 @@ def _usage(events: list[Event]) -> str:
 
     usage = Audit(turn_table(events), simulated=simulated_runs(events)).usage("run")
     if not (usage["input_tokens"].notna().any() or usage["output_tokens"].notna().any()):
-        return '<p class="muted loopnb-usage">usage and cost: no model reported tokens</p>'
+        return Html('<p class="muted loopnb-usage">usage and cost: no model reported tokens</p>')
     rows = []
     for r in usage.astype(object).to_dict("records"):
         cost, simulated = r["cost_usd"], r["clock"] == "simulated"
-        counts = "".join(
-            f'<td class="n">{esc(cell_text(c, r[c]))}</td>'
+        counts = Html().join(
+            Html('<td class="n">{}</td>').format(cell_text(c, r[c]))
             for c in ("turns", "input_tokens", "output_tokens")
         )
         rows.append(
-            f'<tr><td class="wide"><code>{esc(r["run_id"], NAME_LIMIT)}</code></td>'
-            f'<td class="wide">{esc(cell_text("models", r["models"]), 400)}</td>{counts}'
-            f'<td class="n">{"simulated clock" if simulated else esc(duration(r["latency_ms"]))}</td>'
-            f'<td class="n">{dollars(cost) if isinstance(cost, float) else "-"}</td></tr>'
+            Html(
+                '<tr><td class="wide"><code>{}</code></td><td class="wide">{}</td>{}'
+                '<td class="n">{}</td><td class="n">{}</td></tr>'
+            ).format(
+                esc(r["run_id"], NAME_LIMIT),
+                esc(cell_text("models", r["models"]), 400),
+                counts,
+                "simulated clock" if simulated else duration(r["latency_ms"]),
+                dollars(cost) if isinstance(cost, float) else "-",
+            )
         )
-    heads = "".join(
-        f"<th>{h}</th>" for h in ("run", "models", "turns", "tokens in", "tokens out", "wall time", "cost")
+    heads = Html().join(
+        Html("<th>{}</th>").format(h)
+        for h in ("run", "models", "turns", "tokens in", "tokens out", "wall time", "cost")
     )
     sources = sorted({str(v) for v in usage["price_source"].dropna()})
     missing = sorted({part for v in usage["unpriced"].dropna() for part in str(v).split("; ")})
     notes = [f"cost in US dollars, as of each turn's start, from {'; '.join(sources)}"] if sources else []
     notes += [f"no cost where: {'; '.join(missing)}"] if missing else []
-    foot = "".join(f'<p class="muted">{esc(n, 2000)}</p>' for n in notes)
-    return (
+    foot = Html().join(Html('<p class="muted">{}</p>').format(esc(n, 2000)) for n in notes)
+    return Html(
         '<section class="loopnb-usage"><h2>usage and cost</h2><table class="loopnb-turns">'
-        f"<thead><tr>{heads}</tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}</section>"
-    )
+        "<thead><tr>{}</tr></thead><tbody>{}</tbody></table>{}</section>"
+    ).format(heads, Html().join(rows), foot)
 
 
 def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
@@ -326,15 +344,12 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
     states = [(rid, ViewModel.fold(events)) for rid, events in runs.items()]
     sections = [_section(i, rid, state) for i, (rid, state) in enumerate(states)]
     if not sections:
-        sections.append("<p>this recording holds no runs</p>")
+        sections.append(Html("<p>this recording holds no runs</p>"))
     sections.insert(0, _disagreements(runs))
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{esc(title)}</h1>{_contents(states)}{_usage([e for evs in runs.values() for e in evs])}"
-        f"{''.join(sections)}</body></html>\n"
+    body = Html("{}{}{}").format(
+        _contents(states), _usage([e for evs in runs.values() for e in evs]), Html().join(sections)
     )
+    return page(title, REPORT_STYLE, body)
 
 
 def to_html(

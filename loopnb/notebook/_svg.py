@@ -1,8 +1,9 @@
 """The panes as inline SVG: decision flow and recovery gauge (the timeline is ``_timeline``'s).
 
 Drawn from a ``ViewState`` (``ViewModel.fold``), the same state the live view draws, so a report
-says what the live run showed. No script and no plotly: a few kilobytes a pane. Every text from a
-recording goes through ``esc``; only this module's own markup and numbers are left unescaped.
+says what the live run showed. No script and no plotly: a few kilobytes a pane. Every picture is
+``Html`` filled into ``Html`` templates (``loopnb.notebook._html``): a text from a recording is
+escaped wherever it goes.
 Channels are told apart by colour *and* shape or word (``PALETTE``, ``SHAPE``), never by colour
 alone. ``SVG_STYLE`` holds the classes the drawings use (the live view and the report put it in
 a ``<style>``): text and boxes in the theme's colours (``_layout``), marks in the palette's.
@@ -11,8 +12,10 @@ a ``<style>``): text and boxes in the theme's colours (``_layout``), marks in th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from loopnb._palette import IDLE, INK, PALE, PALETTE
+from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import (
     CODE_BG,
     EDGE,
@@ -22,14 +25,12 @@ from loopnb.notebook._layout import (
     RAISED,
     TEXT,
     UI_FONT,
-    icon,
     mark,
 )
-from loopnb.notebook._markup import esc
 from loopnb.notebook._state import Gauge, ViewState
 from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES, Edge, nodes_on
 
-SVG_STYLE = (
+SVG_STYLE = Html(  # our own constants: a style sheet is never escaped (it is not HTML text)
     f".loopnb-svg{{display:block;max-width:100%;height:auto;font-family:{UI_FONT}}}"
     f".loopnb-svg text{{fill:{TEXT};font-size:12px}}"
     f".loopnb-svg .small{{font-size:10px;fill:{MUTED}}}.loopnb-svg .cap{{font-size:13px;font-weight:600}}"
@@ -46,28 +47,28 @@ SVG_STYLE = (
     + "".join(f".loopnb-svg .k-{c}{{fill:{color}}}" for c, color in PALETTE.items())
 )
 """The classes the panes draw with: theme colours for text and boxes, the palette for marks."""
+_NONE = Html()
 
 
-def svg(width: float, height: float, cls: str, label: str, body: str) -> str:
+def svg(width: float, height: float, cls: str, label: str, body: Html) -> Html:
     """One pane: an ``<svg>`` of class ``loopnb-svg {cls}``, named ``label`` for screen readers."""
-    return (
-        f'<svg class="loopnb-svg {cls}" viewBox="0 0 {width:g} {height:g}" width="{width:g}" '
-        f'height="{height:g}" role="img" aria-label="{esc(label)}">{body}</svg>'
-    )
+    return Html(
+        '<svg class="loopnb-svg {cls}" viewBox="0 0 {w:g} {h:g}" width="{w:g}" height="{h:g}" role="img" '
+        'aria-label="{label}">{body}</svg>'
+    ).format(cls=cls, w=width, h=height, label=label, body=body)
 
 
-def channel_icon(channel: str) -> str:
-    """A channel's mark as a small inline picture, to stand beside its word."""
-    return icon(channel)
-
-
-def legend(x: float, y: float) -> str:
+def legend(x: float, y: float) -> Html:
     """ok ● soft ▲ hard ■, as marks and words."""
     parts = []
     for channel in PALETTE:
-        parts.append(f'{mark(channel, x + 5, y - 4)}<text x="{x + 13:g}" y="{y:g}">{channel}</text>')
+        parts.append(
+            Html('{}<text x="{:g}" y="{:g}">{}</text>').format(
+                mark(channel, x + 5, y - 4), x + 13, y, channel
+            )
+        )
         x += 58
-    return "".join(parts)
+    return _NONE.join(parts)
 
 
 # -- the decision flow ---------------------------------------------------------------------------
@@ -99,66 +100,109 @@ _LABEL_AT = {  # where an edge's label and count go: a share along the edge, an 
 }
 
 
-def _edge(edge: Edge, count: int, color: str | None) -> str:
+_EDGE = Html(
+    '<g class="loopnb-edge" data-edge="{id}" data-count="{count}">'
+    '<line x1="{sx:.1f}" y1="{sy:.1f}" x2="{bx:.1f}" y2="{by:.1f}" {paint} '
+    'stroke-width="{width:g}"/><polygon points="{head}" {fill}/>'
+    '<text class="halo" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}"{weight}>{label}{count}</text>'
+    "</g>"
+)
+_FAINT = Html('class="faint"')
+_STROKE = {c: Html('stroke="{}"').format(c) for c in (*PALETTE.values(), IDLE)}
+_FILL = {c: Html('fill="{}"').format(c) for c in (*PALETTE.values(), IDLE)}
+_BOLD = Html(' font-weight="700"')
+
+
+def _geometry(edge: Edge) -> dict[str, Any]:
+    """An edge's fixed parts, drawn once: where its line, head and label go, its id and its words."""
     sx, sy, ex, ey = _ends(edge)
     length = ((ex - sx) ** 2 + (ey - sy) ** 2) ** 0.5 or 1.0
     ux, uy = (ex - sx) / length, (ey - sy) / length
-    stroke, width = (color, 4.0) if color else (IDLE if count else "", 1.6)
-    paint = f'stroke="{stroke}"' if stroke else 'class="faint"'
-    fill = f'fill="{stroke}"' if stroke else 'class="faint"'
     bx, by = ex - 11 * ux, ey - 11 * uy
-    head = (
-        f"{ex:.1f},{ey:.1f} {bx - 5.5 * uy:.1f},{by + 5.5 * ux:.1f} {bx + 5.5 * uy:.1f},{by - 5.5 * ux:.1f}"
-    )
     share, ox, oy, anchor = _LABEL_AT.get(edge.id, (0.5, 10, 4, "start"))
-    lx, ly = sx + (ex - sx) * share + ox, sy + (ey - sy) * share + oy
-    label = f"{edge.label} · {count}" if edge.label else str(count)
-    weight = ' font-weight="700"' if color else ""
-    return (
-        f'<g class="loopnb-edge" data-edge="{edge.id}" data-count="{count}">'
-        f'<line x1="{sx:.1f}" y1="{sy:.1f}" x2="{bx:.1f}" y2="{by:.1f}" {paint} '
-        f'stroke-width="{width:g}"/><polygon points="{head}" {fill}/>'
-        f'<text class="halo" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}"{weight}>{esc(label)}</text>'
-        "</g>"
+    return {
+        "id": Html.escape(edge.id),
+        "sx": sx,
+        "sy": sy,
+        "bx": bx,
+        "by": by,
+        "head": Html("{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}").format(
+            ex, ey, bx - 5.5 * uy, by + 5.5 * ux, bx + 5.5 * uy, by - 5.5 * ux
+        ),
+        "lx": sx + (ex - sx) * share + ox,
+        "ly": sy + (ey - sy) * share + oy,
+        "anchor": Html.escape(anchor),
+        "label": Html("{} · ").format(edge.label) if edge.label else Html(),
+    }
+
+
+_GEOMETRY = {edge.id: _geometry(edge) for edge in EDGES}
+
+
+def _edge(edge: Edge, count: int, color: str | None) -> Html:
+    """An edge with its count: thick in ``color`` when lit, grey once taken, faint before."""
+    stroke, width = (color, 4.0) if color else (IDLE if count else "", 1.6)
+    return _EDGE.format(
+        count=count,
+        paint=_STROKE[stroke] if stroke else _FAINT,
+        width=width,
+        fill=_FILL[stroke] if stroke else _FAINT,
+        weight=_BOLD if color else _NONE,
+        **_GEOMETRY[edge.id],
     )
 
 
-def _node(node_id: str, lit: str | None) -> str:
+def _node(node_id: str, lit: str | None) -> Html:
+    """A step of the chart, filled in ``lit``'s pale colour when the lit path goes through it."""
     x, y = _at(node_id)
-    node = NODES[NODE_INDEX[node_id]]
-    lines = node.label.split("<br>")
-    style = f' style="fill:{PALE[lit]};stroke:{PALETTE[lit]};stroke-width:2.5"' if lit else ""
+    lines = NODES[NODE_INDEX[node_id]].label.split("<br>")
     first = y - 7 * (len(lines) - 1) + 4
-    text = "".join(
-        f'<tspan x="{x:g}" y="{first + 14 * i:g}">{esc(line)}</tspan>' for i, line in enumerate(lines)
-    )
-    return (
-        f'<g class="loopnb-node{" lit" if lit else ""}" data-node="{node_id}"{" data-lit" if lit else ""}>'
-        f'<rect class="node" x="{x - _BOX_W / 2:g}" y="{y - _BOX_H / 2:g}" width="{_BOX_W}" '
-        f'height="{_BOX_H}" rx="6"{style}/><text text-anchor="middle">{text}</text></g>'
+    return Html(
+        '<g class="loopnb-node{lit}" data-node="{id}"{data}>'
+        '<rect class="node" x="{x:g}" y="{y:g}" width="{w}" height="{h}" rx="6"{style}/>'
+        '<text text-anchor="middle">{text}</text></g>'
+    ).format(
+        lit=Html(" lit") if lit else _NONE,
+        id=node_id,
+        data=Html(" data-lit") if lit else _NONE,
+        x=x - _BOX_W / 2,
+        y=y - _BOX_H / 2,
+        w=_BOX_W,
+        h=_BOX_H,
+        style=Html(' style="fill:{};stroke:{};stroke-width:2.5"').format(PALE[lit], PALETTE[lit])
+        if lit
+        else _NONE,
+        text=_NONE.join(
+            Html('<tspan x="{:g}" y="{:g}">{}</tspan>').format(x, first + 14 * i, line)
+            for i, line in enumerate(lines)
+        ),
     )
 
 
-def flow_svg(state: ViewState) -> str:
+_NODES = {(n.id, lit): _node(n.id, lit) for n in NODES for lit in (None, *PALETTE)}
+"""Every step drawn once, unlit and lit in each channel's colours: a redraw picks them."""
+
+
+def flow_svg(state: ViewState) -> Html:
     """The spec's flowchart: every edge with its count, the last turn's path drawn thick."""
     channel = state.lit_channel if state.lit_channel in PALETTE else None
     color = PALETTE[channel] if channel else None
     lit = set(state.lit)
     lit_nodes = set(nodes_on(state.lit))
-    edges = "".join(
+    edges = _NONE.join(
         _edge(e, n, color if e.id in lit else None) for e, n in zip(EDGES, state.edge_counts, strict=True)
     )
-    nodes = "".join(_node(n.id, channel if n.id in lit_nodes else None) for n in NODES)
+    nodes = _NONE.join(_NODES[n.id, channel if n.id in lit_nodes else None] for n in NODES)
     if channel:
         caption = f"the thick path: turn {state.lit_turn}, {channel}"
         if state.lit_producer:
             caption += f" ({state.lit_producer})"
     else:
         caption = "no turn yet"
-    head = (
-        f'<text class="cap" x="12" y="20">decision flow</text>'
-        f'<text x="130" y="20">{esc(caption, 120)} · the numbers count turns per arrow</text>'
-    )
+    head = Html(
+        '<text class="cap" x="12" y="20">decision flow</text>'
+        '<text x="130" y="20">{} · the numbers count turns per arrow</text>'
+    ).format(esc(caption, 120))
     return svg(_W, _H, "loopnb-flow", "decision flow", head + edges + nodes)
 
 
@@ -194,32 +238,37 @@ def gauge_of_view(state: ViewState, selected: int | None) -> Gauge:
     return turn.gauge
 
 
-def gauge_svg(g: Gauge, words: Sequence[str] | None = None) -> str:
+_CELL = Html(  # by position (a redraw fills seven): x, width, fill, border, dash, the word's x, the word
+    '<rect x="{0}" y="34" width="{1}" height="24" rx="3" {2} stroke="{3}"{4}/>'
+    '<text class="small" x="{5:g}" y="72" text-anchor="middle">{6}</text>'
+)
+_WALL, _EMPTY = Html('class="wall"'), Html('class="cell"')
+_BORDER = {True: Html.escape(PALETTE["hard"]), False: Html.escape(IDLE)}  # the wall's, the others'
+_DASH = Html(' stroke-dasharray="4 2"')
+
+
+def gauge_svg(g: Gauge, words: Sequence[str] | None = None) -> Html:
     """The current (or last) tool call's attempt as cells 0..5 and the wall, filled up to it.
 
     ``words`` replaces the lines under the cells (the live view passes ``Gauge.lines()``); with
     them the cells are grey when there is nothing to count (``Gauge.greyed``).
     """
     cells, width, x0 = g.max_attempts + 2, 46, 12
-    fill = IDLE if words is not None and g.greyed else _gauge_colour(g)
+    filled = _FILL[IDLE if words is not None and g.greyed else _gauge_colour(g)]
     parts = [
-        '<text class="cap" x="12" y="20">recovery gauge</text>'
-        f'<g class="loopnb-cells" data-attempt="{g.attempt}" data-status="{g.status}"'
-        f"{' data-greyed' if g.greyed else ''}>"
+        Html(
+            '<text class="cap" x="12" y="20">recovery gauge</text>'
+            '<g class="loopnb-cells" data-attempt="{}" data-status="{}"{}>'
+        ).format(g.attempt, g.status, Html(" data-greyed") if g.greyed else _NONE)
     ]
     for i in range(cells):
         wall = i == cells - 1
         reached = g.tool is not None and i <= g.attempt
         x = x0 + i * (width + 4)
-        bg = f'fill="{fill}"' if reached else f'class="{"wall" if wall else "cell"}"'
-        border = PALETTE["hard"] if wall else IDLE
-        dash = ' stroke-dasharray="4 2"' if wall else ""
-        parts.append(
-            f'<rect x="{x}" y="34" width="{width}" height="24" rx="3" {bg} stroke="{border}"{dash}/>'
-            f'<text class="small" x="{x + width / 2:g}" y="72" text-anchor="middle">'
-            f"{'wall' if wall else 'call' if i == 0 else f'retry {i}'}</text>"
-        )
-    parts.append("</g>")
+        word = Html("wall") if wall else Html("call") if i == 0 else Html("retry {}").format(i)
+        bg = filled if reached else _WALL if wall else _EMPTY
+        parts.append(_CELL.format(x, width, bg, _BORDER[wall], _DASH if wall else _NONE, x + width / 2, word))
+    parts.append(Html("</g>"))
     if words is not None:
         lines = list(words)
     elif g.tool is None:
@@ -230,6 +279,9 @@ def gauge_svg(g: Gauge, words: Sequence[str] | None = None) -> str:
         status = _STATUS_WORD[g.status] + (f" ({g.decision})" if g.status == "gave_up" else "")
         lines = [f"{g.tool} · turn {g.turn}", f"attempt {g.attempt} of {g.max_attempts} retries · {status}"]
     limit = 64 if words is None else 140
-    parts += [f'<text x="12" y="{94 + 16 * i}">{esc(line, limit)}</text>' for i, line in enumerate(lines)]
+    parts += [
+        Html('<text x="12" y="{}">{}</text>').format(94 + 16 * i, esc(line, limit))
+        for i, line in enumerate(lines)
+    ]
     total = max(x0 + cells * (width + 4) + 40, 24 + 7 * max(min(len(line), limit) for line in lines))
-    return svg(total, 90 + 16 * len(lines), "loopnb-gauge", "recovery gauge", "".join(parts))
+    return svg(total, 90 + 16 * len(lines), "loopnb-gauge", "recovery gauge", _NONE.join(parts))

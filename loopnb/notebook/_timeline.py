@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from loopnb._palette import ACCENT
+from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import mark
-from loopnb.notebook._markup import esc
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._svg import legend, svg
 
@@ -26,6 +26,7 @@ _WORST = {"ok": 0, "soft": 1, "hard": 2}
 _W, _X0, _X1 = 860, 62, 846
 _TOP, _BOTTOM = 52, 132  # the plot's band (marks); the hover labels go above it
 _Scale = Callable[[float], float]
+_NONE = Html()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ def _ms(value: float) -> str:
 
 def timeline_svg(
     turns: Sequence[TurnView], anchor: str | None, *, selected: int | None = None, marked: int | None = None
-) -> str:
+) -> Html:
     """Every turn of the run as its channel's mark, at its latency; hover a mark for its turn.
 
     With an ``anchor`` a mark is a link to its row (``#{anchor}-t{turn}``, a bin's to its worst
@@ -108,12 +109,13 @@ def timeline_svg(
         said += f" in marks of {per:,}, each its worst turn"
     said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
     parts = [
-        f'<text class="cap" x="12" y="20">turn timeline</text>'
-        f'<text x="130" y="20">{said}</text>{legend(_W - 180, 20)}'
+        Html('<text class="cap" x="12" y="20">turn timeline</text><text x="130" y="20">{}</text>{}').format(
+            said, legend(_W - 180, 20)
+        )
     ]
     if not turns:
-        parts.append('<text class="small" x="12" y="46">no turn finished</text>')
-        return svg(_W, 60, "loopnb-timeline", "turn timeline", "".join(parts))
+        parts.append(Html('<text class="small" x="12" y="46">no turn finished</text>'))
+        return svg(_W, 60, "loopnb-timeline", "turn timeline", Html().join(parts))
     slot = (_X1 - _X0) / n  # one turn's width
 
     def x_of(index: float) -> float:
@@ -134,90 +136,111 @@ def timeline_svg(
     at = next((b for b in bins if marked is not None and b.turns[0].turn <= marked <= b.turns[-1].turn), None)
     if at is not None:
         parts.append(_diverges(x_of(at.first + (len(at.turns) - 1) / 2)))
-    return svg(_W, _BOTTOM + 40, "loopnb-timeline", "turn timeline", "".join(parts))
+    return svg(_W, _BOTTOM + 40, "loopnb-timeline", "turn timeline", Html().join(parts))
 
 
-def _diverges(x: float) -> str:
+def _diverges(x: float) -> Html:
     """The dashed rule at the turn where two compared runs first differ, with its word."""
     anchor, dx = ("end", -4) if x > _W - 120 else ("start", 4)
-    return (
-        f'<g class="loopnb-diverge"><line x1="{x:.1f}" y1="{_TOP - 14}" x2="{x:.1f}" y2="{_BOTTOM}" '
-        f'stroke="{ACCENT}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-        f'<text class="small" x="{x + dx:.1f}" y="{_TOP - 16}" text-anchor="{anchor}">'
-        "diverges here</text></g>"
-    )
+    return Html(
+        '<g class="loopnb-diverge"><line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" '
+        'stroke="{accent}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+        '<text class="small" x="{tx:.1f}" y="{ty}" text-anchor="{anchor}">diverges here</text></g>'
+    ).format(x=x, top=_TOP - 14, bottom=_BOTTOM, accent=ACCENT, tx=x + dx, ty=_TOP - 16, anchor=anchor)
 
 
-def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale) -> str:
+_GRID = Html(
+    '<line class="grid" x1="{x0}" y1="{y:.1f}" x2="{x1}" y2="{y:.1f}"/>'
+    '<text class="small" x="{tx}" y="{ty:.1f}" text-anchor="end">{ms}</text>'
+)
+_TICK = Html(
+    '<line class="axis" x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y1}"/>'
+    '<text class="small" x="{x:.1f}" y="{ty}" text-anchor="middle">{turn:,}</text>'
+)
+
+
+def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale) -> Html:
     first, n = turns[0].turn, len(turns)
     out = []
     for ms in (0.0, ceiling / 2, ceiling):
         y = y_of(ms)
-        out.append(
-            f'<line class="grid" x1="{_X0}" y1="{y:.1f}" x2="{_X1}" y2="{y:.1f}"/>'
-            f'<text class="small" x="{_X0 - 5}" y="{y + 3:.1f}" text-anchor="end">{_ms(ms)}</text>'
-        )
+        out.append(_GRID.format(x0=_X0, y=y, x1=_X1, tx=_X0 - 5, ty=y + 3, ms=_ms(ms)))
     mid = (_TOP + _BOTTOM) / 2
     out.append(
-        f'<text class="small" x="14" y="{mid:g}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {mid:g})">latency (ms)</text>'
-        f'<line class="axis" x1="{_X0}" y1="{_BOTTOM}" x2="{_X1}" y2="{_BOTTOM}"/>'
+        Html(
+            '<text class="small" x="14" y="{mid:g}" text-anchor="middle" '
+            'transform="rotate(-90 14 {mid:g})">latency (ms)</text>'
+            '<line class="axis" x1="{x0}" y1="{y}" x2="{x1}" y2="{y}"/>'
+        ).format(mid=mid, x0=_X0, y=_BOTTOM, x1=_X1)
     )
     step = _tick_step(n)
     for turn in range(step * math.ceil(first / step), first + n, step):
         x = x_of(turn - first)
-        out.append(
-            f'<line class="axis" x1="{x:.1f}" y1="{_BOTTOM}" x2="{x:.1f}" y2="{_BOTTOM + 4}"/>'
-            f'<text class="small" x="{x:.1f}" y="{_BOTTOM + 15}" text-anchor="middle">{turn:,}</text>'
-        )
+        out.append(_TICK.format(x=x, y0=_BOTTOM, y1=_BOTTOM + 4, ty=_BOTTOM + 15, turn=turn))
     out.append(
-        f'<text class="small" x="{(_X0 + _X1) / 2:g}" y="{_BOTTOM + 32}" text-anchor="middle">turn</text>'
+        Html('<text class="small" x="{:g}" y="{}" text-anchor="middle">turn</text>').format(
+            (_X0 + _X1) / 2, _BOTTOM + 32
+        )
     )
-    return "".join(out)
+    return Html().join(out)
 
 
-def _tip(text: str, x: float) -> str:
-    """The hover label, in the band above the marks, kept inside the pane."""
+_ANCHOR = {a: Html(a) for a in ("start", "middle", "end")}
+
+
+def _tip_at(text: str, x: float) -> tuple[float, Html]:
+    """Where the hover label goes, in the band above the marks, kept inside the pane: its x and
+    its anchor."""
     room = 3.4 * len(text)  # about half its width at 11 px
     if x - room < 8:
-        anchor, x = "start", max(x - 6, 8)
-    elif x + room > _W - 8:
-        anchor, x = "end", min(x + 6, _W - 8)
-    else:
-        anchor = "middle"
-    return (
-        f'<text class="tip halo" x="{x:.1f}" y="{_TOP - 10}" text-anchor="{anchor}">{esc(text, 200)}</text>'
-    )
+        return max(x - 6, 8), _ANCHOR["start"]
+    if x + room > _W - 8:
+        return min(x + 6, _W - 8), _ANCHOR["end"]
+    return x, _ANCHOR["middle"]
+
+
+_RING = Html(
+    '<rect class="loopnb-selected" data-turn="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}"/>'
+)
+# a mark, then its label (shown by ``.loopnb-mark:hover + .tip``): the mark's box, the place a
+# click lands, holds the mark alone. Fields by position, which ``str.format`` fills fastest (a
+# redraw fills 160): 0 ring, 1 turn, 2 channel, 3 its turns, 4 hit box x, 5 its width, 6 the
+# mark, 7 label x, 8 its anchor, 9 its text, 10 top, 11 height, 12 label y; then 13 the link's
+# anchor (_LINKED), or 13 a later turn's class and 14 its opacity (_GROUP).
+_BODY = '<rect class="hit" x="{4:.1f}" y="{10}" width="{5:.1f}" height="{11}"/>{6}'
+_TIP = '<text class="tip halo" x="{7:.1f}" y="{12}" text-anchor="{8}">{9}</text>'
+_LINKED = Html('{0}<a href="#{13}-t{1}" class="loopnb-mark" data-channel="{2}"{3}>' + _BODY + "</a>" + _TIP)
+_GROUP = Html(
+    '{0}<g class="loopnb-mark{13}" data-turn="{1}" data-channel="{2}"{3}{14}>' + _BODY + "</g>" + _TIP
+)
+_LATER, _GREY = Html(" loopnb-later"), Html(' opacity="0.3"')
+_CHANNEL = {c: Html.escape(c) for c in _WORST}
 
 
 def _mark(
     b: _Bin, x: float, y: float, size: float, width: float, anchor: str | None, selected: int | None
-) -> str:
+) -> Html:
     t = b.worst
-    turns = f' data-turns="{b.turns[0].turn}-{b.turns[-1].turn}"' if len(b.turns) > 1 else ""
-    inside = selected is not None and b.turns[0].turn <= selected <= b.turns[-1].turn
-    ring = ""
-    if inside:
+    ring = _NONE
+    if selected is not None and b.turns[0].turn <= selected <= b.turns[-1].turn:
         r = size / 2 + 3
-        ring = (
-            f'<rect class="loopnb-selected" data-turn="{selected}" x="{x - r:.1f}" y="{y - r:.1f}" '
-            f'width="{2 * r:.1f}" height="{2 * r:.1f}"/>'
-        )
-    hit = (
-        f'<rect class="hit" x="{x - width / 2:.1f}" y="{_TOP}" width="{width:.1f}" '
-        f'height="{_BOTTOM - _TOP}"/>'
+        ring = _RING.format(selected, x - r, y - r, 2 * r, 2 * r)
+    tip = b.tip()
+    turns = (
+        Html(' data-turns="{}-{}"').format(b.turns[0].turn, b.turns[-1].turn) if len(b.turns) > 1 else _NONE
     )
-    body, tip = f"{hit}{mark(t.channel, x, y, size)}", _tip(b.tip(), x)
-    # the label follows its mark (shown by ``.loopnb-mark:hover + .tip``): the mark's box, the
-    # place a click lands, holds the mark alone
+    tx, tip_anchor = _tip_at(tip, x)
+    drawn: tuple[object, ...] = (
+        ring,
+        t.turn,
+        _CHANNEL.get(t.channel, t.channel),
+        turns,
+        x - width / 2,
+        width,
+    )
+    drawn += (mark(t.channel, x, y, size), tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
     if anchor is not None:
-        return (
-            f'{ring}<a href="#{anchor}-t{t.turn}" class="loopnb-mark" data-channel="{esc(t.channel)}"'
-            f"{turns}>{body}</a>{tip}"
-        )
-    later = selected is not None and b.turns[0].turn > selected  # after the selected turn: greyed
-    kind, grey = ("loopnb-mark loopnb-later", ' opacity="0.3"') if later else ("loopnb-mark", "")
-    return (
-        f'{ring}<g class="{kind}" data-turn="{t.turn}" data-channel="{esc(t.channel)}"{turns}{grey}>'
-        f"{body}</g>{tip}"
-    )
+        return _LINKED.format(*drawn, anchor)
+    if selected is not None and b.turns[0].turn > selected:  # after the selected turn: greyed
+        return _GROUP.format(*drawn, _LATER, _GREY)
+    return _GROUP.format(*drawn, _NONE, _NONE)

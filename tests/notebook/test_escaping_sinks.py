@@ -32,7 +32,7 @@ from loopnb import (
     tool,
 )
 from loopnb.notebook import LiveView, replay, report_html
-from loopnb.notebook._layout import CONTROL_PICTURES
+from loopnb.notebook._html import CONTROL_PICTURES
 from loopnb.notebook._markup import NAME_LIMIT, summary_html
 from loopnb.record import Recorder, load
 from tests.notebook.conftest import Events, run_events
