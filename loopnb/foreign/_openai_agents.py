@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall, Usage
+from loopnb.foreign import _sniff
 from loopnb.foreign._agents_spans import (
     MODEL_KINDS,
     Reply,
@@ -51,11 +52,12 @@ from loopnb.foreign._agents_spans import (
     usage_of,
     walk,
 )
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._transcript import RunWriter, status
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
-    from loopnb.foreign._disagree import Mark
+    from loopnb.record._disagree import Mark
     from loopnb.record._recording import Recording
 
 NAME = "openai-agents"
@@ -395,3 +397,15 @@ def from_openai_agents(spans: Iterable[Any]) -> Recording:
             items.append((index, exported))
     with collector_paused():
         return _recording(traces(items, lines=False), None)
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "OpenAI Agents SDK spans and traces (JSON Lines or a JSON list)",
+    (".jsonl", ".json"),
+    sniff=_sniff.openai_agents,
+    reader=read,
+    in_memory=from_openai_agents,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

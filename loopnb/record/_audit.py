@@ -321,7 +321,7 @@ class Audit:
         turn, columns ``run_id``, ``turn``, ``call_id``, ``tool``, ``source_status``, ``channel``,
         ``reason``, ``detail`` (``loopnb.foreign.REASONS`` says what each reason means). Empty for
         loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
-        from loopnb.foreign._disagree import disagreements
+        from loopnb.record._disagree import disagreements
 
         if self.events is None:
             raise ValueError("disagreements() needs the events: audit(recording) or audit((turns, events))")

@@ -13,10 +13,10 @@ import warnings
 import pandas as pd
 import pytest
 
-from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, tool
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, tool
 from loopnb.engine._events import ModelReplied
 from loopnb.engine._messages import ModelReply
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._lines import MAX_INT_DIGITS, dump_event, dump_event_bytes, escaped_text, parse_event
 
 from .secrets_corpus import CORPUS
