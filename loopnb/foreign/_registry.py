@@ -98,8 +98,7 @@ def register_format(fmt: Format) -> Callable[[], None]:
 
     def unregister() -> None:
         """Remove the format ``register_format`` added (nothing when it is gone already)."""
-        if fmt in _registered:
-            _registered.remove(fmt)
+        _registered[:] = [other for other in _registered if other is not fmt]  # this one, not an equal
 
     return unregister
 
