@@ -319,7 +319,7 @@ class Audit:
     def disagreements(self) -> pd.DataFrame:
         """Where a foreign run's own marking disagrees with the channel table: one row per call or
         turn, columns ``run_id``, ``turn``, ``call_id``, ``tool``, ``source_status``, ``channel``,
-        ``reason``, ``detail`` (``REASONS`` in ``record._disagree`` says what each means). Empty for
+        ``reason``, ``detail`` (``REASONS`` says what each means). Empty for
         loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
         from loopnb.record._disagree import disagreements
 
