@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopnb import Engine, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.record import Recorder, load
+from loopnb import Engine, ScriptedModel, ToolCall, ToolError, load, tool
+from loopnb.record import Recorder
 
 
 @tool

@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopnb import Engine, ModelReply, ScriptedModel, ToolCall, ToolError, Usage, tool
-from loopnb.record import Recorder, load
+from loopnb import Engine, ModelReply, ScriptedModel, ToolCall, ToolError, Usage, load, tool
+from loopnb.record import Recorder
 
 
 @tool

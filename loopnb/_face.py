@@ -19,6 +19,11 @@ import typing
 TOP = "loopnb"
 
 LAZY = {
+    "Format": "loopnb.foreign",
+    "formats": "loopnb.foreign",
+    "register_format": "loopnb.foreign",
+    "load": "loopnb.foreign",
+    "load_many": "loopnb.foreign",
     "from_inspect": "loopnb.foreign",
     "from_openai_agents": "loopnb.foreign",
     "from_otel": "loopnb.foreign",
@@ -36,8 +41,6 @@ LAZY = {
     "Comparison": "loopnb.record",
     "flow_counts": "loopnb.record",
     "breaker_history": "loopnb.record",
-    "load": "loopnb.record",
-    "load_many": "loopnb.record",
     "recovery_attempts": "loopnb.record",
     "scripted_from": "loopnb.record",
     "what_if": "loopnb.record",

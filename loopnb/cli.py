@@ -253,7 +253,7 @@ def _check_replaceable(path: Path) -> None:
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb.record._cli import audit_command
+        from loopnb._commands import audit_command
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -263,7 +263,7 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb.record._compare_text import compare_command
+        from loopnb._commands import compare_command
     except ImportError as exc:
         print(f"loopnb compare: comparing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -277,7 +277,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb.record._cli import convert_command
+        from loopnb._commands import convert_command
     except ImportError as exc:
         print(f"loopnb convert: converting is unavailable ({exc})", file=sys.stderr)
         return 2

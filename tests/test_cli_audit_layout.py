@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, scenarios, tool
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, scenarios, tool
 from loopnb.cli import main
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._audit_text import duration
 
 

@@ -159,7 +159,7 @@ def test_record_refuses_to_replace_what_is_not_a_recording(
 def test_record_replaces_a_scenarios_earlier_recording(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from loopnb.record import load
+    from loopnb import load
 
     for _ in range(2):
         code, _, err = run(capsys, "demo", "mistyped_path", "--record", str(tmp_path))

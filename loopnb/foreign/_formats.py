@@ -1,119 +1,103 @@
-"""The formats ``loopnb.load`` reads besides its own, and the readers of objects in memory.
+"""What a format is: the ``Format`` protocol, and ``ForeignFormat``, the one each reader of another
+framework's runs defines as its module's ``FORMAT``.
 
-``loopnb.load(path)`` detects the format from the file's content (``format=`` forces one) and
-hands it to the reader here; ``from_pydantic_ai``, ``from_inspect``, ``from_otel`` and
-``from_openai_agents`` read objects in memory. Each reader writes the source's facts down as
-loopnb events (``RunWriter``), tags every turn ok/soft/hard with the table's producers, and keeps
-what the source itself said in ``source_status`` (``"<format>:<what it said>"``), so that
-``audit(rec).disagreements()`` can show where the two differ. No reader imports its framework
-until it is used, and none ever unpickles.
+A format is any object with a ``name``, a ``what`` (the words an error listing the formats uses),
+the ``suffixes`` its files usually have, ``sniff(head, path)`` (do a file's first bytes look like
+it) and ``read(path, *, errors)``; one that can be written also has ``write(recording, path)``.
+``_registry`` lists them and ``_load`` reads files with them.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from loopnb.record._errors import RecordingError
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from loopnb.record._disagree import Mark
     from loopnb.record._recording import Recording
-
-
-@dataclass(frozen=True, slots=True)
-class Format:
-    """A format ``load`` reads: its name, what it is, and the module whose ``read(path)`` reads it
-    (``_sniff.SNIFFERS`` tells it from a file's first bytes)."""
-
-    name: str
-    what: str
-    module: str
-
-
-FORMATS: tuple[Format, ...] = (
-    Format("loopnb", "loopnb's own recordings (JSON Lines or Parquet)", ""),
-    Format(
-        "pydantic-ai",
-        "a pydantic-ai message history (ModelMessagesTypeAdapter JSON)",
-        "loopnb.foreign._pydantic_ai",
-    ),
-    Format("inspect", "an Inspect AI log (.eval or .json)", "loopnb.foreign._inspect"),
-    Format(
-        "openai-agents",
-        "OpenAI Agents SDK spans and traces (JSON Lines or a JSON list)",
-        "loopnb.foreign._openai_agents",
-    ),
-    Format(
-        "otlp",
-        "OpenTelemetry spans (OTLP/JSON, protobuf JSON, or SDK span.to_json() dicts)",
-        "loopnb.foreign._otlp",
-    ),
-    Format("langgraph", "a LangGraph SQLite checkpointer database", "loopnb.foreign._langgraph"),
-)
-"""Every format ``loopnb.load`` reads, loopnb's own first."""
-
-FORMAT_NAMES: tuple[str, ...] = tuple(f.name for f in FORMATS)
 
 HEAD_BYTES = 1 << 16
 """How much of a file the sniffers look at."""
 
-
-def _module(fmt: Format) -> Any:
-    return importlib.import_module(fmt.module)
-
-
-def _known() -> str:
-    return "; ".join(f"{f.name} ({f.what})" for f in FORMATS)
+Errors = Literal["warn", "raise"]
+"""What a reader does with an item (a span, a message, a checkpoint) it cannot read: skip it with
+a ``RecordingWarning`` (``"warn"``), or raise ``RecordingError`` (``"raise"``)."""
 
 
-def format_of(path: Path, head: bytes) -> str | None:
-    """The foreign format whose sniffer recognises ``head`` (a file's first bytes), or ``None``."""
-    from loopnb.foreign._sniff import SNIFFERS
+@runtime_checkable
+class Format(Protocol):
+    """A format ``loopnb.load`` reads: register your own with ``loopnb.register_format(fmt)``.
 
-    return next((name for name, sniff in SNIFFERS.items() if sniff(head, path)), None)
+    ``sniff`` looks only at what the format always has near its start (``head`` is a file's first
+    64 KiB) and never raises; ``read`` raises ``RecordingError`` naming the path for a file it
+    cannot read. ``errors`` is ``"warn"`` (``load``'s default: skip an item that cannot be read
+    with a ``RecordingWarning``) or ``"raise"``; a reader that cannot skip items keeps its rules
+    either way (loopnb's readers do, for now). Optional members: ``write(recording, path)`` where
+    the format can be written (``loopnb convert`` picks it by suffix), and ``marks`` (what each
+    status the reader writes in ``source_status`` means, for ``audit(rec).disagreements()``).
+    """
 
+    @property
+    def name(self) -> str:
+        """The name ``load(path, format=...)`` takes (``"otlp"``), unique among the formats."""
+        ...
 
-def read(path: Path, format: str) -> Recording:
-    """The recording in ``path``, read as ``format`` (a name of ``FORMATS`` other than loopnb)."""
-    fmt = next((f for f in FORMATS[1:] if f.name == format), None)
-    if fmt is None:
-        raise RecordingError(f"unknown format {format!r}: loopnb reads {_known()}", path=path)
-    recording: Recording = _module(fmt).read(path)
-    return recording
+    @property
+    def what(self) -> str:
+        """What its files are, in a few words (an error listing the formats shows them)."""
+        ...
 
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The suffixes its files usually have (``(".json",)``): ``load_many`` looks into a
+        folder's files of these suffixes."""
+        ...
 
-def unrecognised(path: Path, why: str) -> RecordingError:
-    """The error for a file no reader recognises: what was wrong, and every format loopnb reads."""
-    return RecordingError(f"{why}; loopnb reads {_known()} (pass format= to force one)", path=path)
+    def sniff(self, head: bytes, path: Path) -> bool:
+        """Whether ``head``, the first bytes of the file at ``path``, is this format."""
+        ...
 
-
-def _reader(module: str, name: str) -> Callable[..., Recording]:
-    def call(*args: Any, **kwargs: Any) -> Recording:
-        recording: Recording = getattr(importlib.import_module(module), name)(*args, **kwargs)
-        return recording
-
-    return call
-
-
-def from_pydantic_ai(messages: Any, **kwargs: Any) -> Recording:
-    """A recording of a pydantic-ai run's messages (``result.all_messages()``, the list
-    ``capture_run_messages()`` holds after a failure, or their JSON)."""
-    return _reader("loopnb.foreign._pydantic_ai", "from_pydantic_ai")(messages, **kwargs)
-
-
-def from_inspect(log: Any, **kwargs: Any) -> Recording:
-    """A recording of an Inspect AI ``EvalLog`` (one run per sample)."""
-    return _reader("loopnb.foreign._inspect", "from_inspect")(log, **kwargs)
+    def read(self, path: Path, *, errors: Errors) -> Recording:
+        """The recording in the file at ``path``."""
+        ...
 
 
-def from_otel(spans: Any, **kwargs: Any) -> Recording:
-    """A recording of OpenTelemetry SDK spans (``ReadableSpan``s, e.g. an in-memory exporter's)."""
-    return _reader("loopnb.foreign._otlp", "from_otel")(spans, **kwargs)
+def checked_errors(errors: str) -> None:
+    """A ``ValueError`` unless ``errors`` is one of ``Errors``."""
+    if errors not in ("warn", "raise"):
+        raise ValueError(f"errors must be 'warn' or 'raise', got {errors!r}")
 
 
-def from_openai_agents(spans: Any, **kwargs: Any) -> Recording:
-    """A recording of OpenAI Agents SDK spans and traces (objects, or their ``export()`` dicts)."""
-    return _reader("loopnb.foreign._openai_agents", "from_openai_agents")(spans, **kwargs)
+@dataclass(frozen=True, slots=True, repr=False)
+class ForeignFormat:
+    """Another framework's format as one of loopnb's readers reads it (a ``Format``).
+
+    ``reader`` reads a file, ``in_memory`` (if any) the framework's objects in memory, and
+    ``marks`` says what each status the reader writes means. The readers do not look at
+    ``errors`` yet: each keeps its own rules (most raise ``RecordingError`` on the first item
+    they cannot read) until skipping an item with a warning comes to them all.
+    """
+
+    name: str
+    what: str
+    suffixes: tuple[str, ...]
+    sniff: Callable[[bytes, Path], bool]
+    reader: Callable[[Path], Recording]
+    in_memory: Callable[..., Recording] | None = None
+    marks: Mapping[str, Mark] = field(default_factory=dict)
+
+    def read(self, path: Path, *, errors: Errors = "warn") -> Recording:
+        """The recording in the file at ``path``."""
+        checked_errors(errors)
+        return self.reader(Path(path))
+
+    def from_memory(self, *args: Any, **kwargs: Any) -> Recording:
+        """The recording of the framework's objects in memory (``from_pydantic_ai`` and its kin)."""
+        if self.in_memory is None:
+            raise TypeError(f"loopnb reads {self.name} from files only")
+        return self.in_memory(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<format {self.name!r}: {self.what}>"

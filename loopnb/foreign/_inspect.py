@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
-from loopnb.foreign._disagree import Mark
+from loopnb.foreign import _sniff
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
 from loopnb.foreign._transcript import too_deep
+from loopnb.record._disagree import Mark
 from loopnb.record._errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
@@ -204,3 +206,15 @@ def from_inspect(log: Any) -> Recording:
         else:
             dumped.append((one.model_dump(mode="json"), []))
     return _recording(dumped, None)
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "an Inspect AI log (.eval or .json)",
+    (".eval", ".json"),
+    sniff=_sniff.inspect,
+    reader=read,
+    in_memory=from_inspect,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

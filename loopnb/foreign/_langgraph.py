@@ -27,9 +27,11 @@ from typing import Any
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall, Usage
-from loopnb.foreign._disagree import Mark
+from loopnb.foreign import _sniff
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._langgraph_db import Obj, Thread, Write, checkpoint, threads
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.record._disagree import Mark
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._recording import Recording
 
@@ -368,3 +370,14 @@ def _value_text(value: Any) -> str:
         inner = value.get("value", value)
         return inner if isinstance(inner, str) else repr(inner)
     return value if isinstance(value, str) else repr(value)
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "a LangGraph SQLite checkpointer database",
+    (".sqlite", ".sqlite3", ".db"),
+    sniff=_sniff.langgraph,
+    reader=read,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

@@ -36,13 +36,15 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall, Usage
+from loopnb.foreign import _sniff
 from loopnb.foreign._agents_replies import Reply, arguments, prompt_of, read_back, reply_of, usage_of
 from loopnb.foreign._agents_spans import MODEL_KINDS, Span, Trace, handoff_tool, parse_lines, traces, walk
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._transcript import RunWriter, status
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
-    from loopnb.foreign._disagree import Mark
+    from loopnb.record._disagree import Mark
     from loopnb.record._recording import Recording
 
 NAME = "openai-agents"
@@ -382,3 +384,15 @@ def from_openai_agents(spans: Iterable[Any]) -> Recording:
             items.append((index, exported))
     with collector_paused():
         return _recording(traces(items, lines=False), None)
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "OpenAI Agents SDK spans and traces (JSON Lines or a JSON list)",
+    (".jsonl", ".json"),
+    sniff=_sniff.openai_agents,
+    reader=read,
+    in_memory=from_openai_agents,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

@@ -36,7 +36,8 @@ from loopnb.engine._events import Event
 from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
-from loopnb.foreign._disagree import Mark
+from loopnb.foreign import _sniff
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._otlp_calls import (
     NAME,
     pair_spans,
@@ -48,6 +49,7 @@ from loopnb.foreign._otlp_calls import (
 from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
 from loopnb.foreign._transcript import RunWriter, status
+from loopnb.record._disagree import Mark
 from loopnb.record._errors import RecordingError
 from loopnb.record._recording import Recording
 
@@ -340,3 +342,15 @@ def _end_hard(
     else:
         origin = "ERROR:invoke_agent"
     writer.end_hard(producer, message, error=kind, at=source.end, source_status=status(NAME, origin))
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "OpenTelemetry spans (OTLP/JSON, protobuf JSON, or SDK span.to_json() dicts)",
+    (".json", ".jsonl"),
+    sniff=_sniff.otlp,
+    reader=read,
+    in_memory=from_otel,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

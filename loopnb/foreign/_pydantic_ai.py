@@ -43,8 +43,10 @@ from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
 from loopnb.foreign import _pydantic_ai_text as text
-from loopnb.foreign._disagree import Mark
+from loopnb.foreign import _sniff
+from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, too_deep
+from loopnb.record._disagree import Mark
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
@@ -407,3 +409,15 @@ def _final_output(step: history.Step) -> str | None:
         if part is not None and part[0].get("content") == _FINAL:
             return call.arguments if isinstance(call.arguments, str) else text.dumps(call.arguments)
     return None
+
+
+FORMAT = ForeignFormat(
+    NAME,
+    "a pydantic-ai message history (ModelMessagesTypeAdapter JSON)",
+    (".json",),
+    sniff=_sniff.pydantic_ai,
+    reader=read,
+    in_memory=from_pydantic_ai,
+    marks=MARKS,
+)
+"""The format this module reads: ``loopnb.formats()`` finds it here."""

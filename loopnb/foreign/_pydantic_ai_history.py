@@ -29,7 +29,7 @@ from loopnb.foreign._transcript import token_problem, too_deep
 from loopnb.record._errors import RecordingError
 
 NAME = "pydantic-ai"
-"""The format's name in ``loopnb.foreign.FORMATS`` and in every ``source_status`` it writes."""
+"""The format's name in ``loopnb.formats()`` and in every ``source_status`` it writes."""
 
 NOT_OFFERED = frozenset({"unknown_tool", "unavailable_tool"})
 """Retry causes for a call of a tool the model was not offered."""

@@ -1,13 +1,13 @@
 """Which framework wrote a file, told from its first bytes (no parsing of the whole, no imports).
 
-Each sniffer answers for one format and looks only for what that format always has near its
-start; the readers check the rest and say what is wrong when a file sniffed right is damaged.
+Each sniffer answers for one format (its reader's ``FORMAT`` names it) and looks only for what
+that format always has near its start; the readers check the rest and say what is wrong when a
+file sniffed right is damaged.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from loopnb.foreign._formats import HEAD_BYTES
@@ -82,13 +82,3 @@ def langgraph(head: bytes, path: Path) -> bool:
             return b"checkpoints" in wal.read(HEAD_BYTES)
     except OSError:  # no WAL beside it
         return False
-
-
-SNIFFERS: dict[str, Callable[[bytes, Path], bool]] = {
-    "pydantic-ai": pydantic_ai,
-    "inspect": inspect,
-    "openai-agents": openai_agents,
-    "otlp": otlp,
-    "langgraph": langgraph,
-}
-"""Each foreign format's sniffer, in the order they are tried."""

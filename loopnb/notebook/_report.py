@@ -11,7 +11,7 @@ wherever it goes, and the events are redacted before they are drawn (``exported_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +234,7 @@ def _disagreements(runs: dict[str, list[Event]]) -> Html:
     the run's section; nothing for loopnb's own runs."""
     if not any(getattr(e, "source_status", None) for events in runs.values() for e in events):
         return Html()
-    from loopnb.foreign._disagree import REASONS, disagreements
+    from loopnb.record._disagree import REASONS, disagreements
     from loopnb.record._frames import event_table, turn_table
 
     every = [e for events in runs.values() for e in events]
@@ -361,17 +361,25 @@ def to_html(
     (``load(p).to_html(p)``) is never replaced, and a failure to write (a folder, a full disk) is
     a ``RecordingError`` naming ``path``.
     """
+    return write_page(
+        path,
+        lambda: report_html(source, run_id=run_id, title=title),
+        "a report is never written over one; give the report its own name (e.g. report.html)",
+    )
+
+
+def write_page(path: str | Path, page: Callable[[], str], refusal: str) -> Path:
+    """Write the HTML ``page()`` makes to ``path``, whole or not at all. A recording of any format
+    at ``path`` is never replaced: a ``RecordingError`` naming it, then ``refusal``, before the
+    page is made."""
+    from loopnb.foreign._load import holds_recording
     from loopnb.record._errors import RecordingError
-    from loopnb.record._files import holds_recording, replacing
+    from loopnb.record._files import replacing
 
     path = Path(path)
     if holds_recording(path):
-        raise RecordingError(
-            "is a loopnb recording: a report is never written over one; give the report its own "
-            "name (e.g. report.html)",
-            path=path,
-        )
-    page = report_html(source, run_id=run_id, title=title)
+        raise RecordingError(f"is a loopnb recording: {refusal}", path=path)
+    text = page()
     with replacing(path) as tmp:
-        tmp.write_text(page, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
     return path

@@ -319,9 +319,9 @@ class Audit:
     def disagreements(self) -> pd.DataFrame:
         """Where a foreign run's own marking disagrees with the channel table: one row per call or
         turn, columns ``run_id``, ``turn``, ``call_id``, ``tool``, ``source_status``, ``channel``,
-        ``reason``, ``detail`` (``loopnb.foreign.REASONS`` says what each reason means). Empty for
+        ``reason``, ``detail`` (``REASONS`` says what each means). Empty for
         loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
-        from loopnb.foreign._disagree import disagreements
+        from loopnb.record._disagree import disagreements
 
         if self.events is None:
             raise ValueError("disagreements() needs the events: audit(recording) or audit((turns, events))")

@@ -280,16 +280,9 @@ class Comparison:
         run redacted by the default redactor, then escaped). Written whole or not at all; a
         recording at ``path`` is never replaced. Returns the path."""
         from loopnb.notebook._compare_page import comparison_page
-        from loopnb.record._errors import RecordingError
-        from loopnb.record._files import holds_recording, replacing
+        from loopnb.notebook._report import write_page
 
-        path = Path(path)
-        if holds_recording(path):
-            raise RecordingError("is a loopnb recording: give the comparison page its own name", path=path)
-        page = comparison_page(self, title)
-        with replacing(path) as tmp:
-            tmp.write_text(page, encoding="utf-8")
-        return path
+        return write_page(path, lambda: comparison_page(self, title), "give the comparison page its own name")
 
     def view(self) -> Any:
         """The notebook view (a ``CompareView``: ``.widget`` is its ipywidgets box)."""

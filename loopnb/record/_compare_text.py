@@ -9,16 +9,12 @@ piped, or with ``NO_COLOR``, the same words in plain text.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from loopnb import _terminal as terminal
 from loopnb._palette import GLYPH
 from loopnb.record._audit_text import cell_text, duration
 from loopnb.record._compare_frames import TOTALS_LABELS
-from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -152,113 +148,3 @@ def _short(calls: str) -> str:
         elif i < len(calls):
             return calls
     return ", ".join(out)
-
-
-def _side_source(path: str) -> Any:
-    """A recording's path read, or a sweep's folder opened."""
-    from loopnb._sweep._plan import PLAN_FILE
-    from loopnb.record._recording import load
-
-    if (Path(path) / PLAN_FILE).is_file():
-        from loopnb._sweep import Sweep
-
-        return Sweep(path)
-    return load(path)
-
-
-def compare_command(
-    a: str,
-    b: str,
-    *,
-    runs: Sequence[str] = (),
-    labels: tuple[str, str] = ("a", "b"),
-    context: int = 3,
-    html: str | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-    width: int | None = None,
-) -> int:
-    """Print the comparison of the recordings ``a`` and ``b`` (files, or a sweep's folder).
-
-    ``runs``: none, one run id for both sides, or one per side. Returns 0 when the two runs were
-    compared (whether or not they differ); 1 when a recording could not be read (damaged, a
-    newer format version, Parquet without pyarrow) or the page could not be written; 2 for bad
-    input (no such file, a file that is not a recording, a side with several runs and no
-    ``--run`` naming one, a run id it does not hold).
-    """
-    import shutil
-
-    from loopnb.record._compare import compare
-    from loopnb.record._files import holds_recording
-
-    out = out or sys.stdout
-    err = err or sys.stderr
-    if len(runs) > 2:
-        print("loopnb compare: --run at most twice: the run of A, then the run of B", file=err)
-        return 2
-    picked = (runs[0], runs[-1]) if runs else (None, None)
-    sides = []
-    for path in (a, b):
-        try:
-            sides.append(_side_source(path))
-        except ImportError as exc:
-            print(f"loopnb compare: error: {RecordingError(str(exc), path=path)}", file=err)
-            return 1
-        except RecordingError as exc:
-            p = Path(path)
-            stranger = not p.is_file() or not _holds(holds_recording, p)
-            print(f"loopnb compare: error: {exc}", file=err)
-            return 2 if stranger else 1
-        except ValueError as exc:  # a sweep's folder that cannot be opened
-            print(f"loopnb compare: error: {path}: {exc}", file=err)
-            return 1
-    for name, path, source, run in zip("AB", (a, b), sides, picked, strict=True):
-        ids = _run_ids(source)
-        if run is None and len(ids) > 1:
-            listed = ", ".join(ids[:12]) + (", ..." if len(ids) > 12 else "")
-            print(
-                f"loopnb compare: {name} ({path}) holds {len(ids)} runs ({listed}); pick one with --run RUN "
-                "(once for both sides, or twice: the run of A, then the run of B)",
-                file=err,
-            )
-            return 2
-        if run is not None and run not in ids:
-            print(
-                f"loopnb compare: {name} ({path}) has no run {run!r}; its runs are {', '.join(ids)}", file=err
-            )
-            return 2
-    try:
-        c = compare(sides[0], sides[1], labels=labels, runs=picked)
-    except ValueError as exc:
-        print(f"loopnb compare: {str(exc).removeprefix('compare(): ')}", file=err)
-        return 2
-    con = terminal.console(out)
-    terminal.write(con, f"loopnb compare: {labels[0]} = {a} (run {c.sides[0].run_id}), "
-                   f"{labels[1]} = {b} (run {c.sides[1].run_id})")  # fmt: skip
-    terminal.write(con, "")
-    shown = width or shutil.get_terminal_size((100, 24)).columns
-    for line in compare_lines(c, width=shown, context=context):
-        terminal.write(con, line)
-    if html is not None:
-        try:
-            written = c.to_html(html)
-        except (RecordingError, OSError) as exc:
-            print(f"loopnb compare: error: {exc}", file=err)
-            return 1
-        terminal.write(con, f"wrote the comparison page to {written}")
-    return 0
-
-
-def _run_ids(source: Any) -> list[str]:
-    """The runs a recording (or a sweep) holds, in order."""
-    ids = getattr(source, "run_ids", None)
-    if isinstance(ids, list):
-        return [str(i) for i in ids]
-    return list(dict.fromkeys(source.turns["run_id"].dropna().astype(str).tolist()))
-
-
-def _holds(check: Any, path: Path) -> bool:
-    try:
-        return bool(check(path))
-    except RecordingError:
-        return True  # it cannot even be read: whether it is one is unknown, say it could not be read

@@ -41,20 +41,15 @@ def replacing(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def holds_recording(path: Path) -> bool:
-    """Whether ``path`` is a recording loopnb reads: a file whose first line is a recording's
-    header (JSON Lines), a Parquet file whose footer holds one, or another framework's run that a
-    reader recognises. Only its head and footer are read; a file that cannot be read is a
-    ``RecordingError`` (whether it is a recording is unknown)."""
-    from loopnb.foreign._formats import HEAD_BYTES, format_of
-
+def is_loopnb_recording(path: Path) -> bool:
+    """Whether ``path`` is one of loopnb's own recordings: a file whose first line is a
+    recording's header (JSON Lines), or a Parquet file whose footer holds one. Only its head and
+    footer are read; a file that cannot be read is a ``RecordingError`` (whether it is a
+    recording is unknown). Other frameworks' runs are the formats layer's (``holds_recording``)."""
     try:
         with path.open("rb") as f:
             if f.read(4) == b"PAR1":
                 return _FORMAT.encode() in _parquet_footer(f)
-            f.seek(0)
-            if format_of(path, f.read(HEAD_BYTES)) is not None:
-                return True
             f.seek(0)
             first = f.readline(_HEAD)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):

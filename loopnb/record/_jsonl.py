@@ -227,7 +227,7 @@ def read_jsonl(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
                 f"{path}, line {last}: torn last line left out (the writer stopped mid-line; "
                 f"{len(torn)} bytes)",
                 RecordingWarning,
-                stacklevel=3,
+                stacklevel=5,  # the caller of load(): load, JsonLines.read, read_jsonl_recording, here
             )
     check_order(events, path)
     return header, events

@@ -1,16 +1,17 @@
-"""Loaded recordings: ``load(path) -> Recording`` and ``load_many(paths) -> DataFrame``."""
+"""Recordings read back: the ``Recording`` (frames, meta and events of one file or of runs in
+memory), how loopnb's own JSON Lines file becomes one (``read_jsonl_recording``), and how one is
+written in loopnb's own formats (``write_recording``, ``Recording.save``). Telling a file's format
+and reading other frameworks' runs is the formats layer's (``loopnb.load``)."""
 
 from __future__ import annotations
 
-import glob
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb.engine._events import Event, TurnFinished
 from loopnb.engine._turns import turns_of
-from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,27 +115,11 @@ class Recording:
         format version) keeping ``created_at`` and, for a run read from another framework,
         ``source``. Returns the path.
         """
-        from loopnb.record._jsonl import make_header, write_jsonl
-        from loopnb.record._redact import DEFAULT_REDACTOR
-
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in _SUFFIXES:
             raise ValueError(f"cannot save a recording as {path.name!r}: use a .jsonl or .parquet suffix")
-        objects, lines = exported(self.event_objects, DEFAULT_REDACTOR)
-        header = make_header(redacted=True)
-        if isinstance(self.meta.get("created_at"), str):
-            header["created_at"] = self.meta["created_at"]
-        source = self.meta.get("source")
-        if isinstance(source, dict) and source.get("format") not in (None, "loopnb"):
-            header["source"] = source  # a foreign run, converted, still says where it came from
-        if suffix == ".jsonl":
-            write_jsonl(path, header, lines)
-        else:
-            from loopnb.record._parquet import write_parquet
-
-            write_parquet(path, header, objects, lines)
-        return path
+        return write_recording(self, path, "jsonl" if suffix == ".jsonl" else "parquet")
 
     def to_html(self, path: str | Path) -> Path:
         """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
@@ -167,63 +152,32 @@ def exported(events: list[Event], redact: Redact | None) -> tuple[list[Event], l
     return objects, lines
 
 
-def _head(path: Path) -> bytes:
-    from loopnb.foreign._formats import HEAD_BYTES
+def write_recording(recording: Recording, path: Path, kind: Literal["jsonl", "parquet"]) -> Path:
+    """Write ``recording`` to ``path`` in loopnb's own format ``kind``, as ``Recording.save`` says."""
+    from loopnb.record._jsonl import make_header, write_jsonl
+    from loopnb.record._redact import DEFAULT_REDACTOR
 
-    try:
-        with path.open("rb") as f:
-            return f.read(HEAD_BYTES)
-    except FileNotFoundError as exc:
-        raise RecordingError("no such file", path=path) from exc
-    except IsADirectoryError as exc:
-        raise RecordingError("a folder, not a recording (load_many reads folders)", path=path) from exc
-    except OSError as exc:
-        raise RecordingError(f"cannot read: {exc}", path=path) from exc
+    objects, lines = exported(recording.event_objects, DEFAULT_REDACTOR)
+    header = make_header(redacted=True)
+    if isinstance(recording.meta.get("created_at"), str):
+        header["created_at"] = recording.meta["created_at"]
+    source = recording.meta.get("source")
+    if isinstance(source, dict) and source.get("format") not in (None, "loopnb"):
+        header["source"] = source  # a foreign run, converted, still says where it came from
+    if kind == "jsonl":
+        write_jsonl(path, header, lines)
+    else:
+        from loopnb.record._parquet import write_parquet
 
-
-def _format_of(path: Path) -> str:
-    """``jsonl`` or ``parquet`` for loopnb's own recordings, else the foreign format the file's
-    content is (a ``RecordingError`` listing every known format when none fits)."""
-    suffix = path.suffix.lower()
-    head = _head(path)
-    if head[:4] == b"PAR1" or (suffix == ".parquet" and not head.startswith(b"SQLite format 3")):
-        return "parquet"
-    if b'"loopnb.recording"' in head.split(b"\n", 1)[0]:
-        return "jsonl"
-    from loopnb.foreign._formats import format_of, unrecognised
-
-    found = format_of(path, head)
-    if found is not None:
-        return found
-    if suffix == ".jsonl" or not head.strip():
-        return "jsonl"  # loopnb's reader says what is wrong with it (empty, a damaged header)
-    raise unrecognised(path, "not a recording loopnb knows")
+        write_parquet(path, header, objects, lines)
+    return path
 
 
-def load(path: str | Path, format: str | None = None) -> Recording:
-    """Read a recording: loopnb's own (``.jsonl`` or ``.parquet``) or another framework's run.
-
-    ``format`` is detected from the content unless given: ``"loopnb"``, ``"pydantic-ai"``,
-    ``"inspect"``, ``"openai-agents"``, ``"otlp"`` or ``"langgraph"`` (``loopnb.foreign.FORMATS``).
-    A foreign run's turns carry what its source said in ``source_status``, and ``meta["source"]``
-    names the source's format and version.
-
-    Raises ``RecordingError`` naming the path (and line) when the file is missing, empty, not a
-    recording (listing the formats loopnb reads), of an unknown format version, or damaged; a
-    torn last line of a JSON Lines file is tolerated with a ``RecordingWarning``.
-    """
-    path = Path(path)
-    kind = _format_of(path) if format in (None, "loopnb") else format
-    if format == "loopnb" and kind not in ("jsonl", "parquet"):
-        raise RecordingError(f"not a loopnb recording (it reads as {kind})", path=path)
-    if kind == "parquet":
-        from loopnb.record._parquet import read_parquet
-
-        return read_parquet(path)
-    if kind != "jsonl":
-        from loopnb.foreign._formats import read
-
-        return read(path, kind)
+def read_jsonl_recording(path: Path) -> Recording:
+    """The recording in loopnb's own JSON Lines file ``path``: ``RecordingError`` naming the path
+    (and line) when it is missing, empty, of an unknown format version or damaged; a torn last
+    line is tolerated with a ``RecordingWarning``. A value no frame column can hold is an error
+    naming its line when the frame is first built."""
     from loopnb.record._jsonl import read_jsonl
 
     header, events = read_jsonl(path)
@@ -314,113 +268,3 @@ def _fails(build: Callable[[list[Event]], Any], events: list[Event]) -> bool:
     except (ValueError, TypeError, OverflowError):
         return True
     return False
-
-
-_FOREIGN_SUFFIXES = (".json", ".eval", ".sqlite", ".sqlite3", ".db")
-
-
-def _listed(path: Path) -> bool:
-    """Whether a folder's file is one ``load_many`` reads: a ``.jsonl`` or ``.parquet`` file, or
-    another framework's run (``.json``, ``.eval``, a SQLite database) that a reader recognises."""
-    suffix = path.suffix.lower()
-    if suffix in _SUFFIXES:
-        return path.is_file()
-    if suffix not in _FOREIGN_SUFFIXES or not path.is_file():
-        return False
-    from loopnb.foreign._formats import format_of
-
-    try:
-        return format_of(path, _head(path)) is not None
-    except RecordingError:
-        return True  # listed, so that the reason it cannot be read is reported
-
-
-def recording_paths(source: str | Path | Iterable[str | Path]) -> list[Path]:
-    """The recording files ``source`` names: a file, a folder (its ``.jsonl`` and ``.parquet``
-    files, and other frameworks' runs loopnb reads), a glob pattern, or an iterable of those.
-    Raises ``RecordingError`` when none."""
-    if isinstance(source, str | Path):
-        items: list[str | Path] = [source]
-    else:
-        items = list(source)
-    paths: list[Path] = []
-    for item in items:
-        text = str(item)
-        if Path(item).is_dir():
-            found = sorted(p for p in Path(item).iterdir() if _listed(p))
-        elif any(ch in text for ch in "*?[") and not Path(item).is_file():  # "runs[1].jsonl" is a name
-            found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
-        else:
-            found = [Path(item)]
-        paths.extend(found)
-    if not paths:
-        raise RecordingError(f"no recordings found in {source!r}")
-    return list(dict.fromkeys(paths))
-
-
-def _warn_of_copies(run_ids: Iterable[str], path: Path, seen: dict[str, Path]) -> None:
-    """A ``RecordingWarning`` when runs of ``path`` were already loaded from another file (a
-    ``.jsonl`` and its ``.parquet`` copy side by side): their turns would count twice."""
-    copies = [run_id for run_id in run_ids if seen.setdefault(run_id, path) != path]
-    if copies:
-        shown = ", ".join(copies[:3]) + (f" and {len(copies) - 3} more" if len(copies) > 3 else "")
-        warnings.warn(
-            f"{path}: run {shown} also in {seen[copies[0]]}; both copies are in the frame (tell them "
-            "apart by the source column, or load one of the files)",
-            RecordingWarning,
-            stacklevel=3,
-        )
-
-
-def load_many(
-    source: str | Path | Iterable[str | Path],
-    *,
-    table: Literal["turns", "events"] = "turns",
-    errors: Literal["raise", "skip"] = "raise",
-    progress: bool | None = None,
-) -> pd.DataFrame:
-    """One frame of many recordings' ``turns`` (or ``events``), with a ``source`` column first.
-
-    ``source`` is a file, a folder, a glob pattern or an iterable of them. Rows keep the order
-    of the files and, within each, of the recording; ``run_id`` tells the runs apart.
-
-    A recording that cannot be read raises its ``RecordingError``; with ``errors="skip"`` it is
-    left out with a ``RecordingWarning`` naming it and what is wrong, and the others load (an
-    audit of a folder where one file was damaged in transit).
-
-    ``progress`` shows a bar of the files loaded (tqdm's, a widget in a notebook): ``True`` always,
-    ``False`` never, ``None`` (the default) only in an interactive session (stderr a terminal, or
-    a notebook) for 100 files or more, once loading has taken half a second.
-    """
-    import pandas as pd
-
-    from loopnb.record._frames import event_frame, turn_frame
-    from loopnb.record._progress import Progress, wanted
-
-    if table not in ("turns", "events"):
-        raise ValueError(f"table must be 'turns' or 'events', got {table!r}")
-    if errors not in ("raise", "skip"):
-        raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
-    paths = recording_paths(source)
-    frames = []
-    seen: dict[str, Path] = {}  # run_id -> the first file holding it
-    with Progress(len(paths), shown=wanted(progress, len(paths))) as bar:
-        for path in paths:
-            try:
-                rec = load(path)
-                df = rec.turns if table == "turns" else rec.events
-            except RecordingError as exc:
-                if errors == "raise":
-                    raise
-                warnings.warn(f"skipped, not loaded: {exc}", RecordingWarning, stacklevel=2)
-                bar.advance()
-                continue
-            bar.advance()
-            _warn_of_copies(rec.run_ids, path, seen)
-            df.insert(0, "source", pd.array([str(path)] * len(df), dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
-            frames.append(df)
-    empty = turn_frame([]) if table == "turns" else event_frame([])
-    if not any(len(f) for f in frames):
-        empty.insert(0, "source", pd.array([], dtype="string"))  # type: ignore[arg-type]  # pandas-stubs: insert takes an ExtensionArray too
-        return empty
-    return pd.concat([f for f in frames if len(f)], ignore_index=True)

@@ -22,8 +22,8 @@ import pytest
 
 import loopnb
 from loopnb.foreign import _langgraph
-from loopnb.foreign._disagree import mark_of
 from loopnb.record import Recording, RecordingError, RecordingWarning
+from loopnb.record._disagree import mark_of
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "langgraph" / "threads.sqlite"
 COLS = ["turn", "channel", "producer", "error_text", "source_status", "tools", "model", "input_tokens"]

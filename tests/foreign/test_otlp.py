@@ -17,8 +17,8 @@ import pytest
 
 import loopnb
 from loopnb.foreign import _otlp
-from loopnb.foreign._disagree import mark_of
 from loopnb.record import Recording, RecordingError
+from loopnb.record._disagree import mark_of
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "otlp"
 PYDANTIC = GOLDEN / "pydantic_ai.otlp.json"

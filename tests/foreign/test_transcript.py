@@ -4,9 +4,9 @@ import pytest
 
 import loopnb
 from loopnb.engine import ToolCall
-from loopnb.foreign._disagree import names_nothing
 from loopnb.foreign._transcript import RunWriter, status
 from loopnb.record import Recording
+from loopnb.record._disagree import names_nothing
 
 
 def _run() -> Recording:

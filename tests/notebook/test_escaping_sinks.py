@@ -29,12 +29,13 @@ from loopnb import (
     Skip,
     ToolCall,
     ToolError,
+    load,
     tool,
 )
 from loopnb.notebook import LiveView, replay, report_html
 from loopnb.notebook._html import CONTROL_PICTURES
 from loopnb.notebook._markup import NAME_LIMIT, summary_html
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from tests.notebook.conftest import Events, run_events
 
 PIECES = (

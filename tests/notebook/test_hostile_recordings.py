@@ -21,11 +21,12 @@ from loopnb import (
     ScriptedModel,
     ToolCall,
     ToolError,
+    load,
     tool,
 )
 from loopnb.notebook import ViewModel, replay, report_html
 from loopnb.notebook._markup import summary_html
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from tests.notebook.conftest import Events
 from tests.notebook.panes import marks
 

@@ -34,6 +34,7 @@ from loopnb import (
     ToolCall,
     ToolError,
     Usage,
+    load,
     tool,
 )
 from loopnb.notebook import LiveView, replay, report_html
@@ -42,7 +43,7 @@ from loopnb.notebook._markup import code, status_html
 from loopnb.notebook._state import Gauge, RunView, ViewState
 from loopnb.notebook._svg import gauge_svg, svg
 from loopnb.notebook._timeline import timeline_svg
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from tests.notebook.test_escaping_sinks import HOSTILE, VISIBLE, Page, assert_inert, live_runs, sent_recording
 
 SECRET = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from loopnb import Cancelled, CancelToken
+from loopnb import Cancelled, CancelToken, load
 from loopnb._palette import PALETTE
 from loopnb.notebook import LiveView, ViewModel, replay
 from loopnb.notebook._markup import BREAKER_CHANNEL, board_html, inspector_html
@@ -18,7 +18,7 @@ from loopnb.notebook._replay import Frames
 from loopnb.notebook._state import BreakerView, ViewState
 from loopnb.notebook._svg import flow_svg
 from loopnb.notebook._timeline import TIMELINE_MARKS
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
 from tests.notebook.panes import gauge, lit_colour, marks, ringed

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import loopnb
-from loopnb import scenarios
+from loopnb import load, scenarios
 from loopnb._palette import PALETTE
 from loopnb.engine import ToolCall
 from loopnb.foreign import REASONS
@@ -17,7 +17,7 @@ from loopnb.notebook import ViewModel, report_html, to_html
 from loopnb.notebook._markup import esc
 from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
 from loopnb.notebook._viewmodel import runs_of
-from loopnb.record import Recorder, Recording, load
+from loopnb.record import Recorder, Recording
 from loopnb.record._flowchart import EDGES
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events

@@ -10,9 +10,19 @@ import traceback
 
 import pytest
 
-from loopnb import Cancelled, CancelToken, Engine, FakeClock, LoopDetected, ScriptedModel, ToolCall, tool
+from loopnb import (
+    Cancelled,
+    CancelToken,
+    Engine,
+    FakeClock,
+    LoopDetected,
+    ScriptedModel,
+    ToolCall,
+    load,
+    tool,
+)
 from loopnb.notebook import NotebookRunner
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from tests.notebook import scenarios as S
 from tests.notebook.panes import marks
 

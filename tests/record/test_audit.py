@@ -9,9 +9,19 @@ import re
 import pandas as pd
 import pytest
 
-from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
-from loopnb.record import Audit, Recorder, audit, load, load_many
-from loopnb.record._cli import audit_command
+from loopnb import (
+    CircuitBreaker,
+    Engine,
+    FakeClock,
+    ScriptedModel,
+    ToolCall,
+    ToolError,
+    load,
+    load_many,
+    tool,
+)
+from loopnb._commands import audit_command
+from loopnb.record import Audit, Recorder, audit
 
 from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from loopnb import load
 from loopnb.cli import main
-from loopnb.record import Recorder, RecordingError, load
+from loopnb.record import Recorder, RecordingError
 from loopnb.record._schema import TURN_COLUMNS
 from tests.record.conftest import hard_run, recorded, typo_run
 from tests.record.test_redact_formats import FAKE, assert_no_secret, leaky_run

@@ -7,8 +7,17 @@ import re
 
 import pytest
 
-from loopnb import CircuitBreaker, Engine, FakeClock, FallbackChain, ModelUnavailable, ScriptedModel, ToolCall
-from loopnb.record import Audit, Recorder, audit, load
+from loopnb import (
+    CircuitBreaker,
+    Engine,
+    FakeClock,
+    FallbackChain,
+    ModelUnavailable,
+    ScriptedModel,
+    ToolCall,
+    load,
+)
+from loopnb.record import Audit, Recorder, audit
 
 from .conftest import run_engine
 

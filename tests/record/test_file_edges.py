@@ -8,7 +8,8 @@ import threading
 
 import pytest
 
-from loopnb.record import Recorder, RecordingError, RecordingWarning, load
+from loopnb import load
+from loopnb.record import Recorder, RecordingError, RecordingWarning
 from loopnb.record._jsonl import VERSION
 from loopnb.record._lines import dump_event
 
@@ -253,7 +254,7 @@ def test_times_past_the_year_9999_raise_instead_of_wrapping_around():
 
 
 def test_load_many_of_a_folder_skips_folders_named_like_recordings(recorder, tmp_path):
-    from loopnb.record import load_many
+    from loopnb import load_many
 
     recorder.save(tmp_path / "a.jsonl")
     (tmp_path / "old.jsonl").mkdir()
@@ -262,14 +263,14 @@ def test_load_many_of_a_folder_skips_folders_named_like_recordings(recorder, tmp
 
 
 def test_load_many_takes_a_name_with_brackets_literally(recorder, tmp_path):
-    from loopnb.record import load_many
+    from loopnb import load_many
 
     path = recorder.save(tmp_path / "run[1].jsonl")
     assert len(load_many(str(path))) == 6
 
 
 def test_load_many_raises_on_a_damaged_recording_or_skips_it_when_asked(recorder, tmp_path):
-    from loopnb.record import load_many
+    from loopnb import load_many
 
     recorder.save(tmp_path / "a.jsonl")
     header = (tmp_path / "a.jsonl").read_bytes().partition(b"\n")[0]
@@ -286,7 +287,7 @@ def test_load_many_raises_on_a_damaged_recording_or_skips_it_when_asked(recorder
 
 
 def test_load_many_warns_of_a_run_it_meets_in_two_files(recorder, tmp_path):
-    from loopnb.record import load_many
+    from loopnb import load_many
 
     recorder.save(tmp_path / "a.jsonl")
     recorder.save(tmp_path / "a.parquet")
@@ -299,7 +300,7 @@ def test_load_many_warns_of_a_run_it_meets_in_two_files(recorder, tmp_path):
 
 
 def test_load_many_is_quiet_about_distinct_runs(recorder, tmp_path, recwarn):
-    from loopnb.record import load_many
+    from loopnb import load_many
 
     recorder.save(tmp_path / "a.jsonl")
     _append_run(tmp_path / "b.jsonl", "other")

@@ -12,8 +12,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopnb import Engine, FakeClock, FunctionModel, ScriptedModel, Skip, ToolCall, ToolError, scenarios, tool
-from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
+from loopnb import (
+    Engine,
+    FakeClock,
+    FunctionModel,
+    ScriptedModel,
+    Skip,
+    ToolCall,
+    ToolError,
+    load,
+    load_many,
+    scenarios,
+    tool,
+)
+from loopnb.record import Recorder, RecordingError, RecordingWarning
 from loopnb.record import _jsonl as jsonl
 from loopnb.record._cli import write_recordings
 from loopnb.record._jsonl import VERSION

@@ -19,11 +19,12 @@ from loopnb import (
     Skip,
     ToolCall,
     ToolError,
+    load,
     scenarios,
     tool,
 )
 from loopnb.engine import turns_of
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._frames import event_frame, event_table, time_column, turn_frame, turn_table
 from loopnb.record._rows import EVENT_LAYOUTS, event_row, turn_row, turn_rows, when
 from loopnb.record._schema import EVENT_COLUMNS, TURN_COLUMNS

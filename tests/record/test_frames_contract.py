@@ -9,9 +9,19 @@ import warnings
 import pandas as pd
 import pytest
 
-from loopnb import CircuitBreaker, Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
+from loopnb import (
+    CircuitBreaker,
+    Engine,
+    FakeClock,
+    ScriptedModel,
+    ToolCall,
+    ToolError,
+    load,
+    load_many,
+    tool,
+)
 from loopnb.engine import Retry, Skip
-from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Recorder, load, load_many
+from loopnb.record import EVENT_SCHEMA, EVENTS, TURN_SCHEMA, TURNS, Recorder
 from loopnb.record._frames import event_frame, turn_frame
 
 from .conftest import Run, hard_run, read_file, recorded, reply, run_engine, typo_run

@@ -17,10 +17,11 @@ from loopnb import (
     ScriptedModel,
     ToolCall,
     ToolError,
+    load,
     scenarios,
     tool,
 )
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 
 
 def _outcome(name: str) -> scenarios.Outcome:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loopnb.record import RecordingWarning, load
+from loopnb import load
+from loopnb.record import RecordingWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 

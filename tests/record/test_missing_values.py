@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from loopnb import audit, scenarios
-from loopnb.record import Recorder, load, load_many
+from loopnb import audit, load, load_many, scenarios
+from loopnb.record import Recorder
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from loopnb import Audit
-from loopnb.record import Recorder, RecordingError, RecordingWarning, load, load_many
+from loopnb import Audit, load, load_many
+from loopnb.record import Recorder, RecordingError, RecordingWarning
 from loopnb.record._jsonl import make_header
 from loopnb.record._lines import dump_event
 

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from loopnb.record import RecordingError, load
+from loopnb import load
+from loopnb.record import RecordingError
 
 OLD = Path(__file__).resolve().parents[1] / "golden" / "parquet-v1-layout" / "ok_soft_then_ok.parquet"
 

@@ -15,7 +15,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from loopnb.record import Recorder, load
+from loopnb import load
+from loopnb.record import Recorder
 from loopnb.record._schema import TURN_COLUMNS
 from tests.record.conftest import context_run, hard_run, recorded, typo_run
 

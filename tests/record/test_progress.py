@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from loopnb import load_many
+from loopnb._commands import audit_command
 from loopnb.record import _progress as progress
-from loopnb.record import load_many
-from loopnb.record._cli import audit_command
 from loopnb.record._progress import PROGRESS_FROM, Progress, wanted
 
 

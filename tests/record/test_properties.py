@@ -6,8 +6,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loopnb import load
 from loopnb.engine._errors import HARD_PRODUCERS
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._frames import turn_frame
 
 from .conftest import SOFT_OUTCOMES, engine_typo, script_run

@@ -36,10 +36,11 @@ from loopnb import (
     ToolError,
     ToolResult,
     Usage,
+    load,
     tool,
 )
 from loopnb.engine._errors import LoopnbWarning
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._errors import RecordingWarning
 from loopnb.record._lines import dump_event, parse_event
 from loopnb.record._recording import Recording

@@ -12,10 +12,11 @@ from loopnb import (
     LoopDetected,
     ScriptedModel,
     ToolCall,
+    load,
     tool,
 )
 from loopnb.engine import LoopnbWarning, turns_of
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._frames import turn_frame
 from loopnb.record._rows import turn_row
 

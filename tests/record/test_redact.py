@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, ToolError, tool
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, ToolError, load, tool
 from loopnb.engine import turns_of
-from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingWarning, Redactor, load
+from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingWarning, Redactor
 from loopnb.record._redact import DEFAULT_RULES
 
 from .conftest import Run, reply, run_engine

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopnb import CancelToken, Engine, FakeClock, ScriptedModel, Skip, ToolCall, ToolError, tool
-from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingError, RecordingWarning, load
+from loopnb import CancelToken, Engine, FakeClock, ScriptedModel, Skip, ToolCall, ToolError, load, tool
+from loopnb.record import DEFAULT_REDACTOR, Recorder, RecordingError, RecordingWarning
 from loopnb.record._lines import redact_line
 from loopnb.record._redact import DEFAULT_RULES, REDACTED
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, tool
-from loopnb.record import DEFAULT_REDACTOR, Recorder, load
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, tool
+from loopnb.record import DEFAULT_REDACTOR, Recorder
 from loopnb.record._redact import REDACTED
 from tests.record.conftest import Run, run_engine
 from tests.record.secrets_corpus import CORPUS, NOT_COVERED, Entry, contexts, traces

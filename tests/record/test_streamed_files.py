@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loopnb.record import Recorder, RecordingError, load
+from loopnb import load
+from loopnb.record import Recorder, RecordingError
 from tests.record.conftest import recorded, typo_run
 
 

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, tool
+from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, tool
 from loopnb.engine._events import ModelReplied
 from loopnb.engine._messages import ModelReply
-from loopnb.record import Recorder, load
+from loopnb.record import Recorder
 from loopnb.record._lines import MAX_INT_DIGITS, dump_event, dump_event_bytes, escaped_text, parse_event
 
 from .secrets_corpus import CORPUS

@@ -1,15 +1,19 @@
 """Where a framework's own marking of a run disagrees with the channel table.
 
 Every reader keeps what its source said of each call and turn in ``source_status``
-(``"<format>:<what it said>"``) and publishes ``MARKS``: what each of its statuses means, as one
-of a few ``Mark`` words. The rules below compare those marks with the channel the table gives
-the same call, so that one set of rules serves every format (and a folder of mixed runs).
+(``"<format>:<what it said>"``) and its format's ``marks`` say what each of those statuses means,
+as one of a few ``Mark`` words. The rules below compare those marks with the channel the table
+gives the same call, so that one set of rules serves every format (and a folder of mixed runs).
+
+The rules are the audit's, which lives in this package, below the formats that know the marks:
+the formats layer hands its lookup over with ``read_marks_with`` when it is imported, as it is
+by every way a run of another framework reaches loopnb (``load``, ``load_many``, ``from_*``).
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -35,13 +39,14 @@ REASONS: dict[str, str] = {
 
 COLUMNS = ("run_id", "turn", "call_id", "tool", "source_status", "channel", "reason", "detail")
 
-_MODULES = {
-    "pydantic-ai": "loopnb.foreign._pydantic_ai",
-    "inspect": "loopnb.foreign._inspect",
-    "openai-agents": "loopnb.foreign._openai_agents",
-    "otlp": "loopnb.foreign._otlp",
-    "langgraph": "loopnb.foreign._langgraph",
-}
+_lookup: list[Callable[[str], Mapping[str, Mark] | None]] = []
+"""The formats layer's lookup of a format's marks by its name (none until that layer is imported)."""
+
+
+def read_marks_with(lookup: Callable[[str], Mapping[str, Mark] | None]) -> None:
+    """Find what a format's statuses mean with ``lookup`` (a format's name to its ``marks``)."""
+    _lookup[:] = [lookup]
+
 
 _VAGUE_WORDS = (
     "a an the this that it error errors occurred occured while when running run tool tools call calls "
@@ -56,11 +61,8 @@ def mark_of(source_status: str | None) -> Mark | None:
     if not source_status or ":" not in source_status:
         return None
     source, said = source_status.split(":", 1)
-    module = _MODULES.get(source)
-    if module is None:
-        return None
-    marks: dict[str, Mark] = importlib.import_module(module).MARKS
-    return marks.get(said)
+    marks = next((found for lookup in _lookup if (found := lookup(source)) is not None), None)
+    return None if marks is None else marks.get(said)
 
 
 def names_nothing(text: str | None) -> bool:
