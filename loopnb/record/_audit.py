@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._errors import SOFT_PRODUCERS
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
 from loopnb.record._breakers import breaker_table, breakers_from_events, breakers_from_turns
 from loopnb.record._checks import checked, no_repeated_turns, of_turns
 from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
@@ -50,7 +51,7 @@ _DETECTOR_OF = {
 
 
 # LoopDetected's messages, for telling its three raisers apart when no events are at hand.
-_STOPPED_BY = (("the run reached max_turns", "max_turns"), ("convergence detected", "convergence"))
+_STOPPED_BY = ((MAX_TURNS_REACHED, "max_turns"), (CONVERGED, "convergence"))
 
 
 def _detector_of(producer: str, error_text: Any) -> tuple[str, str]:

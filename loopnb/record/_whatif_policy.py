@@ -25,7 +25,8 @@ from loopnb.engine._errors import ToolError
 from loopnb.engine._events import BreakerTransitioned, RecoveryDecided
 from loopnb.engine._messages import ModelReply
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
-from loopnb.engine._tools import Tool, registry_miss_text, usable_name
+from loopnb.engine._texts import registry_miss_text
+from loopnb.engine._tools import Tool, usable_name
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._scripted import ScriptedModel
