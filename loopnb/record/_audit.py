@@ -23,9 +23,10 @@ tables (from events or from turns alone) in ``retries`` and ``breakers``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from loopnb.engine._errors import SOFT_PRODUCERS
+from loopnb.engine._events import DetectorAction, DetectorName
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
 from loopnb.record._breakers import breaker_table, breakers_from_events, breakers_from_turns
@@ -234,12 +235,8 @@ class Audit:
         keys = sorted(counts)
         return pd.DataFrame(
             {
-                "detector": pd.Categorical(
-                    [k[0] for k in keys], categories=["loop", "convergence", "max_turns"]
-                ),
-                "action": pd.Categorical(
-                    [k[1] for k in keys], categories=["refuse", "stop", "warn", "ask_user"]
-                ),
+                "detector": pd.Categorical([k[0] for k in keys], categories=get_args(DetectorName)),
+                "action": pd.Categorical([k[1] for k in keys], categories=get_args(DetectorAction)),
                 "fired": pd.array([len(counts[k]) for k in keys], dtype="Int64"),
                 "runs": pd.array([len(set(counts[k])) for k in keys], dtype="Int64"),
             }
