@@ -12,8 +12,8 @@ from loopnb.record._schema import EVENT_COLUMNS
 
 
 def test_every_event_class_names_each_column_beside_its_reader():
-    assert set(EVENT_LAYOUTS) == set(EVENT_TYPES)
-    for cls, layout in EVENT_LAYOUTS.items():
+    for cls in EVENT_TYPES:
+        layout = EVENT_LAYOUTS[cls]
         names = [name for name, _ in layout]
         assert len(set(names)) == len(names), cls.__name__
         assert set(names) <= set(EVENT_COLUMNS), cls.__name__
