@@ -4,8 +4,9 @@ Each attempt validates the call's arguments against the tool's schema (at every 
 may correct them), then calls the tool: a sync tool with no timeout inline, right here (no thread
 hop, no await), anything else awaited under the timeout middleware. Whatever the tool does
 (returns, raises, hangs, hands back an awaitable) becomes the text the model reads and the
-producer of a soft error, or ``None`` on success; an exception is caught as a panic. A failed
-call goes to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
+producer of a soft error, or ``None`` on success; an exception is caught as a panic. Both ways
+share one attempt body (``_attempt``) and one exception ladder (``_failure``). A failed call goes
+to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
 """
 
 from __future__ import annotations
@@ -308,7 +309,7 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
         return unchecked_arguments_text(tool, exc)
 
 
-def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
+def _error_text(name: str, exc: ToolError) -> Outcome:
     """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
     try:
         text = str(exc)
@@ -380,7 +381,7 @@ async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: fl
     return future.result()
 
 
-def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
+def _content(name: str, value: Any) -> Outcome:
     """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
     kind = type(value)
     if kind is str:
