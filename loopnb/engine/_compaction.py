@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopnb.engine._context import approx_tokens, drop_oldest_turns, item_tokens
+from loopnb.engine._context import Item, approx_tokens, drop_oldest_turns, item_tokens
 from loopnb.engine._errors import ContextExceeded, ModelContextOverflow, exception_text
 from loopnb.engine._events import ContextCompacted
 from loopnb.engine._messages import Message, ModelReply, ToolResult, Transcript
@@ -62,7 +62,7 @@ class Compaction:
         return self.tokens
 
     def _fit(self, target: int, *, forced: bool = False) -> None:
-        """Compact until the transcript fits ``target`` tokens, or raise ``ContextExceeded``."""
+        """Compact until the transcript fits ``target`` tokens (the budget), or raise ``ContextExceeded``."""
         s = self.state
         tokens = self._tokens()
         total = sum(tokens)
@@ -70,28 +70,8 @@ class Compaction:
             return
         head_tokens = sum(tokens[: self.head])
         tail, tail_tokens = s.messages[self.head :], tokens[self.head :]
-        budget = self.engine.context
-        if budget is not None and budget.compactor is not None:
-            try:
-                new_tail = list(budget.compactor(list(tail), target - head_tokens))
-            except Exception as exc:
-                raise ContextExceeded(
-                    f"the compactor raised {type(exc).__name__}: {exception_text(exc)}"
-                ) from exc
-            new_tokens = budget.count(new_tail)
-            if sum(new_tokens) >= sum(tail_tokens):
-                raise ContextExceeded(
-                    f"compaction made no progress ({sum(tail_tokens)} -> {sum(new_tokens)} tokens)"
-                )
-        else:
-            cut = drop_oldest_turns(tail, tail_tokens, target - head_tokens)
-            new_tail, new_tokens = tail[cut:], tail_tokens[cut:]
-            if cut == 0:
-                raise ContextExceeded(
-                    _NOTHING_TO_DROP
-                    if forced
-                    else f"the request needs {total} tokens, the budget is {target}, and {_NOTHING_TO_DROP}"
-                )
+        need = "" if forced else f"the request needs {total} tokens, the budget is {target}, and "
+        new_tail, new_tokens = self._compacted(tail, tail_tokens, target - head_tokens, need)
         after = head_tokens + sum(new_tokens)
         if after > target:
             raise ContextExceeded(
@@ -115,6 +95,34 @@ class Compaction:
                     max_tokens=target,
                 )
             )
+
+    def _compacted(
+        self, tail: list[Item], tail_tokens: list[int], room: int, need: str
+    ) -> tuple[list[Item], list[int]]:
+        """The tail (everything after the task) compacted toward ``room`` tokens, and its counts.
+
+        The budget's compactor compacts it, else the oldest whole turns are dropped. The no-progress
+        guard: ``ContextExceeded`` when compaction cannot shrink the tail (the compactor raised or
+        gave back no fewer tokens; no turn is left to drop, which ``need`` may say more of).
+        """
+        budget = self.engine.context
+        if budget is not None and budget.compactor is not None:
+            try:
+                new_tail = list(budget.compactor(list(tail), room))
+            except Exception as exc:
+                raise ContextExceeded(
+                    f"the compactor raised {type(exc).__name__}: {exception_text(exc)}"
+                ) from exc
+            new_tokens = budget.count(new_tail)
+            if sum(new_tokens) >= sum(tail_tokens):
+                raise ContextExceeded(
+                    f"compaction made no progress ({sum(tail_tokens)} -> {sum(new_tokens)} tokens)"
+                )
+            return new_tail, new_tokens
+        cut = drop_oldest_turns(tail, tail_tokens, room)
+        if cut == 0:
+            raise ContextExceeded(need + _NOTHING_TO_DROP)
+        return tail[cut:], tail_tokens[cut:]
 
 
 _NOTHING_TO_DROP = (

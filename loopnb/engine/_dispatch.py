@@ -13,7 +13,8 @@ The stages, in order (the first that answers wins):
 
 This module holds the entry (``Dispatcher.dispatch``) and stages 1-5, which answer before
 anything runs; ``invocation`` holds the rest whole: each attempt's argument check (stage 6, made
-again when a retry corrects the arguments), the call (7) and recovery's retries (8).
+again when a retry corrects the arguments), the call (7) and recovery's retries (8). Every text
+the model reads is worded in ``_texts``.
 
 Nothing a tool does escapes the dispatcher as an exception, except ``KeyboardInterrupt`` and the
 cancellation of the run's own task, which the loop turns into ``Cancelled``. A ``CancelledError``
@@ -29,14 +30,22 @@ from typing import Any
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock
-from loopnb.engine._errors import SoftProducer, exception_text, shown, text_of
-from loopnb.engine._events import ToolDispatched
-from loopnb.engine._invocation import Invocation
+from loopnb.engine._errors import SoftProducer, text_of
+from loopnb.engine._invocation import Invocation, report_dispatch
 from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._recovery import RecoveryStrategy
 from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
-from loopnb.engine._tools import Tool, ToolRegistry, registry_miss_text
+from loopnb.engine._texts import (
+    BREAKER_OPEN_TEXT,
+    HOOK_SAID_NO,
+    hook_raised_text,
+    not_available_text,
+    refusal_text,
+    registry_miss_text,
+    veto_text,
+)
+from loopnb.engine._tools import Tool, ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +101,7 @@ class Dispatcher:
                 if signal.action == "stop":
                     state.stop("loop", signal.text, signal.count)
                 state.signal("loop", "refuse", signal.text, signal.count)
-                text = f"dispatch refused before execution: {signal.text}"
-                return self._refused(call, state, text, "loop_refusal")
+                return self._refused(call, state, refusal_text(signal.text), "loop_refusal")
         name = call.name
         tool = self.registry.lookup(name)
         breaker: CircuitBreaker | None = None
@@ -110,11 +118,11 @@ class Dispatcher:
         """Stages 2-5: a refusal, or the tool to run and its breaker."""
         name = call.name
         if name not in self.advertised:
-            return self._refused(call, state, f"tool '{name}' is not available", "not_advertised")
+            return self._refused(call, state, not_available_text(name), "not_advertised")
         if self.hooks:
             reason = self._veto(call, state)
             if reason is not None:
-                return self._refused(call, state, f"blocked by policy: {reason}", "hook_veto")
+                return self._refused(call, state, veto_text(reason), "hook_veto")
             state.checkpoint()
         tool = self.registry.get(name)
         if tool is None:
@@ -126,8 +134,7 @@ class Dispatcher:
             allowed = breaker.allow()
             state.note_breaker(breaker, before, "tool")
             if not allowed:
-                text = "tool temporarily unavailable: circuit breaker open"
-                return self._refused(call, state, text, "breaker_open")
+                return self._refused(call, state, BREAKER_OPEN_TEXT, "breaker_open")
         return tool, breaker
 
     def _veto(self, call: ToolCall, state: RunState) -> str | None:
@@ -138,9 +145,9 @@ class Dispatcher:
             except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
                 raise
             except BaseException as exc:  # a broken hook fails closed, and says so (SystemExit too)
-                return f"hook {_hook_name(hook)} raised {type(exc).__name__}: {exception_text(exc)}"
+                return hook_raised_text(hook, exc)
             if reason is not None and reason is not True:
-                return text_of(reason) if reason is not False else "vetoed by a hook"
+                return text_of(reason) if reason is not False else HOOK_SAID_NO
         return None
 
     def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
@@ -148,23 +155,5 @@ class Dispatcher:
             text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
         )
         if state.observing:
-            state.emit(
-                ToolDispatched(
-                    seq=state.next_seq(),
-                    run_id=state.run_id,
-                    at=self.clock.time(),
-                    turn=state.turn,
-                    result=result,
-                    executed=False,
-                )
-            )
+            report_dispatch(state, self.clock, result, attempt=0, executed=False, t0=None)
         return result
-
-
-def _hook_name(hook: Hook) -> str:
-    """The hook's ``__name__`` (quoted), or its repr when it has none."""
-    try:
-        name = getattr(hook, "__name__", None)
-    except Exception:
-        name = None
-    return repr(name) if isinstance(name, str) else shown(hook)

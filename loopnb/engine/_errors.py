@@ -250,6 +250,24 @@ class LoopError(Exception):
     Raised by: the engine only (never by a tool). Caught by: your code. The model never sees it.
     ``run`` is the salvaged run after ``finalize()``: completed turns commit, the in-flight turn is
     dropped (``ContextExceeded`` keeps only the system prompt and the task).
+
+    Where each is born (the spec's map; every place the engine makes one, by module and function
+    under ``loopnb.engine``)::
+
+        Cancelled              _state.RunState.checkpoint: a cancellation checkpoint (the token fired)
+        ContextExceeded        _compaction.Compaction._fit: the budget (no fit even after compaction)
+                               _compaction.Compaction._compacted: the compaction feed's no-progress guard
+                               _compaction.Compaction._ask_after_overflow: either, the server refused
+        LoopDetected           _state.RunState.stop: its one raise, called by the three below
+                               _dispatch.Dispatcher.dispatch: the loop detector's stop threshold
+                               _loop.RunLoop._judge: convergence with action Stop
+                               _loop.RunLoop._turn: a user's max_turns (loopnb's, not in the spec)
+        UserInputRequired      _loop.RunLoop._judge: convergence with action AskUser
+        ToolRecoveryExhausted  _recovery.drive: the recovery ceiling (a 6th retry)
+        FallbackExhausted      models._fallback.FallbackChain.ask: every model in the chain spent
+                               models._fallback.FallbackChain._exhausted: builds it, naming each failure
+
+    No tool-level error appears here: a tool cannot end a run.
     """
 
     producer: HardProducer

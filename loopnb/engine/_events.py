@@ -23,6 +23,10 @@ from loopnb.engine._errors import Channel, HardProducer, SoftProducer, SourcePro
 from loopnb.engine._messages import ModelReply, ToolResult
 
 BreakerState = Literal["closed", "open", "half_open"]
+DetectorName = Literal["loop", "convergence", "max_turns"]
+"""The safety detectors that act on a run: the loop detector, convergence, and a user's ``max_turns``."""
+DetectorAction = Literal["refuse", "stop", "warn", "ask_user"]
+"""What a detector did: refused a call softly, stopped the run, warned the model, asked for a human."""
 
 _EVENT = {"slots": True, "kw_only": True}
 
@@ -159,8 +163,8 @@ class DetectorFired:
     run_id: str
     at: float
     turn: int
-    detector: Literal["loop", "convergence", "max_turns"]
-    action: Literal["refuse", "stop", "warn", "ask_user"]
+    detector: DetectorName
+    action: DetectorAction
     text: str
     count: int
     kind: Literal["detector_fired"] = "detector_fired"

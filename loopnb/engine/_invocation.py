@@ -4,8 +4,9 @@ Each attempt validates the call's arguments against the tool's schema (at every 
 may correct them), then calls the tool: a sync tool with no timeout inline, right here (no thread
 hop, no await), anything else awaited under the timeout middleware. Whatever the tool does
 (returns, raises, hangs, hands back an awaitable) becomes the text the model reads and the
-producer of a soft error, or ``None`` on success; an exception is caught as a panic. A failed
-call goes to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
+producer of a soft error, or ``None`` on success; an exception is caught as a panic. Both ways
+share one attempt body (``_attempt``) and one exception ladder (``_failure``). A failed call goes
+to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from loopnb.engine._recovery import (
 )
 from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
-from loopnb.engine._tools import Tool, invalid_arguments_text, parse_arguments, unchecked_arguments_text
+from loopnb.engine._texts import invalid_arguments_text, panic_text, timeout_text, unchecked_arguments_text
+from loopnb.engine._tools import Tool, parse_arguments
 
 BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
 """Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
@@ -67,31 +69,32 @@ class Invocation:
         comes back as is; anything that has to wait comes back as a coroutine to await.
         """
         if tool.is_async or self._waits:
-            return self._call_async(tool, breaker, call, state, watch)
-        try:
-            result = self._attempt(tool, call, 0, state)
-        except _Pending as pending:  # a sync tool returned an awaitable: it has to wait after all
-            return self._call_async(tool, breaker, call, state, watch, pending.awaitable)
+            return self._call_waiting(tool, breaker, call, state, watch, None)
+        result = self._attempt(tool, call, 0, state)
+        if not isinstance(result, ToolResult):  # the sync tool returned an awaitable: it waits after all
+            return self._call_waiting(tool, breaker, call, state, watch, result)
         if breaker is not None:
             _settle(breaker, result, result, state)
         if watch is not None and (result.is_error or watch.streaks):
             watch.record(call, result)
         return result
 
-    async def _call_async(
+    async def _call_waiting(
         self,
         tool: Tool,
         breaker: CircuitBreaker | None,
         call: ToolCall,
         state: RunState,
         watch: LoopWatch | None,
-        pending: Any = None,
+        attempted: Attempted | None,
     ) -> ToolResult:
         """A call that has to wait: an async tool, the timeout middleware, or recovery.
 
-        ``pending`` is the awaitable a sync tool already returned for attempt 0, if it did.
+        ``attempted`` is attempt 0 already begun by ``call`` (a sync tool that returned an awaitable).
         """
-        first = await self._attempt_async(tool, call, 0, state, pending)
+        first = self._attempt(tool, call, 0, state) if attempted is None else attempted
+        if not isinstance(first, ToolResult):
+            first = await first
         result = first
         if first.is_error and self.recovery is not None and first.producer in RECOVERABLE:
             result = await self._recover(tool, call, first, state)
@@ -126,7 +129,8 @@ class Invocation:
                 )
 
         async def execute(retry_call: ToolCall, attempt: int) -> ToolResult:
-            return await self._attempt_async(tool, retry_call, attempt, state)
+            result = self._attempt(tool, retry_call, attempt, state)
+            return result if isinstance(result, ToolResult) else await result
 
         return await drive(
             self.recovery,
@@ -139,65 +143,45 @@ class Invocation:
             before_retry=state.checkpoint,
         )
 
-    def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult:
-        """Validate and run one attempt of a sync tool right here (no timeout): the hot path.
+    def _attempt(self, tool: Tool, call: ToolCall, attempt: int, state: RunState) -> ToolResult | Attempted:
+        """One attempt: check the arguments, call the tool, word what it did, report the result.
 
-        Raises ``_Pending`` when the tool returned an awaitable, which only the async path can await.
-        A ``CancelledError`` here is always the tool's own: no task is cancelled inside a sync call.
+        A sync tool with no timeout is called right here and its result given back as is: the hot
+        path, with no thread hop and no await. An async tool, a sync one under the timeout or one
+        that returned an awaitable has to wait: the coroutine finishing the attempt (``_awaited``)
+        comes back. Either way ``_result`` words the result, and ``_failure`` any exception.
         """
-        observing = state.observing
-        t0 = self.clock.monotonic() if observing else 0.0
-        kwargs = _arguments(tool, call)
-        producer: SoftProducer | None
-        if isinstance(kwargs, str):
-            content, producer, executed = kwargs, "invalid_arguments", False
-        else:
-            executed = True
-            try:
-                value = tool.fn(**kwargs)
-            except ToolError as exc:
-                content, producer = _error_text(tool.name, exc)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
-                content, producer = panic_text(tool.name, exc), "tool_panic"
-            else:
-                if type(value) is str:  # the common case, without a call
-                    content, producer = value, None
-                elif inspect.isawaitable(value):
-                    raise _Pending(value)
-                else:
-                    content, producer = _content(tool.name, value)
-        result = ToolResult(
-            content,
-            is_error=producer is not None,
-            name=tool.name,
-            call_id=call.id,
-            producer=producer,
-            attempts=attempt + 1,
-        )
-        if observing:
-            self._report(call, attempt, result, executed, t0, state)
-        return result
-
-    async def _attempt_async(
-        self, tool: Tool, call: ToolCall, attempt: int, state: RunState, pending: Any = None
-    ) -> ToolResult:
-        """One attempt that may have to wait: an async tool, a sync one under the timeout, or a
-        sync one that returned an awaitable (``pending``: the attempt's call already happened)."""
-        if pending is None and not tool.is_async and self.timeout is None:
-            try:
-                return self._attempt(tool, call, attempt, state)
-            except _Pending as caught:
-                pending = caught.awaitable
         t0 = self.clock.monotonic() if state.observing else 0.0
-        kwargs = _arguments(tool, call) if pending is None else {}
-        producer: SoftProducer | None
+        kwargs = _arguments(tool, call)
         if isinstance(kwargs, str):
-            content, producer, executed = kwargs, "invalid_arguments", False
+            return self._result(tool, call, attempt, state, t0, kwargs, "invalid_arguments", False)
+        if tool.is_async or self.timeout is not None:
+            return self._awaited(tool, call, attempt, state, t0, kwargs, None)
+        try:
+            value = tool.fn(**kwargs)
+        except BaseException as exc:  # a ToolError, or the analogue of a panic
+            content, producer = _failure(tool.name, exc, None, run_cancellable=False)
         else:
-            content, producer = await self._call_awaited(tool, kwargs, pending)
-            executed = True
+            if type(value) is str:  # the common case, without a call
+                content, producer = value, None
+            elif inspect.isawaitable(value):
+                return self._awaited(tool, call, attempt, state, t0, {}, value)
+            else:
+                content, producer = _content(tool.name, value)
+        return self._result(tool, call, attempt, state, t0, content, producer, True)
+
+    def _result(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        attempt: int,
+        state: RunState,
+        t0: float,
+        content: str,
+        producer: SoftProducer | None,
+        executed: bool,
+    ) -> ToolResult:
+        """The attempt's result as the model reads it, reported when the run is observed."""
         result = ToolResult(
             content,
             is_error=producer is not None,
@@ -207,29 +191,21 @@ class Invocation:
             attempts=attempt + 1,
         )
         if state.observing:
-            self._report(call, attempt, result, executed, t0, state)
+            report_dispatch(state, self.clock, result, attempt=attempt, executed=executed, t0=t0)
         return result
 
-    def _report(
-        self, call: ToolCall, attempt: int, result: ToolResult, executed: bool, t0: float, state: RunState
-    ) -> None:
-        state.emit(
-            ToolDispatched(
-                seq=state.next_seq(),
-                run_id=state.run_id,
-                at=self.clock.time(),
-                turn=state.turn,
-                result=result,
-                attempt=attempt,
-                executed=executed,
-                latency_ms=round((self.clock.monotonic() - t0) * 1000.0, 3),  # to the microsecond
-            )
-        )
-
-    async def _call_awaited(
-        self, tool: Tool, kwargs: dict[str, Any], pending: Any = None
-    ) -> tuple[str, SoftProducer | None]:
-        """Call an async tool, or a sync one under the timeout; producer None on success.
+    async def _awaited(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        attempt: int,
+        state: RunState,
+        t0: float,
+        kwargs: dict[str, Any],
+        pending: Any,
+    ) -> ToolResult:
+        """The rest of an attempt that has to wait: an async tool, or a sync one under the timeout
+        (on a thread of its own).
 
         An awaitable the tool returns (a sync function wrapping a coroutine) is awaited, within the
         same deadline; ``pending`` is one a sync tool already returned.
@@ -242,10 +218,8 @@ class Invocation:
                 assert timeout is not None
                 deadline = asyncio.get_running_loop().time() + timeout
                 ok, value = await _in_thread(tool.fn, kwargs, timeout)
-                if not ok:  # raised here, a StopIteration would turn into "coroutine raised ..."
-                    if isinstance(value, StopIteration):
-                        return panic_text(tool.name, value), "tool_panic"
-                    raise value
+                if not ok:
+                    raise value  # what the tool raised on its thread, classified below like any other
                 if type(value) is not str and inspect.isawaitable(value):
                     left = deadline - asyncio.get_running_loop().time()
                     value = await _with_timeout(value, max(left, 0.0))
@@ -255,19 +229,57 @@ class Invocation:
                 value = await _with_timeout(tool.fn(**kwargs), timeout)
             if type(value) is not str and inspect.isawaitable(value):
                 value = await (value if timeout is None else _with_timeout(value, timeout))
-        except ToolError as exc:
-            return _error_text(tool.name, exc)
-        except _TimedOut:
-            return f"Tool '{tool.name}' timed out after {timeout:g}s", "timeout"
-        except KeyboardInterrupt:
-            raise
-        except asyncio.CancelledError as exc:
-            if task_cancelling():  # the run is being cancelled: not the tool's failure
-                raise
-            return panic_text(tool.name, exc), "tool_panic"
-        except BaseException as exc:  # the Python analogue of a panic: caught, reported softly
-            return panic_text(tool.name, exc), "tool_panic"
-        return _content(tool.name, value)
+        except BaseException as exc:  # a ToolError, the deadline, the run's cancellation, or a panic
+            content, producer = _failure(tool.name, exc, timeout, run_cancellable=True)
+        else:
+            content, producer = _content(tool.name, value)
+        return self._result(tool, call, attempt, state, t0, content, producer, True)
+
+
+Outcome = tuple[str, SoftProducer | None]
+"""What the model reads of an attempt, and the producer of its soft error (``None``: success)."""
+Attempted = Coroutine[Any, Any, ToolResult]
+"""An attempt that has begun and has to wait for its result."""
+
+
+def _failure(name: str, exc: BaseException, timeout: float | None, *, run_cancellable: bool) -> Outcome:
+    """What the model reads when a tool's call raised ``exc``: the one exception ladder.
+
+    A ``ToolError`` is the tool's own text; our deadline (``_TimedOut``) the timeout's; anything
+    else the analogue of a panic. Re-raised, as not the tool's failure: ``KeyboardInterrupt``
+    (Ctrl-C, the run ends as ``Cancelled``) and, where the attempt awaited (``run_cancellable``),
+    a ``CancelledError`` while the run's own task is being cancelled. Inline, a ``CancelledError``
+    is always the tool's own: no task is cancelled inside a sync call.
+    """
+    if isinstance(exc, ToolError):
+        return _error_text(name, exc)
+    if isinstance(exc, _TimedOut):
+        assert timeout is not None
+        return timeout_text(name, timeout), "timeout"
+    if isinstance(exc, KeyboardInterrupt) or (
+        run_cancellable and isinstance(exc, asyncio.CancelledError) and task_cancelling()
+    ):
+        raise exc
+    return panic_text(name, exc), "tool_panic"
+
+
+def report_dispatch(
+    state: RunState, clock: Clock, result: ToolResult, *, attempt: int, executed: bool, t0: float | None
+) -> None:
+    """Emit the ``ToolDispatched`` of one attempt (or of a refusal: no ``t0``, nothing ran)."""
+    latency = 0.0 if t0 is None else round((clock.monotonic() - t0) * 1000.0, 3)  # to the microsecond
+    state.emit(
+        ToolDispatched(
+            seq=state.next_seq(),
+            run_id=state.run_id,
+            at=clock.time(),
+            turn=state.turn,
+            result=result,
+            attempt=attempt,
+            executed=executed,
+            latency_ms=latency,
+        )
+    )
 
 
 def _settle(breaker: CircuitBreaker, first: ToolResult, result: ToolResult, state: RunState) -> None:
@@ -297,17 +309,7 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
         return unchecked_arguments_text(tool, exc)
 
 
-def panic_text(name: str, exc: BaseException) -> str:
-    """``Tool "x" panicked: <message>``; the message is the exception's string payload."""
-    try:
-        args = exc.args
-        payload = str.__str__(args[0]) if args and isinstance(args[0], str) else "(unknown payload)"
-    except Exception:  # an ``args`` of its own that raises
-        payload = "(unknown payload)"
-    return f'Tool "{name}" panicked: {payload}'
-
-
-def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
+def _error_text(name: str, exc: ToolError) -> Outcome:
     """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
     try:
         text = str(exc)
@@ -316,14 +318,6 @@ def _error_text(name: str, exc: ToolError) -> tuple[str, SoftProducer]:
     except BaseException:
         return panic_text(name, exc), "tool_panic"
     return str.__str__(text), "tool_error"
-
-
-class _Pending(Exception):
-    """A sync tool returned an awaitable (e.g. a plain function wrapping a coroutine function)."""
-
-    def __init__(self, awaitable: Any) -> None:
-        super().__init__()
-        self.awaitable = awaitable
 
 
 class _TimedOut(Exception):
@@ -387,7 +381,7 @@ async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: fl
     return future.result()
 
 
-def _content(name: str, value: Any) -> tuple[str, SoftProducer | None]:
+def _content(name: str, value: Any) -> Outcome:
     """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
     kind = type(value)
     if kind is str:

@@ -21,7 +21,6 @@ from loopnb.engine._errors import (
     SoftProducer,
     UserInputRequired,
     channel_of,
-    exception_text,
     text_of,
 )
 from loopnb.engine._events import (
@@ -37,6 +36,7 @@ from loopnb.engine._messages import Message, ToolResult, Transcript
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._result import RunResult
 from loopnb.engine._state import RunState
+from loopnb.engine._texts import CHECK_SAID_NO, check_raised_text, max_turns_text, rejection_text
 
 if TYPE_CHECKING:
     from loopnb.engine._engine import DoneCheck, Engine
@@ -162,7 +162,7 @@ class RunLoop(Compaction):
         if s.observing:
             s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
         if e.max_turns is not None and s.turn > e.max_turns:
-            s.stop("max_turns", f"the run reached max_turns={e.max_turns} without a final reply", s.turn)
+            s.stop("max_turns", max_turns_text(e.max_turns), s.turn)
         if s.cancel.cancelled:
             s.checkpoint()
         if e.context is not None:
@@ -279,7 +279,7 @@ class RunLoop(Compaction):
         feedback = [
             Message(
                 role="user",
-                content=f"answer rejected: {reason}",
+                content=rejection_text(reason),
                 is_error=True,
                 producer="completion_rejected",
             )
@@ -367,9 +367,9 @@ def _verdict(done: DoneCheck | None, text: str) -> str | None:
     except KeyboardInterrupt:  # Ctrl-C landing in the check: the run ends as Cancelled
         raise
     except BaseException as exc:  # a broken check rejects, and says why (SystemExit too)
-        return f"the completion check raised {type(exc).__name__}: {exception_text(exc)}"
+        return check_raised_text(exc)
     if verdict is None or verdict is True:
         return None
     if verdict is False:
-        return "the answer did not pass the completion check"
+        return CHECK_SAID_NO
     return text_of(verdict)

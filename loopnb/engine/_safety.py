@@ -15,6 +15,7 @@ from typing import Literal
 
 from loopnb.engine._errors import shown
 from loopnb.engine._messages import ToolCall, ToolResult
+from loopnb.engine._texts import convergence_text, detection_text
 from loopnb.engine._tools import parse_arguments
 
 
@@ -123,10 +124,10 @@ class LoopWatch:
             return None
         text, count = streak
         if count >= self.detector.stop_after:
-            return LoopSignal("stop", _detection(call, count, text), count + 1)
+            return LoopSignal("stop", detection_text(call_key(call), count, text), count + 1)
         if count >= self.detector.warn_after:
             self.streaks[key] = (text, count + 1)
-            return LoopSignal("refuse", _detection(call, count, text), count + 1)
+            return LoopSignal("refuse", detection_text(call_key(call), count, text), count + 1)
         return None
 
     def record(self, call: ToolCall, result: ToolResult) -> None:
@@ -141,14 +142,6 @@ class LoopWatch:
             self.streaks[key] = (result.content, streak[1] + 1)
         else:
             self.streaks[key] = (result.content, 1)
-
-
-def _detection(call: ToolCall, count: int, text: str) -> str:
-    shown = text if len(text) <= 200 else text[:197] + "..."
-    return (
-        f"loop detected: {call_key(call)} is being repeated ({count} identical calls in a row) "
-        f"after failing the same way: {shown}; change the call or try another approach"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +220,7 @@ class ConvergenceWatch:
             return None
         self.recent.clear()
         n = len(replies)
-        text = (
-            f"convergence detected: your last {n} answers are nearly identical "
-            f"(similarity {lowest:.2f} >= {self.detector.threshold:.2f}); repeating the same answer "
-            "will not be accepted, try a different approach"
-        )
+        text = convergence_text(n, lowest, self.detector.threshold)
         return ConvergenceSignal(self.detector.action, text, lowest, n)
 
 

@@ -11,7 +11,14 @@ from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock
 from loopnb.engine._errors import Cancelled, LoopDetected, LoopnbWarning, exception_text
-from loopnb.engine._events import BreakerState, BreakerTransitioned, DetectorFired, Event
+from loopnb.engine._events import (
+    BreakerState,
+    BreakerTransitioned,
+    DetectorAction,
+    DetectorFired,
+    DetectorName,
+    Event,
+)
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
 Observer = Callable[[Event], None]
@@ -73,15 +80,15 @@ class RunState:
         if self.cancel.cancelled:
             raise Cancelled(self.cancel.reason or "cancelled")
 
-    def stop(self, detector: Literal["loop", "convergence", "max_turns"], text: str, count: int) -> None:
+    def stop(self, detector: DetectorName, text: str, count: int) -> None:
         """Report a detector's stop and raise ``LoopDetected``: its one raise site."""
         self.signal(detector, "stop", text, count)
         raise LoopDetected(text)
 
     def signal(
         self,
-        detector: Literal["loop", "convergence", "max_turns"],
-        action: Literal["refuse", "stop", "warn", "ask_user"],
+        detector: DetectorName,
+        action: DetectorAction,
         text: str,
         count: int,
     ) -> None:

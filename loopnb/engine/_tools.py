@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
-from loopnb.engine._errors import exception_text, shown, text_of
 from loopnb.engine._messages import ToolSpec
+from loopnb.engine._texts import not_an_object_text, not_json_text
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -191,23 +190,6 @@ class ToolRegistry:
         return f"ToolRegistry({self.names})"
 
 
-def suggest_name(name: str, names: Iterable[str]) -> str | None:
-    """The registered name closest to ``name`` (difflib's ratio, cut-off 0.6), if any."""
-    best = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-    return best[0] if best else None
-
-
-def registry_miss_text(name: str, names: list[str], *, suggestions: bool) -> str:
-    """``Tool not found: x. Available: a, b, c`` (+ ``...`` past 8, + `` Did you mean 'a'?``)."""
-    listed = ", ".join(names[:8]) + ("..." if len(names) > 8 else "")
-    text = f"Tool not found: {name}. Available: {listed}"
-    if suggestions:
-        best = suggest_name(name, names)
-        if best is not None:
-            text += f" Did you mean '{best}'?"
-    return text
-
-
 def parse_arguments(tool_name: str, arguments: object) -> dict[str, Any] | str:
     """Arguments as a dict, or the soft error text saying why they are not a JSON object.
 
@@ -217,82 +199,11 @@ def parse_arguments(tool_name: str, arguments: object) -> dict[str, Any] | str:
     if isinstance(arguments, dict):
         return arguments
     if not isinstance(arguments, str):  # a model built its reply without validation
-        return (
-            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
-            f"arguments, got {type(arguments).__name__} {shown(arguments)}"
-        )
+        return not_an_object_text(tool_name, arguments, arguments)
     try:
         value = json.loads(arguments) if arguments.strip() else {}
     except (json.JSONDecodeError, RecursionError) as exc:
-        return (
-            f"invalid arguments for tool '{tool_name}': they are not valid JSON ({exc}); "
-            f"got {shown(arguments)}; expected a JSON object"
-        )
+        return not_json_text(tool_name, exc, arguments)
     if not isinstance(value, dict):
-        return (
-            f"invalid arguments for tool '{tool_name}': expected a JSON object of named "
-            f"arguments, got {type(value).__name__} {shown(arguments)}"
-        )
+        return not_an_object_text(tool_name, value, arguments)
     return value
-
-
-def invalid_arguments_text(tool: Tool, error: ValidationError) -> str:
-    """Name each wrong field, what was expected and what came, then the expected shape."""
-    lines = [f"invalid arguments for tool '{tool.name}':"]
-    for item in error.errors(include_url=False):
-        field = ".".join(text_of(p) for p in item["loc"]) or "(arguments)"
-        if item["type"] == "missing":
-            got = "nothing"
-        else:
-            got = f"{shown(item.get('input'))} ({type(item.get('input')).__name__})"
-        lines.append(f"- {field}: {item['msg']}; got {got}")
-    lines.append(f"expected arguments: {_shape(tool.spec.parameters)}")
-    return "\n".join(lines)
-
-
-def unchecked_arguments_text(tool: Tool, error: BaseException) -> str:
-    """The arguments could not even be checked: validating them raised (an argument whose
-    ``__hash__`` or ``__eq__`` raises, met by an enum's lookup, say). Names what it raised, then the
-    expected shape."""
-    return (
-        f"invalid arguments for tool '{tool.name}': checking them raised "
-        f"{type(error).__name__}: {exception_text(error)}\n"
-        f"expected arguments: {_shape(tool.spec.parameters)}"
-    )
-
-
-def _shape(schema: dict[str, Any]) -> str:
-    """``{name: kind, ...}``: the arguments a tool expects, as the model is told after a mistake."""
-    props = schema.get("properties", {})
-    required = set(schema.get("required", []))
-    defs = schema.get("$defs", {})
-    parts = []
-    for key, prop in props.items():
-        parts.append(f"{key}: {_kind(prop, defs)}" + ("" if key in required else " (optional)"))
-    return "{" + ", ".join(parts) + "}"
-
-
-def _kind(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
-    """One argument's kind: its JSON type, an enum's choices (``'a' | 'b'``), ``array of ...``, a union; a
-    ``$ref`` (an Enum or a nested model) is followed to its definition."""
-    if not isinstance(prop, dict) or depth > 4:
-        return "any"
-    ref = prop.get("$ref")
-    if isinstance(ref, str):
-        target = defs.get(ref.rsplit("/", 1)[-1])
-        if isinstance(target, dict):
-            return _kind({**target, **{k: v for k, v in prop.items() if k != "$ref"}}, defs, depth + 1)
-    if isinstance(prop.get("enum"), list):
-        choices = [repr(v) for v in prop["enum"]]
-        return " | ".join(choices[:8]) + (" | ..." if len(choices) > 8 else "")
-    if "const" in prop:
-        return repr(prop["const"])
-    options = prop.get("anyOf")
-    if isinstance(options, list) and options:
-        return " | ".join(_kind(option, defs, depth + 1) for option in options)
-    kind = prop.get("type")
-    if kind == "array" and "items" in prop:
-        return f"array of {_kind(prop['items'], defs, depth + 1)}"
-    if kind == "object" and isinstance(prop.get("title"), str):
-        return f"object ({prop['title']})"
-    return str(kind) if kind else "any"

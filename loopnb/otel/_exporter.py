@@ -149,28 +149,13 @@ class Exporter:
             case ToolDispatched():
                 self._dispatched(event)
             case RecoveryDecided():
-                run = self._runs.get(event.run_id)
-                if run is not None:
-                    run.ceiling = event.max_attempts
-                    if event.decision == "retry" and event.call_id in run.failed:
-                        self._unread(run, event.call_id, "ok", decision="retry")
+                self._decided(event)
             case SoftErrorReturned():
-                if event.call_id is None:
-                    self._rejected(event)
-                else:
-                    self._read(event)
+                self._returned(event)
             case TurnFinished():
-                run = self._runs.get(event.run_id)
-                if run is not None:
-                    for call_id in list(run.failed):  # the turn ended without the model reading them
-                        self._unread(run, call_id, event.channel, producer=event.producer)
-                    _end_reply(run)
-                    run.breakers = dict(event.breakers)
-                    run.channels[event.channel] += 1
+                self._turn_finished(event)
             case HardErrorRaised():
-                run = self._runs.get(event.run_id)
-                if run is not None:
-                    run.hard = event
+                self._hard(event)
             case RunFinished():
                 self._finished(event)
                 flush = getattr(self.provider, "force_flush", None)
@@ -178,6 +163,37 @@ class Exporter:
                     flush()
             case _:
                 pass
+
+    def _decided(self, e: RecoveryDecided) -> None:
+        """A recovery decision: the ceiling the strategy was given; a retried attempt goes unread."""
+        run = self._runs.get(e.run_id)
+        if run is not None:
+            run.ceiling = e.max_attempts
+            if e.decision == "retry" and e.call_id in run.failed:
+                self._unread(run, e.call_id, "ok", decision="retry")
+
+    def _returned(self, e: SoftErrorReturned) -> None:
+        """A soft error the model read: a final answer turned down (no call), or a call's result."""
+        if e.call_id is None:
+            self._rejected(e)
+        else:
+            self._read(e)
+
+    def _turn_finished(self, e: TurnFinished) -> None:
+        """The turn's end: failed attempts the model never read end unread; the chat span ends."""
+        run = self._runs.get(e.run_id)
+        if run is not None:
+            for call_id in list(run.failed):
+                self._unread(run, call_id, e.channel, producer=e.producer)
+            _end_reply(run)
+            run.breakers = dict(e.breakers)
+            run.channels[e.channel] += 1
+
+    def _hard(self, e: HardErrorRaised) -> None:
+        """The hard error, kept for the run's span, which ``_finished`` ends."""
+        run = self._runs.get(e.run_id)
+        if run is not None:
+            run.hard = e
 
     def _started(self, e: RunStarted) -> None:
         attributes: dict[str, Any] = {

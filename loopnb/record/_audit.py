@@ -23,10 +23,12 @@ tables (from events or from turns alone) in ``retries`` and ``breakers``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from loopnb.engine._errors import SOFT_PRODUCERS
+from loopnb.engine._events import DetectorAction, DetectorName
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
 from loopnb.record._breakers import breaker_table, breakers_from_events, breakers_from_turns
 from loopnb.record._checks import checked, no_repeated_turns, of_turns
 from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
@@ -50,7 +52,7 @@ _DETECTOR_OF = {
 
 
 # LoopDetected's messages, for telling its three raisers apart when no events are at hand.
-_STOPPED_BY = (("the run reached max_turns", "max_turns"), ("convergence detected", "convergence"))
+_STOPPED_BY = ((MAX_TURNS_REACHED, "max_turns"), (CONVERGED, "convergence"))
 
 
 def _detector_of(producer: str, error_text: Any) -> tuple[str, str]:
@@ -233,12 +235,8 @@ class Audit:
         keys = sorted(counts)
         return pd.DataFrame(
             {
-                "detector": pd.Categorical(
-                    [k[0] for k in keys], categories=["loop", "convergence", "max_turns"]
-                ),
-                "action": pd.Categorical(
-                    [k[1] for k in keys], categories=["refuse", "stop", "warn", "ask_user"]
-                ),
+                "detector": pd.Categorical([k[0] for k in keys], categories=get_args(DetectorName)),
+                "action": pd.Categorical([k[1] for k in keys], categories=get_args(DetectorAction)),
                 "fired": pd.array([len(counts[k]) for k in keys], dtype="Int64"),
                 "runs": pd.array([len(set(counts[k])) for k in keys], dtype="Int64"),
             }

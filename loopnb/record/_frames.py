@@ -98,7 +98,7 @@ _TEXT = {str, type(None)}
 _MASKED = (pd.Int64Dtype, pd.Float64Dtype, pd.BooleanDtype)
 
 
-def _scattered(n: int, parts: list[tuple[np.ndarray, tuple[Any, ...]]], dtype: Any) -> Any:
+def _scattered(n: int, parts: list[tuple[np.ndarray, list[Any]]], dtype: Any) -> Any:
     """A column of ``n`` values, ``None`` but at the positions of ``parts`` (index, values)."""
     if isinstance(dtype, _MASKED):
         # Convert only the values given; every other position is missing.
@@ -194,7 +194,8 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
     """The ``events`` frame of an event stream: ``event_frame([event_row(e) ...])``, faster.
 
     The columns every event fills are read straight off the events; the others class by class
-    (each class's layout, once per event of it) and scattered into place, missing elsewhere.
+    (each column of a class's layout read over its events at once) and scattered into place,
+    missing elsewhere.
     """
     n = len(events)
     if not n:
@@ -204,13 +205,12 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
     codes = np.array(list(map({cls: i for i, cls in enumerate(classes)}.__getitem__, types)), dtype=np.intp)
     order = np.argsort(codes, kind="stable")  # the positions of each class's events, in order
     ends = np.cumsum(np.bincount(codes, minlength=len(classes))).tolist()
-    parts: dict[str, list[tuple[np.ndarray, tuple[Any, ...]]]] = {}
+    parts: dict[str, list[tuple[np.ndarray, list[Any]]]] = {}
     for cls, start, end in zip(classes, [0, *ends[:-1]], ends, strict=True):
         index = order[start:end]
-        names, values = layout_of(cls)
-        rows = [values(events[i]) for i in index.tolist()]
-        for name, filled in zip(names, zip(*rows, strict=True), strict=True):
-            parts.setdefault(name, []).append((index, filled))
+        of_class = list(map(events.__getitem__, index.tolist()))
+        for name, read in layout_of(cls):
+            parts.setdefault(name, []).append((index, list(map(read, of_class))))
     types_of = pandas_dtypes(EVENTS)
     data = {}
     for name, dtype in types_of.items():

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError, ValidationError
 
-from loopnb.engine._tools import Tool, invalid_arguments_text
+from loopnb.engine._texts import EXPECTED, invalid_arguments_header, invalid_arguments_text
+from loopnb.engine._tools import Tool
 
-_SHAPE = "expected arguments: "
 _FIELD = re.compile(r", (?=[A-Za-z_][\w-]*: )")
 _SIMPLE = frozenset({"string", "integer", "number", "boolean", "object", "array", "null", "any"})
 
@@ -28,9 +28,9 @@ def shape_schema(text: str) -> dict[str, Any] | None:
     """A JSON schema whose shape the engine words as the ``expected arguments`` line of
     ``text``, or ``None`` when ``text`` has none."""
     line = text.rsplit("\n", 1)[-1]
-    if not line.startswith(_SHAPE) or not line.endswith("}") or not line[len(_SHAPE) :].startswith("{"):
+    if not line.startswith(EXPECTED) or not line.endswith("}") or not line[len(EXPECTED) :].startswith("{"):
         return None
-    inner = line[len(_SHAPE) + 1 : -1]
+    inner = line[len(EXPECTED) + 1 : -1]
     props: dict[str, Any] = {}
     required: list[str] = []
     for part in _FIELD.split(inner) if inner else []:
@@ -83,9 +83,9 @@ def _shown(text: str, kind: str) -> _Shown:
 def forged_error(tool: Tool, text: str) -> ValidationError | None:
     """A ``ValidationError`` the engine words, for ``tool``, as ``text`` exactly; ``None`` when
     ``text`` is not in the engine's words (another framework's, or a wording this cannot rebuild)."""
-    header = f"invalid arguments for tool '{tool.name}':"
+    header = invalid_arguments_header(tool.name)
     lines = text.split("\n")
-    if len(lines) < 2 or lines[0] != header or not lines[-1].startswith(_SHAPE):
+    if len(lines) < 2 or lines[0] != header or not lines[-1].startswith(EXPECTED):
         return None
     items: list[str] = []
     for line in lines[1:-1]:

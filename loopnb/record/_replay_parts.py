@@ -25,13 +25,11 @@ from loopnb.engine._dispatch import HookContext
 from loopnb.engine._errors import ToolError
 from loopnb.engine._messages import ModelReply, ToolCall, ToolSpec, Transcript
 from loopnb.engine._recovery import AskUser, Decision, Fail, Failure, RecoveryStrategy, Retry, Skip
+from loopnb.engine._texts import UNKNOWN_PAYLOAD, panic_prefix
 from loopnb.engine._tools import Tool
 from loopnb.engine.models._scripted import ScriptedModel, Step
 from loopnb.record._replay_args import forged_error, shape_schema
 from loopnb.record._tape import Tape
-
-PANICKED = 'Tool "{name}" panicked: '
-UNKNOWN_PAYLOAD = "(unknown payload)"
 
 Answer = str | ToolError
 """A fixed answer for every call of a tool: a success text, or a ``ToolError`` to fail with."""
@@ -134,7 +132,7 @@ class ReplayTool(RecordedTool):
         if result.producer is None:
             return result.content
         if result.producer == "tool_panic":
-            prefix = PANICKED.format(name=name)
+            prefix = panic_prefix(name)
             if result.content.startswith(prefix):
                 payload = result.content[len(prefix) :]
                 raise ReplayedPanic() if payload == UNKNOWN_PAYLOAD else ReplayedPanic(payload)

@@ -6,15 +6,16 @@ and the live view all call these, so a view rebuilt from a recording equals the 
 plain dicts keyed by the columns of ``TURNS`` / ``EVENTS`` (in that order); no pandas is needed.
 
 The turns columns are read as ``loopnb.record._schema.TURNS`` declares; ``EVENT_LAYOUTS`` gives,
-per event class, the events columns it fills and the function that fills them. Times are epoch
-seconds in those raw values; a row holds them as aware ``datetime`` objects (``when``), a frame
-converts the whole column at once, to the same microsecond.
+per event class, the events columns it fills, each by name beside how it is read (as Inspect AI's
+columns are). Times are epoch seconds in those raw values; a row holds them as aware ``datetime``
+objects (``when``), a frame converts the whole column at once, to the same microsecond.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from loopnb.engine._events import (
@@ -83,130 +84,118 @@ def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
 COMMON_EVENT_COLUMNS: tuple[str, ...] = ("run_id", "seq", "kind", "at")
 """The ``events`` columns every event fills, straight from its own fields."""
 
-Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
+Read = str | Callable[[Any], Any]
+"""How an events column is read from an event: an attribute path (``"reply.model"``), or a function
+of the event (for a value the event holds in another form, or not at all)."""
+Layout = tuple[tuple[str, Callable[[Any], Any]], ...]
+"""The columns an event class fills, each by name beside the function that reads it."""
 EVENT_LAYOUTS: dict[type, Layout] = {}
-"""Per event class: the other columns it fills, and the function giving their values in that
-order. Columns a class does not name are missing (``None``) in its rows."""
+"""Per event class: the other columns it fills, as ``_fills`` declares them. Columns a class does
+not name are missing (``None``) in its rows."""
 
 
-def _fills(cls: type, *columns: str) -> Callable[[Callable[[Any], tuple[Any, ...]]], Any]:
+def _fills(cls: type, **columns: Read) -> None:
+    """Declare the events columns ``cls``'s events fill: each column by name, beside how it is read
+    (an attribute path is read by one ``attrgetter``, in C)."""
     unknown = set(columns) - set(EVENT_COLUMNS) | set(columns) & set(COMMON_EVENT_COLUMNS)
     if unknown:
         raise ValueError(f"{cls.__name__} fills columns it may not: {sorted(unknown)}")
-
-    def register(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], tuple[Any, ...]]:
-        EVENT_LAYOUTS[cls] = (columns, values)
-        return values
-
-    return register
-
-
-@_fills(RunStarted, "text", "model")
-def _run_started(e: RunStarted) -> tuple[Any, ...]:
-    return (e.task, ", ".join(e.models) if e.models else None)
-
-
-@_fills(TurnStarted, "turn")
-def _turn_started(e: TurnStarted) -> tuple[Any, ...]:
-    return (e.turn,)
-
-
-@_fills(ModelReplied, "turn", "model", "text", "latency_ms")
-def _model_replied(e: ModelReplied) -> tuple[Any, ...]:
-    return (e.turn, e.reply.model, e.reply.text, e.latency_ms)
-
-
-@_fills(ModelFailed, "turn", "model", "text", "status", "latency_ms")
-def _model_failed(e: ModelFailed) -> tuple[Any, ...]:
-    return (e.turn, e.model, e.error, e.status, e.latency_ms)
-
-
-@_fills(
-    ToolDispatched,
-    "turn",
-    "tool",
-    "call_id",
-    "attempt",
-    "executed",
-    "is_error",
-    "producer",
-    "text",
-    "latency_ms",
-    "source_status",
-)
-def _tool_dispatched(e: ToolDispatched) -> tuple[Any, ...]:
-    result = e.result
-    return (
-        e.turn,
-        result.name,
-        result.call_id or None,
-        e.attempt,
-        e.executed,
-        result.is_error,
-        result.producer,
-        result.content,
-        e.latency_ms,
-        e.source_status,
+    fields = getattr(cls, "__dataclass_fields__", {})
+    strays = [
+        f"{k}={v!r}" for k, v in columns.items() if isinstance(v, str) and v.split(".")[0] not in fields
+    ]
+    if strays:
+        raise ValueError(f"{cls.__name__} has no field to read {', '.join(strays)} from")
+    EVENT_LAYOUTS[cls] = tuple(
+        (name, attrgetter(read) if isinstance(read, str) else read) for name, read in columns.items()
     )
 
 
-@_fills(
-    RecoveryDecided,
-    "turn",
-    "tool",
-    "call_id",
-    "attempt",
-    "max_attempts",
-    "decision",
-    "valid",
-    "text",
-    "delay",
+def _models(e: RunStarted) -> str | None:
+    return ", ".join(e.models) if e.models else None
+
+
+def _summary(e: ContextCompacted) -> str:
+    return f"compacted {e.tokens_before} -> {e.tokens_after} tokens (budget {e.max_tokens})"
+
+
+def _hard(e: RunFinished) -> bool:
+    return e.outcome == "hard"
+
+
+_fills(RunStarted, text="task", model=_models)
+_fills(TurnStarted, turn="turn")
+_fills(ModelReplied, turn="turn", model="reply.model", text="reply.text", latency_ms="latency_ms")
+_fills(ModelFailed, turn="turn", model="model", text="error", status="status", latency_ms="latency_ms")
+_fills(
+    ToolDispatched,
+    turn="turn",
+    tool="result.name",
+    call_id=lambda e: e.result.call_id or None,
+    attempt="attempt",
+    executed="executed",
+    is_error="result.is_error",
+    producer="result.producer",
+    text="result.content",
+    latency_ms="latency_ms",
+    source_status="source_status",
 )
-def _recovery_decided(e: RecoveryDecided) -> tuple[Any, ...]:
-    return (e.turn, e.tool, e.call_id, e.attempt, e.max_attempts, e.decision, e.valid, e.note, e.delay)
-
-
-@_fills(BreakerTransitioned, "turn", "target", "scope", "previous", "state", "failures", "cooldown")
-def _breaker_transitioned(e: BreakerTransitioned) -> tuple[Any, ...]:
-    return (e.turn, e.target, e.scope, e.previous, e.state, e.failures, e.cooldown)
-
-
-@_fills(DetectorFired, "turn", "detector", "action", "text", "count")
-def _detector_fired(e: DetectorFired) -> tuple[Any, ...]:
-    return (e.turn, e.detector, e.action, e.text, e.count)
-
-
-@_fills(CompletionRejected, "turn", "producer", "channel", "text")
-def _completion_rejected(e: CompletionRejected) -> tuple[Any, ...]:
-    return (e.turn, "completion_rejected", "soft", e.reason)
-
-
-@_fills(ContextCompacted, "turn", "count", "text")
-def _context_compacted(e: ContextCompacted) -> tuple[Any, ...]:
-    text = f"compacted {e.tokens_before} -> {e.tokens_after} tokens (budget {e.max_tokens})"
-    return (e.turn, e.dropped_items, text)
-
-
-@_fills(SoftErrorReturned, "turn", "tool", "call_id", "channel", "producer", "text")
-def _soft_error_returned(e: SoftErrorReturned) -> tuple[Any, ...]:
-    return (e.turn, e.tool, e.call_id, "soft", e.producer, e.text)
-
-
-@_fills(HardErrorRaised, "turn", "channel", "producer", "text")
-def _hard_error_raised(e: HardErrorRaised) -> tuple[Any, ...]:
-    return (e.turn, "hard", e.producer, e.message)
-
-
-@_fills(TurnFinished, "turn", "channel", "producer", "dropped", "source_status")
-def _turn_finished(e: TurnFinished) -> tuple[Any, ...]:
-    return (e.turn, e.channel, e.producer, e.dropped, e.source_status)
-
-
-@_fills(RunFinished, "channel", "count", "producer", "text")
-def _run_finished(e: RunFinished) -> tuple[Any, ...]:
-    if e.outcome == "hard":
-        return (e.outcome, e.turns, e.producer, e.message)
-    return (e.outcome, e.turns, None, e.output)
+_fills(
+    RecoveryDecided,
+    turn="turn",
+    tool="tool",
+    call_id="call_id",
+    attempt="attempt",
+    max_attempts="max_attempts",
+    decision="decision",
+    valid="valid",
+    text="note",
+    delay="delay",
+)
+_fills(
+    BreakerTransitioned,
+    turn="turn",
+    target="target",
+    scope="scope",
+    previous="previous",
+    state="state",
+    failures="failures",
+    cooldown="cooldown",
+)
+_fills(DetectorFired, turn="turn", detector="detector", action="action", text="text", count="count")
+_fills(
+    CompletionRejected,
+    turn="turn",
+    producer=lambda e: "completion_rejected",
+    channel=lambda e: "soft",
+    text="reason",
+)
+_fills(ContextCompacted, turn="turn", count="dropped_items", text=_summary)
+_fills(
+    SoftErrorReturned,
+    turn="turn",
+    tool="tool",
+    call_id="call_id",
+    channel=lambda e: "soft",
+    producer="producer",
+    text="text",
+)
+_fills(HardErrorRaised, turn="turn", channel=lambda e: "hard", producer="producer", text="message")
+_fills(
+    TurnFinished,
+    turn="turn",
+    channel="channel",
+    producer="producer",
+    dropped="dropped",
+    source_status="source_status",
+)
+_fills(
+    RunFinished,
+    channel="outcome",
+    count="turns",
+    producer=lambda e: e.producer if _hard(e) else None,
+    text=lambda e: e.message if _hard(e) else e.output,
+)
 
 
 _missing = set(EVENT_TYPES) - set(EVENT_LAYOUTS)
@@ -223,8 +212,8 @@ def event_row(event: Event) -> dict[str, Any]:
     row["seq"] = event.seq
     row["kind"] = event.kind
     row["at"] = when(event.at)
-    columns, values = layout_of(type(event))
-    row.update(zip(columns, values(event), strict=True))
+    for name, read in layout_of(type(event)):
+        row[name] = read(event)
     return row
 
 

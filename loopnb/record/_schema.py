@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from loopnb.engine._errors import Channel, Producer
-from loopnb.engine._events import EVENT_TYPES, BreakerState
+from loopnb.engine._events import EVENT_TYPES, BreakerState, DetectorAction, DetectorName
 from loopnb.engine._turns import Turn
 
 EVENT_KINDS: tuple[str, ...] = tuple(str(cls.__dataclass_fields__["kind"].default) for cls in EVENT_TYPES)
@@ -320,10 +320,10 @@ EVENTS = Table(
         Column("cooldown", "Float64", "Seconds an open breaker waits."),
         Column(
             "detector",
-            _category(Literal["loop", "convergence", "max_turns"]),
+            _category(DetectorName),
             "The safety detector that fired.",
         ),
-        Column("action", _category(Literal["refuse", "stop", "warn", "ask_user"]), "What the detector did."),
+        Column("action", _category(DetectorAction), "What the detector did."),
         Column("count", "Int64", "Detector's repeat count; compaction's dropped items; a run's turns."),
         Column("delay", "Float64", "Back-off before a recovery retry, in seconds."),
         Column("dropped", "boolean", "A turn_finished event's own dropped flag."),

@@ -25,12 +25,9 @@ from loopnb.engine._events import (
 )
 from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._safety import call_key
+from loopnb.engine._texts import REJECTED, VETO
 from loopnb.engine._turns import Turn, turns_of
 
-VETO = "blocked by policy: "
-"""How the dispatcher words a hook's veto, before the hook's own reason."""
-REJECTED = "answer rejected: "
-"""How the loop words a rejected final answer, before the done-check's reason."""
 RAN: frozenset[str | None] = frozenset({None, "tool_error", "tool_panic", "timeout"})
 """Producers of a result the tool itself made (it ran): the rest are the engine's refusals."""
 

@@ -25,7 +25,8 @@ from loopnb.engine._errors import ToolError
 from loopnb.engine._events import BreakerTransitioned, RecoveryDecided
 from loopnb.engine._messages import ModelReply
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
-from loopnb.engine._tools import Tool, registry_miss_text, usable_name
+from loopnb.engine._texts import registry_miss_text
+from loopnb.engine._tools import Tool, usable_name
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._scripted import ScriptedModel
@@ -86,47 +87,58 @@ def _wrong(key: str, value: object) -> TypeError:
 
 
 def _check(key: str, value: Any) -> None:
-    kinds: dict[str, type | tuple[type, ...]] = {
-        "loop_detector": LoopDetector,
-        "convergence": ConvergenceDetector,
-        "context": ContextBudget,
-    }
-    if key in kinds:
-        if value is not None and not isinstance(value, kinds[key]):
-            raise _wrong(key, value)
-    elif key == "recovery":
-        if value is not None and not callable(getattr(value, "decide", None)):
-            raise _wrong(key, value)
-    elif key == "breakers":
-        ok = value is None or isinstance(value, CircuitBreaker)
-        ok = ok or (isinstance(value, Mapping) and all(isinstance(b, CircuitBreaker) for b in value.values()))
-        if not ok:
-            raise _wrong(key, value)
-    elif key in ("max_turns", "timeout"):
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if value is not None and not (number and (value >= 1 if key == "max_turns" else value > 0)):
-            raise _wrong(key, value)
-        if key == "max_turns" and value is not None and not isinstance(value, int):
-            raise _wrong(key, value)
-    elif key == "done":
-        if value is not None and not callable(value):
-            raise _wrong(key, value)
-    elif key == "hooks":
-        if isinstance(value, str | bytes) or not all(callable(h) for h in _iterable(key, value)):
-            raise _wrong(key, value)
-    elif key == "suggestions":
-        if not isinstance(value, bool):
-            raise _wrong(key, value)
-    elif key == "tools":
-        items = value.values() if isinstance(value, Mapping) else _iterable(key, value)
-        if isinstance(value, str | bytes) or not all(
-            isinstance(t, Tool | str | ToolError) or callable(t) for t in items
-        ):
-            raise _wrong(key, value)
-    elif key == "error_text" and (
-        not isinstance(value, Mapping) or not all(isinstance(t, str) for t in value.values())
-    ):
+    """Raise the ``TypeError`` that names what ``key`` takes, unless ``value`` is one of those."""
+    if not _ACCEPTS[key](value):
         raise _wrong(key, value)
+
+
+def _none_or(kind: type) -> Callable[[Any], bool]:
+    return lambda value: value is None or isinstance(value, kind)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _takes_breakers(value: Any) -> bool:
+    """None, one breaker (a template for every tool), or a breaker per tool name."""
+    if value is None or isinstance(value, CircuitBreaker):
+        return True
+    return isinstance(value, Mapping) and all(isinstance(b, CircuitBreaker) for b in value.values())
+
+
+def _takes_hooks(value: Any) -> bool:
+    """A list of callables (a string is not a list of hooks)."""
+    return not isinstance(value, str | bytes) and all(callable(h) for h in _iterable("hooks", value))
+
+
+def _takes_tools(value: Any) -> bool:
+    """Tools by name, or a list of Tools: each a Tool, a function, a text or a ToolError."""
+    items = value.values() if isinstance(value, Mapping) else _iterable("tools", value)
+    return not isinstance(value, str | bytes) and all(
+        isinstance(t, Tool | str | ToolError) or callable(t) for t in items
+    )
+
+
+_ACCEPTS: dict[str, Callable[[Any], bool]] = {
+    "loop_detector": _none_or(LoopDetector),
+    "recovery": lambda value: value is None or callable(getattr(value, "decide", None)),
+    "convergence": _none_or(ConvergenceDetector),
+    "breakers": _takes_breakers,
+    "max_turns": lambda value: value is None or (_number(value) and isinstance(value, int) and value >= 1),
+    "timeout": lambda value: value is None or (_number(value) and value > 0),
+    "context": _none_or(ContextBudget),
+    "done": lambda value: value is None or callable(value),
+    "hooks": _takes_hooks,
+    "suggestions": lambda value: isinstance(value, bool),
+    "tools": _takes_tools,
+    "error_text": lambda value: (
+        isinstance(value, Mapping) and all(isinstance(t, str) for t in value.values())
+    ),
+}
+"""Whether a value is one each change takes (``CHANGES`` says it in words)."""
+if _ACCEPTS.keys() != CHANGES.keys():  # a new change must say what it takes
+    raise TypeError(f"what_if changes without a check: {sorted(CHANGES.keys() ^ _ACCEPTS.keys())}")
 
 
 def _iterable(key: str, value: Any) -> list[Any]:

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from loopnb import ContextBudget, FakeClock, ToolResult, ToolSpec, tool
 from loopnb.engine import Message, ModelReply, ToolCall, ToolRegistry
 from loopnb.engine._context import drop_oldest_turns, item_tokens
-from loopnb.engine._tools import registry_miss_text, suggest_name
+from loopnb.engine._texts import registry_miss_text, suggest_name
 
 
 def test_the_schema_comes_from_the_type_hints_and_the_docstring():

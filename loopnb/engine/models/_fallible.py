@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopnb.engine._messages import Message, ModelReply, ToolCall, ToolResult, ToolSpec, Transcript
+from loopnb.engine._texts import REFUSAL, VETO
 from loopnb.engine.models import _mistakes as slips
 from loopnb.engine.models._checks import (
     checked_mistakes,
@@ -64,8 +65,8 @@ Answer = str | Callable[[list[str]], str]
 
 _MAX_CORRECTIONS = 4  # per step; repeats are not counted (bounding those is the detector's job)
 
-_REFUSED = "dispatch refused before execution"
-_ROUTE_AROUND = ("blocked by policy", "temporarily unavailable")
+_REFUSED = REFUSAL
+_ROUTE_AROUND = (VETO, "temporarily unavailable")  # a veto; an open breaker, or any service's own words
 _REANSWER = ("{answer}", "{answer}", "To confirm: {answer}", "As I said, {answer}")
 
 
