@@ -90,16 +90,20 @@ def test_an_unprintable_argument_is_answered_softly_and_the_run_goes_on(kind, ti
 
 @pytest.mark.parametrize("kind", [k for k in RAISED if k is not ValueError], ids=lambda k: k.__name__)
 def test_an_argument_whose_hash_raises_inside_the_check_is_invalid_arguments(kind):
-    """An enum's lookup hashes what the model sent: what that raises is named, not raised (a
-    ``ValueError`` there is reported by the validation itself, as a wrong field)."""
+    """An enum's lookup may hash what the model sent (pydantic's newer releases do; 2.7 compares
+    without hashing): what that raises is named, not raised; without the hash, the value is a wrong
+    field shown as unprintable. Either way the model reads an invalid-arguments text."""
     engine = Engine(ScriptedModel([ToolCall("pick", {"x": hostile(kind)}), "done"]), [pick])
     result = engine.run("task")
     assert result.output == "done"
     assert result.tool_results[0].producer == "invalid_arguments"
-    assert result.tool_results[0].content == (
-        f"invalid arguments for tool 'pick': checking them raised {kind.__name__}: from the value\n"
-        "expected arguments: {x: 'a' | 'b'}"
-    )
+    raised = f"invalid arguments for tool 'pick': checking them raised {kind.__name__}: from the value\n"
+    wrong_field = "invalid arguments for tool 'pick':\n- x: "
+    content = result.tool_results[0].content
+    assert content.startswith(raised) or (
+        content.startswith(wrong_field) and "; got <unprintable Hostile> (Hostile)\n" in content
+    ), content
+    assert content.endswith("\nexpected arguments: {x: 'a' | 'b'}")
 
 
 def test_the_context_budget_counts_an_unprintable_argument_and_the_run_goes_on():
