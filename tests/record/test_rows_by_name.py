@@ -6,8 +6,7 @@ import pytest
 
 from loopnb import ModelReply, ToolResult
 from loopnb.engine._events import EVENT_TYPES, ModelReplied, RunFinished, ToolDispatched, TurnStarted
-from loopnb.record import event_row
-from loopnb.record._rows import EVENT_LAYOUTS, _fills
+from loopnb.record._rows import EVENT_LAYOUTS, _fills, event_row
 from loopnb.record._schema import EVENT_COLUMNS
 
 
