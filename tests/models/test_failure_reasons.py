@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 import pytest
+from tblib import pickling_support
 
 from loopnb.engine import ModelUnavailable
 from loopnb.engine._messages import Transcript
@@ -244,8 +245,7 @@ def test_a_model_failure_carries_nothing_of_the_clients_exception(
     server.push({"401": Fail(401, "invalid key"), "dropped": Drop(), "unreadable": ECHOED[provider]}[case])
     err = run_against(provider, server)
     assert err.__cause__ is None and err.__context__ is None
-    tblib = pytest.importorskip("tblib.pickling_support")
-    tblib.install(err)
+    pickling_support.install(err)
     dumped = pickle.dumps(err)
     assert KEY.encode() not in dumped
     again = pickle.loads(dumped)
