@@ -48,9 +48,9 @@ def test_nesting_past_any_events_depth_beside_a_lone_surrogate_names_its_line(tm
     src = GOLDEN / "v2/hard_context_exceeded.jsonl"
     lines = src.read_text(encoding="utf-8").splitlines()
     event = json.loads(lines[13])
-    deep = "[" * 5000 + "]" * 5000
-    text = json.dumps({**event, "error": "\ud800", "turns": 0})
-    lines[13] = text.replace('"turns": 0', f'"turns": {deep}')
+    deep = "[" * 5000 + "]" * 5000  # past Python 3.11's JSON recursion limit; 3.13's parses it
+    text = json.dumps({**event, "producer": 0, "note": "\ud800"})  # an escaped surrogate: the json path
+    lines[13] = text.replace('"producer": 0', f'"producer": {deep}')
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(RecordingError) as info:
