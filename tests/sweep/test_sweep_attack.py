@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import logging
 import os
 import socket
 import subprocess
@@ -21,31 +20,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import distributed
 import pytest
 
 import loopnb
 from loopnb.record import RecordingError
 from loopnb.scenarios import SCENARIOS, Build, get
+from tests.sweep.conftest import running_cluster
 
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[Any]:
     """A cluster of one worker thread in this process."""
-    cluster = distributed.LocalCluster(
-        n_workers=1,
-        threads_per_worker=1,
-        processes=False,
-        dashboard_address=None,
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
-    )
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
+    with running_cluster(workers=1, processes=False) as client:
         yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def _parts(out: Path) -> list[str]:
