@@ -12,11 +12,13 @@ package defines it.
 
 import importlib as _importlib
 
+import loopnb._drawing as _drawing
 import loopnb._face as _face
+from loopnb._version import __version__ as __version__
 from loopnb.engine import *  # noqa: F403  (the engine's public names are loopnb's)
 from loopnb.engine import __all__ as _engine_all
 
-__version__ = "0.1.0"
+_drawing.provide("loopnb.notebook._drawing")  # the layers below draw through the notebook layer
 
 # In the order ruff keeps a literal ``__all__`` (RUF022): constants, then classes, then the rest.
 __all__ = sorted(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from loopnb import scenarios
-from loopnb.cli import format_outcome, main, turn_rows
+from loopnb.cli import main
+from loopnb.cli._outcome_text import format_outcome, turn_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 

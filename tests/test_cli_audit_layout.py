@@ -11,8 +11,8 @@ import pytest
 
 from loopnb import Engine, FakeClock, ScriptedModel, ToolCall, load, scenarios, tool
 from loopnb.cli import main
+from loopnb.cli._audit_text import duration
 from loopnb.record import Recorder
-from loopnb.record._audit_text import duration
 
 
 @pytest.fixture(scope="module")

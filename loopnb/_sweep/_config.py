@@ -12,18 +12,15 @@ Every field left ``None`` keeps what the scenario (or, for a task, the engine) d
 
 from __future__ import annotations
 
-import functools
 import re
-import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from loopnb.analysis._error_text import with_error_text
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._clock import Clock, FakeClock, SystemClock
 from loopnb.engine._engine import Engine
-from loopnb.engine._errors import ToolError
-from loopnb.engine._messages import ToolResult
 from loopnb.engine._recovery import AnalyseAndCorrect, RecoveryStrategy, RetryWithBackoff
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
 from loopnb.engine._state import Observer
@@ -272,43 +269,3 @@ def _rewritten(
         tool = item if isinstance(item, Tool) else Tool(item)
         out.append(tool if template is None else with_error_text(tool, template, config.name))
     return out
-
-
-def with_error_text(tool: Tool, template: str, where: str = "") -> Tool:
-    """``tool`` whose soft errors read ``template`` (``{error}`` and the call's arguments filled in)."""
-    fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    allowed = {"error", *tool.args_model.model_fields}
-    if fields - allowed:
-        raise ValueError(
-            f"SweepConfig {where}: error_text for {tool.name!r} uses {', '.join(sorted(fields - allowed))}; "
-            f"a template may use {', '.join(sorted(allowed))}"
-        )
-    fn = tool.fn
-
-    def text(error: str, arguments: dict[str, Any]) -> str:
-        return template.format(**{**arguments, "error": error})
-
-    def rewrite(result: Any, arguments: dict[str, Any]) -> Any:
-        if isinstance(result, ToolResult) and result.is_error:
-            return replace(result, content=text(result.content, arguments))
-        return result
-
-    if tool.is_async:
-
-        @functools.wraps(fn)
-        async def wrapped_async(**arguments: Any) -> Any:
-            try:
-                return rewrite(await fn(**arguments), arguments)
-            except ToolError as exc:
-                raise ToolError(text(str(exc), arguments)) from None
-
-        return Tool(wrapped_async, name=tool.name, description=tool.description)
-
-    @functools.wraps(fn)
-    def wrapped(**arguments: Any) -> Any:
-        try:
-            return rewrite(fn(**arguments), arguments)
-        except ToolError as exc:
-            raise ToolError(text(str(exc), arguments)) from None
-
-    return Tool(wrapped, name=tool.name, description=tool.description)

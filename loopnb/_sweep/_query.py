@@ -148,7 +148,7 @@ def _turns_view(con: Any, found: _Sources) -> None:
         files = _list([_literal(p) for p in found.parquet])
         parts.append(f"SELECT * FROM read_parquet({files}, union_by_name = true)")
     if found.loaded:
-        from loopnb.foreign._load import load
+        from loopnb.fileformats._load import load
 
         frames = [load(p).turns for p in found.loaded]
         con.register("loopnb_loaded_turns", _arrow_turns(pd.concat(frames, ignore_index=True)))
@@ -159,7 +159,7 @@ def _turns_view(con: Any, found: _Sources) -> None:
 def _events_view(con: Any, found: _Sources) -> None:
     import pandas as pd
 
-    from loopnb.foreign._load import load
+    from loopnb.fileformats._load import load
     from loopnb.record._frames import event_table
 
     frames = []

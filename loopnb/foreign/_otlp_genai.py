@@ -21,9 +21,9 @@ from typing import Any, Literal, cast, get_args
 
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._messages import Usage
+from loopnb.foreign._otlp_profile import ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._otlp_values import Bad, describe, integer
-from loopnb.otel._exporter import ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.record._errors import RecordingError
 
 Role = Literal["agent", "chat", "tool", "other"]

@@ -2,8 +2,9 @@
 
 ``NotebookRunner(engine).run(task)`` shows the ``LiveView`` (decision flow, recovery gauge, breaker
 board, turn timeline) while recording every turn; ``replay(recording)`` shows the same view for a
-recorded run; ``to_html(recording, path)`` writes one offline HTML file. The view reads events
-only: ``ViewModel`` is the pure fold behind every pane.
+recorded run; ``to_html(recording, path)`` writes one offline HTML file; ``watch()`` shows any
+OpenTelemetry-instrumented agent running in the kernel (through ``loopnb.otel.LiveSpans``). The
+view reads events only: ``ViewModel`` is the pure fold behind every pane.
 """
 
 import loopnb._face as _face
@@ -13,6 +14,7 @@ from loopnb.notebook._replay import replay
 from loopnb.notebook._report import report_html, to_html
 from loopnb.notebook._runner import NotebookRunner
 from loopnb.notebook._viewmodel import ViewModel
+from loopnb.notebook._watch import watch
 
 __all__ = [
     "BackgroundRun",
@@ -22,6 +24,7 @@ __all__ = [
     "replay",
     "report_html",
     "to_html",
+    "watch",
 ]
 
 _face.publish(globals())

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopnb._palette import ACCENT, INK, PALE
+from loopnb.analysis._compare_frames import TOTALS_LABELS
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT
 from loopnb.notebook._markup import NAME_LIMIT, chip, code, inspector_html
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._timeline import timeline_svg
-from loopnb.record._compare_frames import TOTALS_LABELS
 
 if TYPE_CHECKING:
-    from loopnb.record._compare import Comparison, Side
+    from loopnb.analysis._compare import Comparison, Side
 
 Redact = Callable[[str], str]
 _SAME: Redact = str
@@ -152,7 +152,7 @@ def divergence_html(c: Comparison, redact: Redact = _SAME) -> Html:
 def what_if_html(c: Comparison, redact: Redact = _SAME) -> Html:
     """A what-if's findings in words (``WhatIf.text()``) under the headline, when ``c`` came from
     ``what_if``; empty for a ``compare`` of two runs."""
-    from loopnb.record._whatif_report import WhatIf
+    from loopnb.analysis._whatif_report import WhatIf
 
     found = getattr(c, "what_if", None)
     if not isinstance(found, WhatIf):

@@ -29,7 +29,7 @@ from loopnb.notebook._page import COMPARE_STYLE, page
 from loopnb.notebook._svg import SVG_STYLE
 
 if TYPE_CHECKING:
-    from loopnb.record._compare import Comparison
+    from loopnb.analysis._compare import Comparison
 
 PAGE_ROWS = 1000
 """Aligned rows the page lists; a longer comparison's rows are in ``Comparison.turns``."""

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 import ipywidgets as widgets
 
+from loopnb.analysis._usage import UsageTotals, dollars
 from loopnb.engine._events import Event
 from loopnb.notebook._html import Html
 from loopnb.notebook._layout import MUTED
@@ -31,7 +32,6 @@ from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
-from loopnb.record._usage import UsageTotals, dollars
 
 _VIEW_STYLE = Html(
     ".loopnb-view .loopnb-gauge text{font-size:13px}.loopnb-view .widget-html-content{min-width:0}"

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from loopnb._palette import ACCENT, GLYPH, IDLE, INK, ON_ACCENT, PALE, PALETTE
+from loopnb.analysis._flowchart import EDGES, NODE_INDEX, NODES
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT, UI_FONT, icon
 from loopnb.notebook._state import BreakerView, Gauge, RunView, TurnView, ViewState
-from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES
 
 BREAKER_CHANNEL = {"closed": "ok", "half_open": "soft", "open": "hard"}
 """A breaker's state drawn as the channel it stands for: its colour and its mark, beside its word."""

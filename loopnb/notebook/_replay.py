@@ -33,7 +33,7 @@ EventSource: TypeAlias = HasEvents | str | Path | Iterable[Event]
 def events_of(source: EventSource) -> list[Event]:
     """The typed events of a ``Recording``, a ``Recorder``, a path to a recording, or an iterable."""
     if isinstance(source, str | Path):
-        from loopnb.foreign._load import load
+        from loopnb.fileformats._load import load
 
         source = load(source)
     objects = getattr(source, "event_objects", None)

@@ -292,10 +292,10 @@ def _disagreements(runs: dict[str, list[Event]]) -> Html:
 def _usage(events: list[Event]) -> Html:
     """The runs' tokens, wall time and cost: ``Audit.usage()``'s rows, then, once each, the price
     table they came from and why a cost is missing."""
-    from loopnb.record._audit import Audit
-    from loopnb.record._audit_text import cell_text, duration
+    from loopnb.analysis._audit import Audit
+    from loopnb.analysis._cells import cell_text, duration
+    from loopnb.analysis._usage import dollars, simulated_runs
     from loopnb.record._frames import turn_table
-    from loopnb.record._usage import dollars, simulated_runs
 
     usage = Audit(turn_table(events), simulated=simulated_runs(events)).usage("run")
     if not (usage["input_tokens"].notna().any() or usage["output_tokens"].notna().any()):
@@ -372,7 +372,7 @@ def write_page(path: str | Path, page: Callable[[], str], refusal: str) -> Path:
     """Write the HTML ``page()`` makes to ``path``, whole or not at all. A recording of any format
     at ``path`` is never replaced: a ``RecordingError`` naming it, then ``refusal``, before the
     page is made."""
-    from loopnb.foreign._load import holds_recording
+    from loopnb.fileformats._load import holds_recording
     from loopnb.record._errors import RecordingError
     from loopnb.record._files import replacing
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loopnb._palette import IDLE, INK, PALE, PALETTE
+from loopnb.analysis._flowchart import EDGES, NODE_INDEX, NODES, Edge, nodes_on
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import (
     CODE_BG,
@@ -28,7 +29,6 @@ from loopnb.notebook._layout import (
     mark,
 )
 from loopnb.notebook._state import Gauge, ViewState
-from loopnb.record._flowchart import EDGES, NODE_INDEX, NODES, Edge, nodes_on
 
 SVG_STYLE = Html(  # our own constants: a style sheet is never escaped (it is not HTML text)
     f".loopnb-svg{{display:block;max-width:100%;height:auto;font-family:{UI_FONT}}}"

@@ -14,6 +14,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import assert_never
 
+from loopnb.analysis._breakers import BreakerCount, BreakerFold
+from loopnb.analysis._flowchart import FlowCount
+from loopnb.analysis._history import tool_breakers
+from loopnb.analysis._retries import LoopCount, RecoveryFold
+from loopnb.analysis._usage import UsageLedger, UsageTotals
 from loopnb.engine._events import (
     BreakerState,
     BreakerTransitioned,
@@ -36,11 +41,6 @@ from loopnb.notebook._state import (
     gauge_of,
     turn_view,
 )
-from loopnb.record._breakers import BreakerCount, BreakerFold
-from loopnb.record._flowchart import FlowCount
-from loopnb.record._history import tool_breakers
-from loopnb.record._retries import LoopCount, RecoveryFold
-from loopnb.record._usage import UsageLedger, UsageTotals
 
 _Calls = tuple[int, int, LoopCount | None]
 """A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""

@@ -5,27 +5,17 @@ model request and an ``execute_tool`` span per tool call, with ``loopnb.channel`
 ``loopnb.producer`` beside the ``gen_ai.*`` attributes; a soft error leaves its span unset with the
 text the model read in an event, only a hard ending sets ERROR. ``LiveSpans`` goes the other way:
 a span processor reading an instrumented agent's spans as the ``otlp`` reader does, as they end,
-feeding the live view (``watch()``) and a recorder. Needs ``loopnb[otel]``; ``LiveSpans`` and
-``watch`` load the SDK (and the notebook layer) on first use.
+feeding a recorder and the notebook layer's live view (``loopnb.watch()``). Needs ``loopnb[otel]``;
+``LiveSpans`` loads the SDK on first use.
 """
 
 import importlib as _importlib
 
 import loopnb._face as _face
-from loopnb.otel._exporter import (
-    ATTEMPT,
-    BREAKER,
-    CEILING,
-    CHANNEL,
-    ERROR_TEXT,
-    PRODUCER,
-    SOFT_ERROR,
-    Exporter,
-    exporter_for,
-    http_provider,
-)
+from loopnb.foreign._otlp_profile import ATTEMPT, BREAKER, CEILING, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR
+from loopnb.otel._exporter import Exporter, exporter_for, http_provider
 
-_LAZY = {"LiveSpans": "loopnb.otel._live", "watch": "loopnb.otel._watch"}
+_LAZY = {"LiveSpans": "loopnb.otel._live"}
 
 __all__ = [
     "ATTEMPT",
@@ -39,7 +29,6 @@ __all__ = [
     "LiveSpans",
     "exporter_for",
     "http_provider",
-    "watch",
 ]
 
 

@@ -49,17 +49,17 @@ from loopnb.engine._events import (
     TurnFinished,
 )
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
-
-CHANNEL = "loopnb.channel"
-PRODUCER = "loopnb.producer"
-ATTEMPT = "loopnb.recovery.attempt"
-CEILING = "loopnb.recovery.ceiling"
-BREAKER = "loopnb.breaker.state"
-ERROR_TEXT = "loopnb.error_text"
-DECISION = "loopnb.recovery.decision"
-SOFT_ERROR = "loopnb.soft_error"
-ATTEMPT_ERROR = "loopnb.attempt_error"
-"""The attribute and event names loopnb adds to the GenAI conventions."""
+from loopnb.foreign._otlp_profile import (
+    ATTEMPT,
+    ATTEMPT_ERROR,
+    BREAKER,
+    CEILING,
+    CHANNEL,
+    DECISION,
+    ERROR_TEXT,
+    PRODUCER,
+    SOFT_ERROR,
+)
 
 MODEL_ERROR = "ModelUnavailable"
 """``error.type`` of a failed model request: ``ModelFailed`` keeps a failure's free text, not its
@@ -112,7 +112,7 @@ class Exporter:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("OpenTelemetry export needs the SDK: pip install 'loopnb[otel]'") from exc
 
-        from loopnb import __version__
+        from loopnb._version import __version__
 
         self._trace = trace
         self.tracer = trace.get_tracer("loopnb", __version__, tracer_provider=tracer_provider)

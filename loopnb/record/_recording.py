@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopnb._drawing import drawer
 from loopnb.engine._events import Event, TurnFinished
 from loopnb.engine._turns import turns_of
 from loopnb.record._errors import RecordingError
@@ -122,10 +123,9 @@ class Recording:
         return write_recording(self, path, "jsonl" if suffix == ".jsonl" else "parquet")
 
     def to_html(self, path: str | Path) -> Path:
-        """Write a static HTML report of this recording (provided by ``loopnb.notebook``)."""
-        from loopnb.notebook import to_html
-
-        return to_html(self, path)
+        """Write a static HTML report of this recording (drawn by the notebook layer)."""
+        path_written: Path = drawer().recording_page(self, path)
+        return path_written
 
     def __repr__(self) -> str:
         where = f" from {self.meta['path']!r}" if self.meta.get("path") else ""

@@ -23,8 +23,8 @@ import msgpack
 import pytest
 
 import loopnb
+from loopnb.fileformats._load import format_of
 from loopnb.foreign._langgraph_db import unpack
-from loopnb.foreign._load import format_of
 from loopnb.record import RecordingError, RecordingWarning
 
 ROOT = Path(__file__).resolve().parents[2]

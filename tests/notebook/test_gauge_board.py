@@ -14,10 +14,10 @@ import pytest
 
 import loopnb
 from loopnb import scenarios
+from loopnb.analysis._retries import CALL_OUTCOMES
 from loopnb.notebook import LiveView, ViewModel
 from loopnb.notebook._markup import board_html
 from loopnb.record import Recorder
-from loopnb.record._retries import CALL_OUTCOMES
 from tests.notebook.panes import gauge
 
 VIEW_FONT = 13

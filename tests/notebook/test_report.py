@@ -10,6 +10,7 @@ import pytest
 import loopnb
 from loopnb import load, scenarios
 from loopnb._palette import PALETTE
+from loopnb.analysis._flowchart import EDGES
 from loopnb.engine import ToolCall
 from loopnb.foreign import REASONS
 from loopnb.foreign._transcript import RunWriter
@@ -18,7 +19,6 @@ from loopnb.notebook._markup import esc
 from loopnb.notebook._report import FULL_ROWS, TEXT_LIMIT
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder, Recording
-from loopnb.record._flowchart import EDGES
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
 

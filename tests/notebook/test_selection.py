@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from loopnb import scenarios
+from loopnb.analysis._flowchart import FlowCount
 from loopnb.notebook import LiveView, replay
 from loopnb.notebook._markup import pill_text
 from loopnb.notebook._state import at_turn
 from loopnb.record import Recorder
-from loopnb.record._flowchart import FlowCount
 
 from . import panes
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from loopnb import EVENT_ADAPTER, load
+from loopnb.analysis._flowchart import EDGES, NODES, nodes_on, path_of
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.notebook import ViewModel
@@ -14,7 +15,6 @@ from loopnb.notebook._replay import Frames
 from loopnb.notebook._state import ViewState
 from loopnb.notebook._viewmodel import runs_of
 from loopnb.record import Recorder
-from loopnb.record._flowchart import EDGES, NODES, nodes_on, path_of
 from tests.notebook import scenarios as S
 from tests.notebook.conftest import run_events
 

@@ -7,8 +7,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import loopnb
+from loopnb.foreign._otlp_profile import ATTEMPT_ERROR, DECISION
 from loopnb.otel import ATTEMPT, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR, Exporter, exporter_for
-from loopnb.otel._exporter import ATTEMPT_ERROR, DECISION
 from loopnb.scenarios import SCENARIOS
 
 

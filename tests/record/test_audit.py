@@ -20,7 +20,7 @@ from loopnb import (
     load_many,
     tool,
 )
-from loopnb._commands import audit_command
+from loopnb.cli._commands import audit_command
 from loopnb.record import Audit, Recorder, audit
 
 from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
@@ -239,7 +239,7 @@ def test_audit_command_prints_the_summary(rec, tmp_path):
 
 
 def test_terminal_cells_show_fractions_as_percentages_and_round_floats():
-    from loopnb.record._audit_text import cell_text as cell
+    from loopnb.cli._audit_text import cell_text as cell
 
     assert [cell("share", 0.173077), cell("rate", 1.0), cell("rate", 0.0)] == ["17%", "100%", "0%"]
     assert [cell("latency_ms_mean", 4285.714286), cell("x", 0.125594), cell("x", 3.0)] == [

@@ -14,9 +14,9 @@ import pytest
 
 import loopnb
 from loopnb import Engine, FakeClock, LoopError, ScriptedModel, ToolCall, ToolError, Usage, tool
+from loopnb.analysis._align import align
+from loopnb.analysis._compare_frames import COMPARE_COLUMNS, HOWS, TOTALS_COLUMNS
 from loopnb.record import Recorder
-from loopnb.record._align import align
-from loopnb.record._compare_frames import COMPARE_COLUMNS, HOWS, TOTALS_COLUMNS
 
 
 @tool

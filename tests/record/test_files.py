@@ -25,9 +25,9 @@ from loopnb import (
     scenarios,
     tool,
 )
+from loopnb.cli._write import write_recordings
 from loopnb.record import Recorder, RecordingError, RecordingWarning
 from loopnb.record import _jsonl as jsonl
-from loopnb.record._cli import write_recordings
 from loopnb.record._jsonl import VERSION
 from loopnb.scenarios import names as scenario_names
 

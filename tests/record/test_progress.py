@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopnb import load_many
-from loopnb._commands import audit_command
+from loopnb.cli._commands import audit_command
 from loopnb.record import _progress as progress
 from loopnb.record._progress import PROGRESS_FROM, Progress, wanted
 

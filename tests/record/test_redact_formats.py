@@ -270,8 +270,8 @@ def assert_no_secret(data: str | bytes, where: str) -> None:
 def test_no_secret_survives_in_any_file_or_export(tmp_path):
     import pyarrow.parquet as pq
 
+    from loopnb.cli._write import write_recordings
     from loopnb.notebook import report_html
-    from loopnb.record._cli import write_recordings
     from loopnb.record._lines import dump_event
 
     events = leaky_run().events

@@ -52,7 +52,7 @@ def test_with_the_loop_detector_off_the_model_reads_the_error_where_it_was_refus
 def test_with_the_default_detector_nothing_changes(stubborn):
     found = loopnb.what_if(stubborn, loop_detector=LoopDetector()).what_if
     assert found.turn is None and found.ended == "loop_detected"
-    assert found.saved == loopnb.record._whatif_report.Savings(0, 0, 0, None, None)
+    assert found.saved == loopnb.analysis._whatif_report.Savings(0, 0, 0, None, None)
 
 
 def test_a_tighter_detector_stops_the_run_three_turns_sooner(stubborn):

@@ -13,7 +13,7 @@ from loopnb import (
     ToolError,
     tool,
 )
-from loopnb.record._whatif_policy import CHANGES, checked_changes
+from loopnb.analysis._whatif_policy import CHANGES, checked_changes
 
 
 @tool

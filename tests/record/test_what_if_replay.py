@@ -30,8 +30,8 @@ from loopnb import (
     scenarios,
     tool,
 )
+from loopnb.analysis._whatif_report import read_of
 from loopnb.engine._turns import turns_of
-from loopnb.record._whatif_report import read_of
 from tests.record.conftest import SOFT_OUTCOMES, context_run, hard_run, run_engine, script_run, typo_run
 
 COLUMNS = ["turn", "channel", "producer", "error_text", "tools", "n_calls", "n_errors", "dropped", "notes"]

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from loopnb import FakeClock, FallbackChain, audit, load
+from loopnb.analysis._usage import NOT_INSTALLED, dollars, lookups
 from loopnb.record import Audit
-from loopnb.record._usage import NOT_INSTALLED, dollars, lookups
 
 from .conftest import record, scripted
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from loopnb import audit, turns_of
+from loopnb.analysis._usage import NO_TOKENS, Prices, UsageLedger, UsageTotals, usage_of
 from loopnb.notebook._replay import Frames
 from loopnb.notebook._viewmodel import ViewModel
-from loopnb.record._usage import NO_TOKENS, Prices, UsageLedger, UsageTotals, usage_of
 
 from .conftest import record, scripted
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from loopnb import FakeClock, audit, replay
+from loopnb.analysis._usage import NOT_INSTALLED, dollars
 from loopnb.cli import main
 from loopnb.notebook import LiveView
 from loopnb.notebook._report import report_html
-from loopnb.record._usage import NOT_INSTALLED, dollars
 
 from .conftest import record, scripted
 

@@ -25,17 +25,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, get_args
 
+from loopnb.analysis._breakers import breaker_table, breakers_from_events, breakers_from_turns
+from loopnb.analysis._checks import checked, no_repeated_turns, of_turns
+from loopnb.analysis._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
+from loopnb.analysis._history import retries_from_events
+from loopnb.analysis._retries import retries_from_turns
+from loopnb.analysis._usage import By, on_wall, simulated_runs, usage_frame
 from loopnb.engine._errors import SOFT_PRODUCERS
 from loopnb.engine._events import DetectorAction, DetectorName
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
-from loopnb.record._breakers import breaker_table, breakers_from_events, breakers_from_turns
-from loopnb.record._checks import checked, no_repeated_turns, of_turns
-from loopnb.record._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
-from loopnb.record._history import retries_from_events
-from loopnb.record._retries import retries_from_turns
 from loopnb.record._schema import EVENTS, TURNS
-from loopnb.record._usage import By, on_wall, simulated_runs, usage_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,7 +299,7 @@ class Audit:
 
     def usage(self, by: By = "run") -> pd.DataFrame:
         """Token usage, wall time and cost per run (``by="run"``), per model or per turn; how
-        model names are priced: ``loopnb.record._usage``.
+        model names are priced: ``loopnb.analysis._usage``.
 
         ``input_tokens``, ``output_tokens``: what the replies reported (missing when none did);
         ``latency_ms``: the turns' wall time added up (none from a run whose ``clock`` is
@@ -389,7 +389,7 @@ class Audit:
 
     def figure(self, name: str) -> go.Figure:
         """The plotly figure of one table: one of ``Audit.FIGURES``."""
-        from loopnb.record import _figures as figures
+        from loopnb.analysis import _figures as figures
 
         if name not in self.FIGURES:
             raise ValueError(f"no figure {name!r}; choose one of {', '.join(self.FIGURES)}")

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from loopnb.fileformats._own import OWN
+from loopnb.fileformats._registry import known, named, others, unrecognised
 from loopnb.foreign._formats import HEAD_BYTES, Errors, Format, checked_errors
-from loopnb.foreign._own import OWN
-from loopnb.foreign._registry import known, named, others, unrecognised
 from loopnb.record._errors import RecordingError, RecordingWarning
 from loopnb.record._files import is_loopnb_recording
 from loopnb.record._recording import Recording

@@ -2,10 +2,11 @@
 
 Each side is one run of a ``Recording``, a ``Recorder``, a ``Sweep`` or a turns frame (read as
 ``flow_counts`` reads its data); ``runs=`` picks the run of a side holding several. The turns
-are aligned by ``loopnb.record._align`` on the calls each turn made; the aligned frame, the
-divergence and the totals are built in ``loopnb.record._compare_frames``. ``Comparison`` holds
-them, shows them as a widget in a notebook (``loopnb.notebook._compare_view``, imported on
-first display), writes them as a standalone page (``to_html``) and as text (``loopnb compare``).
+are aligned by ``loopnb.analysis._align`` on the calls each turn made; the aligned frame, the
+divergence and the totals are built in ``loopnb.analysis._compare_frames``. ``Comparison`` holds
+them, shows them as a widget in a notebook (drawn by the notebook layer through
+``loopnb._drawing`` on first display), writes them as a standalone page (``to_html``) and as
+text (``loopnb compare``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopnb._drawing import drawer
 from loopnb.engine._errors import arguments_text
 from loopnb.engine._turns import turns_of
 
@@ -119,7 +121,7 @@ def compare(
         ValueError: a side holds no run, or several and ``runs`` names none of them (the error
             lists them), or ``labels`` are not two different names.
     """
-    from loopnb.record._compare_frames import aligned, divergence_of, totals_of
+    from loopnb.analysis._compare_frames import aligned, divergence_of, totals_of
 
     if (
         not isinstance(labels, tuple)
@@ -144,8 +146,8 @@ def compare(
 def _side(data: Any, run: str | None, label: str, which: str) -> Side:
     import pandas as pd
 
-    from loopnb.record._checks import no_repeated_turns
-    from loopnb.record._flows import frames_of
+    from loopnb.analysis._checks import no_repeated_turns
+    from loopnb.analysis._flows import frames_of
     from loopnb.record._frames import conform
     from loopnb.record._schema import EVENTS, TURNS
 
@@ -256,7 +258,7 @@ class Comparison:
         """The two decision flows' counts: ``flow_counts`` of each side, one row per edge, with
         ``count_a``, ``count_b`` and ``difference`` (b minus a)."""
 
-        from loopnb.record._flows import flow_counts
+        from loopnb.analysis._flows import flow_counts
 
         fa, fb = (flow_counts(s) for s in self.sides)
         out = fa.drop(columns=["count"])
@@ -279,25 +281,20 @@ class Comparison:
         """Write the comparison as a standalone, offline HTML page (no script; every text from a
         run redacted by the default redactor, then escaped). Written whole or not at all; a
         recording at ``path`` is never replaced. Returns the path."""
-        from loopnb.notebook._compare_page import comparison_page
-        from loopnb.notebook._report import write_page
-
-        return write_page(path, lambda: comparison_page(self, title), "give the comparison page its own name")
+        written: Path = drawer().comparison_page(self, path, title)
+        return written
 
     def view(self) -> Any:
         """The notebook view (a ``CompareView``: ``.widget`` is its ipywidgets box)."""
-        from loopnb.notebook._compare_view import CompareView
-
-        return CompareView(self)
+        return drawer().comparison_view(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle: dict[str, Any] = self.view().mimebundle(**kwargs)
         return bundle
 
     def _repr_html_(self) -> str:
-        from loopnb.notebook._compare_page import comparison_html
-
-        return comparison_html(self)
+        html: str = drawer().comparison_html(self)
+        return html
 
     def __repr__(self) -> str:
         la, lb = self.labels

@@ -3,7 +3,7 @@
 Names left, numbers right, two spaces between columns; shares as percentages; times with their
 unit; a column no recording filled is left out (and said so); a hard run's cause in full on lines
 of its own, never clipped in a cell. Each channel's word takes its palette colour on a terminal
-(``loopnb._terminal``); the words are the same in plain text.
+(``loopnb.cli._terminal``); the words are the same in plain text.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopnb import _terminal as terminal
-from loopnb._terminal import plural
+from loopnb.analysis._cells import cell_text, duration
+from loopnb.cli import _terminal as terminal
+from loopnb.cli._terminal import plural
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.text import Text
 
-    from loopnb.record._audit import Audit
+    from loopnb.analysis._audit import Audit
 
 HARD_SHOWN = 20
 """At most this many hard runs are listed with their cause; the rest are counted."""
@@ -78,37 +79,6 @@ def _disagreements(rows: pd.DataFrame, width: int) -> list[Text]:
             _text(f"  and {plural(len(rows) - HARD_SHOWN, 'more')}: audit(rec).disagreements() has them all")
         )
     return lines
-
-
-def cell_text(column: str, value: object) -> str:
-    """One value as the terminal shows it: fractions as percentages, other floats to two places
-    (whole ones without), missing values as ``-``."""
-    import pandas as pd
-
-    # None, NaN, NaT, pd.NA; a list gives an array, never True (pandas-stubs: isna takes any object)
-    if pd.isna(value) is True:  # type: ignore[call-overload]
-        return "-"
-    if isinstance(value, float):
-        if column in ("share", "rate"):
-            return f"{value:.0%}" if value == 0 or value >= 0.01 else "<1%"
-        return f"{value:.0f}" if value.is_integer() else f"{value:,.2f}"
-    return str(value)
-
-
-def duration(ms: object) -> str:
-    """A time in milliseconds, with its unit: ``0.08 ms``, ``120 ms``, ``4.29 s``; ``-`` when missing."""
-    import pandas as pd
-
-    if pd.isna(ms) is True:  # type: ignore[call-overload]
-        return "-"
-    value = float(ms)  # type: ignore[arg-type]
-    if value >= 1000:
-        return f"{value / 1000:,.2f} s"
-    if value >= 100:
-        return f"{value:.0f} ms"
-    if value == 0:
-        return "0 ms"
-    return f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms"
 
 
 # -- sections -----------------------------------------------------------------------------------
@@ -226,7 +196,7 @@ def _reported(usage: pd.DataFrame) -> bool:
 def _usage(usage: pd.DataFrame, width: int) -> list[Text]:
     """``Audit.usage("model")`` as a table: tokens, cost and the price it was taken from; then,
     once each, the price table and why a cost is missing."""
-    from loopnb.record._usage import dollars
+    from loopnb.analysis._usage import dollars
 
     columns = ["model", "runs", "turns", "input_tokens", "output_tokens", "cost_usd", "priced_as"]
     headers = ["model", "runs", "turns", "tokens in", "tokens out", "cost", "priced as"]

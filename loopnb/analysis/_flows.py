@@ -1,7 +1,7 @@
 """``flow_counts``: the decision flow's edge counts as a frame, one row per edge of the chart.
 
 The counts are the live view's own: the turns of each run go through the view's counting rule
-(``FlowCount`` of ``loopnb.record._flowchart``) in turn order, so the frame of a recording equals the
+(``FlowCount`` of ``loopnb.analysis._flowchart``) in turn order, so the frame of a recording equals the
 labels its replay, its HTML report and its live run showed.
 """
 
@@ -47,7 +47,7 @@ def flow_counts(data: Any) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from loopnb.record._flowchart import EDGES, FlowCount
+    from loopnb.analysis._flowchart import EDGES, FlowCount
 
     turns, events = frames_of(data)
     keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]

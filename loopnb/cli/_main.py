@@ -7,7 +7,7 @@ as it declares.
 
 ``loopnb audit PATH ...`` audits recordings, ``loopnb compare A B`` compares two recorded runs turn
 by turn and ``loopnb convert SRC DST`` saves one in the other format (all provided by
-``loopnb.record``); ``loopnb query SQL PATH ...`` runs DuckDB SQL over them.
+the analysis layer); ``loopnb query SQL PATH ...`` runs DuckDB SQL over them.
 On a terminal, ok / soft / hard are coloured from
 ``loopnb._palette`` (plain text when piped, with ``NO_COLOR`` or ``TERM=dumb``); the words are
 always there.
@@ -32,17 +32,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-import loopnb
-from loopnb import _terminal as terminal
 from loopnb import scenarios
-from loopnb._outcome_text import format_outcome, outcome_lines, summary_line, turn_rows
+from loopnb._version import __version__
+from loopnb.cli import _terminal as terminal
+from loopnb.cli._outcome_text import outcome_lines, summary_line
 from loopnb.engine.models import ModelConfigError, from_env
 from loopnb.scenarios import Scenario
 
 if TYPE_CHECKING:
     from loopnb.record import Recorder
-
-__all__ = ["format_outcome", "main", "outcome_lines", "turn_rows"]
 
 # -- commands -----------------------------------------------------------------------------
 
@@ -253,7 +251,7 @@ def _check_replaceable(path: Path) -> None:
 
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb._commands import audit_command
+        from loopnb.cli._commands import audit_command
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -263,7 +261,7 @@ def _audit(args: argparse.Namespace, out: TextIO) -> int:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb._commands import compare_command
+        from loopnb.cli._commands import compare_command
     except ImportError as exc:
         print(f"loopnb compare: comparing is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -277,7 +275,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        from loopnb._commands import convert_command
+        from loopnb.cli._commands import convert_command
     except ImportError as exc:
         print(f"loopnb convert: converting is unavailable ({exc})", file=sys.stderr)
         return 2
@@ -321,7 +319,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopnb", description="Explore, teach and audit agent loops: soft and hard errors."
     )
-    parser.add_argument("--version", action="version", version=f"loopnb {loopnb.__version__}")
+    parser.add_argument("--version", action="version", version=f"loopnb {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",

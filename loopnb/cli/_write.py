@@ -1,7 +1,7 @@
 """Writing recordings for ``loopnb demo``: each run the recorder observed as its own file.
 
 The commands that read recordings (``loopnb audit``, ``convert``, ``compare``) sit above the
-formats layer, in ``loopnb._commands``.
+formats layer, in ``loopnb.cli._commands``.
 """
 
 from __future__ import annotations

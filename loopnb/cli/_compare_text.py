@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from loopnb import _terminal as terminal
 from loopnb._palette import GLYPH
-from loopnb.record._audit_text import cell_text, duration
-from loopnb.record._compare_frames import TOTALS_LABELS
+from loopnb.analysis._cells import cell_text, duration
+from loopnb.analysis._compare_frames import TOTALS_LABELS
+from loopnb.cli import _terminal as terminal
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from loopnb.record._compare import Comparison
+    from loopnb.analysis._compare import Comparison
 
 
 def _text(s: str = "", style: str = "") -> Text:

@@ -19,6 +19,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopnb.analysis._error_text import with_error_text
+from loopnb.analysis._replay_parts import (
+    PacedModel,
+    RecordedRecovery,
+    RecordedTool,
+    ReplayTool,
+    Tracked,
+    recorded_done,
+    replay_hook,
+    template_fields,
+)
+from loopnb.analysis._scripted import model_steps
+from loopnb.analysis._tape import Tape
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._context import ContextBudget
 from loopnb.engine._errors import ToolError
@@ -30,18 +43,6 @@ from loopnb.engine._tools import Tool, usable_name
 from loopnb.engine.models._fallback import FallbackChain
 from loopnb.engine.models._protocol import Model
 from loopnb.engine.models._scripted import ScriptedModel
-from loopnb.record._replay_parts import (
-    PacedModel,
-    RecordedRecovery,
-    RecordedTool,
-    ReplayTool,
-    Tracked,
-    recorded_done,
-    replay_hook,
-    template_fields,
-)
-from loopnb.record._scripted import model_steps
-from loopnb.record._tape import Tape
 
 CHANGES: dict[str, str] = {
     "loop_detector": "a LoopDetector, or None (off)",
@@ -384,8 +385,6 @@ def _check_templates(tape: Tape, texts: dict[str, str], names: list[str], real: 
 
 def _with_text(tool: Tool, template: str, key: str) -> Tool:
     """``tool`` whose errors read ``template``: the sweep's ``error_text``, on a real tool."""
-    from loopnb._sweep._config import with_error_text
-
     allowed = {"error", *tool.args_model.model_fields}
     extra = template_fields(template) - allowed
     if extra:

@@ -1,7 +1,7 @@
 """The commands that read recordings of any format: ``loopnb audit PATH...``, ``loopnb convert
 SRC DST`` and ``loopnb compare A B``.
 
-``loopnb/cli.py`` wires them: each prints (in colour on a terminal, through rich) and returns the
+``loopnb.cli._main`` wires them: each prints (in colour on a terminal, through rich) and returns the
 exit status. They read files through the formats layer (``load``, ``holds_recording``), which is
 why they live above it rather than beside the text they print (``loopnb.record``).
 """
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from loopnb import _terminal as terminal
-from loopnb._terminal import plural
-from loopnb.foreign._load import holds_recording, load, recording_paths
-from loopnb.foreign._registry import writer_for, written_suffixes
+from loopnb.cli import _terminal as terminal
+from loopnb.cli._terminal import plural
+from loopnb.fileformats._load import holds_recording, load, recording_paths
+from loopnb.fileformats._registry import writer_for, written_suffixes
 from loopnb.record._errors import RecordingError, RecordingWarning
 
 
@@ -42,10 +42,10 @@ def audit_command(
 
     import pandas as pd
 
-    from loopnb.record._audit import Audit
-    from loopnb.record._audit_text import audit_lines
+    from loopnb.analysis._audit import Audit
+    from loopnb.analysis._usage import simulated_runs
+    from loopnb.cli._audit_text import audit_lines
     from loopnb.record._progress import Progress, wanted
-    from loopnb.record._usage import simulated_runs
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -215,8 +215,8 @@ def compare_command(
     """
     import shutil
 
-    from loopnb.record._compare import compare
-    from loopnb.record._compare_text import compare_lines
+    from loopnb.analysis._compare import compare
+    from loopnb.cli._compare_text import compare_lines
 
     out = out or sys.stdout
     err = err or sys.stderr

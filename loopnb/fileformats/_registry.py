@@ -2,9 +2,9 @@
 
 ``formats()`` lists them in the order ``load`` tries them: loopnb's own (JSON Lines, Parquet),
 then the other frameworks' that loopnb ships, then the ones ``register_format`` added. Adding a
-framework's reader touches one module of this package: a module holding a ``FORMAT`` (a
-``ForeignFormat`` naming its sniffer and readers) is found by ``formats()``, which imports the
-modules of this package the first time it is called (none of them imports its framework), so
+framework's reader touches one module of ``loopnb.foreign``: a module there holding a ``FORMAT``
+(a ``ForeignFormat`` naming its sniffer and readers) is found by ``formats()``, which imports the
+modules of that package the first time it is called (none of them imports its framework), so
 ``import loopnb`` stays light. ``from_pydantic_ai``, ``from_inspect``, ``from_otel`` and
 ``from_openai_agents`` read objects in memory through their format. No reader ever unpickles.
 """
@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import loopnb.foreign as readers
+from loopnb.fileformats._own import OWN
 from loopnb.foreign._formats import ForeignFormat, Format
-from loopnb.foreign._own import OWN
 from loopnb.record._disagree import read_marks_with
 from loopnb.record._errors import RecordingError
 
@@ -33,11 +34,10 @@ _registered: list[Format] = []
 
 @functools.cache
 def _shipped() -> tuple[ForeignFormat, ...]:
-    """The ``FORMAT`` of every module of this package that has one, by module name."""
-    package = importlib.import_module(__package__ or "loopnb.foreign")
-    modules = sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    """The ``FORMAT`` of every module of ``loopnb.foreign`` that has one, by module name."""
+    modules = sorted(info.name for info in pkgutil.iter_modules(readers.__path__))
     found = (
-        getattr(importlib.import_module(f"{package.__name__}.{name}"), "FORMAT", None) for name in modules
+        getattr(importlib.import_module(f"{readers.__name__}.{name}"), "FORMAT", None) for name in modules
     )
     return tuple(fmt for fmt in found if isinstance(fmt, ForeignFormat))
 

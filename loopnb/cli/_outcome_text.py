@@ -1,6 +1,6 @@
 """``loopnb demo``'s text: one scenario run as a per-turn table tagged ok / soft / hard, and the summary.
 
-Lines are rich ``Text``, each channel's word in its palette colour (``loopnb._terminal``); their
+Lines are rich ``Text``, each channel's word in its palette colour (``loopnb.cli._terminal``); their
 ``plain`` text is what a pipe gets. A hard ending's cause follows the table in full.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from loopnb import _terminal as terminal
+from loopnb.cli import _terminal as terminal
 from loopnb.engine import Message, ToolResult, Turn
 
 if TYPE_CHECKING:

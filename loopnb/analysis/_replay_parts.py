@@ -21,6 +21,8 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from loopnb.analysis._replay_args import forged_error, shape_schema
+from loopnb.analysis._tape import Tape
 from loopnb.engine._dispatch import HookContext
 from loopnb.engine._errors import ToolError
 from loopnb.engine._messages import ModelReply, ToolCall, ToolSpec, Transcript
@@ -28,8 +30,6 @@ from loopnb.engine._recovery import AskUser, Decision, Fail, Failure, RecoverySt
 from loopnb.engine._texts import UNKNOWN_PAYLOAD, panic_prefix
 from loopnb.engine._tools import Tool
 from loopnb.engine.models._scripted import ScriptedModel, Step
-from loopnb.record._replay_args import forged_error, shape_schema
-from loopnb.record._tape import Tape
 
 Answer = str | ToolError
 """A fixed answer for every call of a tool: a success text, or a ``ToolError`` to fail with."""

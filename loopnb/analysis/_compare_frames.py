@@ -1,6 +1,6 @@
 """The frames of a ``Comparison``: the aligned turns, the first divergence and the totals.
 
-``aligned`` pairs the two sides' turns (``loopnb.record._align``) and lays each side's columns
+``aligned`` pairs the two sides' turns (``loopnb.analysis._align``) and lays each side's columns
 beside the other's; ``divergence_of`` finds the first row that differs; ``totals_of`` counts each
 side with ``loopnb.audit`` (its recovery streaks, retries and breaker trips), so a comparison's
 figures are the audit's.
@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from loopnb.analysis._align import align
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
-from loopnb.record._align import align
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from loopnb.record._compare import Divergence, Side
+    from loopnb.analysis._compare import Divergence, Side
 
 HOWS: tuple[str, ...] = ("call", "ended", "channel", "producer", "error_text")
 """How an aligned row can differ, in the order a row's ``how`` names the first that applies."""
@@ -162,7 +162,7 @@ def _hows(
 
 def divergence_of(frame: pd.DataFrame, totals: pd.DataFrame, labels: tuple[str, str]) -> Divergence | None:
     """The first row of ``frame`` that differs, or how the runs ended when every row agrees."""
-    from loopnb.record._compare import Divergence
+    from loopnb.analysis._compare import Divergence
 
     turns_a = frame["turn_a"].tolist()
     last_a = max((v for v in map(_int, turns_a) if v is not None), default=0)
@@ -212,7 +212,7 @@ def totals_of(sides: tuple[Side, Side]) -> pd.DataFrame:
 
 
 def _totals(side: Side) -> dict[str, Any]:
-    from loopnb.record._audit import Audit
+    from loopnb.analysis._audit import Audit
 
     t = side.turns
     audit = Audit(t, side.events)

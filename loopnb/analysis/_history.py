@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from loopnb.analysis._breakers import BreakerFold, BreakerTurn
+from loopnb.analysis._retries import CALL_OUTCOMES, DECISIONS, RETRY_OUTCOMES, CallRecovery, RecoveryFold
 from loopnb.engine._events import Event
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
-from loopnb.record._breakers import BreakerFold, BreakerTurn
-from loopnb.record._retries import CALL_OUTCOMES, DECISIONS, RETRY_OUTCOMES, CallRecovery, RecoveryFold
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from loopnb.record._audit import Audit
+    from loopnb.analysis._audit import Audit
 
 PATTERN = {"ok": "", "soft": "/", "hard": "x"}
 """Each channel's bar fill pattern (plotly's ``marker.pattern.shape``), beside its colour."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
-from loopnb.notebook import LiveView
+from loopnb.notebook._live import LiveView
 from loopnb.otel._live import LiveSpans
 
 if TYPE_CHECKING:

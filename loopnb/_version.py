@@ -1,0 +1,3 @@
+"""The version of loopnb, importable from every layer (``loopnb.__version__`` is this)."""
+
+__version__ = "0.1.0"
