@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import loopnb
-from loopnb import cli, scenarios
+from loopnb import scenarios
+from loopnb.cli import _main as cli
 from loopnb.cli import main
 from loopnb.scenarios import Scenario
 

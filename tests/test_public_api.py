@@ -27,8 +27,11 @@ ROOT = Path(loopnb.__file__).parent
 
 PACKAGES = [
     "loopnb",
+    "loopnb.analysis",
+    "loopnb.cli",
     "loopnb.engine",
     "loopnb.engine.models",
+    "loopnb.fileformats",
     "loopnb.foreign",
     "loopnb.integrations",
     "loopnb.integrations.openai_agents",
@@ -38,7 +41,7 @@ PACKAGES = [
     "loopnb.scenarios",
 ]
 
-PUBLIC_MODULES = {*PACKAGES, "loopnb.__main__", "loopnb.cli"}
+PUBLIC_MODULES = {*PACKAGES, "loopnb.__main__", "loopnb.cli.__main__"}
 
 ENGINE = [
     "EVENT_ADAPTER",
@@ -100,13 +103,15 @@ LAZY = {
     "loopnb.record": [
         "EVENT_SCHEMA",
         "TURN_SCHEMA",
-        "Audit",
-        "Comparison",
         "Recorder",
         "Recording",
         "RecordingError",
         "RecordingWarning",
         "Redactor",
+    ],
+    "loopnb.analysis": [
+        "Audit",
+        "Comparison",
         "audit",
         "compare",
         "flow_counts",
@@ -116,8 +121,8 @@ LAZY = {
         "what_if",
         "WhatIf",
     ],
-    "loopnb.notebook": ["LiveView", "NotebookRunner", "ViewModel", "replay"],
-    "loopnb.foreign": [
+    "loopnb.notebook": ["LiveView", "NotebookRunner", "ViewModel", "replay", "watch"],
+    "loopnb.fileformats": [
         "Format",
         "formats",
         "from_inspect",
@@ -129,7 +134,6 @@ LAZY = {
         "register_format",
     ],
     "loopnb._sweep": ["Sweep", "SweepConfig", "query", "sweep"],
-    "loopnb.otel": ["watch"],
 }
 """``loopnb``'s names that load their layer on first use."""
 
@@ -144,10 +148,10 @@ EXPECTED = {
         [
             *ENGINE,
             *LAZY["loopnb.record"],
+            *LAZY["loopnb.analysis"],
             *LAZY["loopnb.notebook"],
-            *LAZY["loopnb.foreign"],
+            *LAZY["loopnb.fileformats"],
             *LAZY["loopnb._sweep"],
-            *LAZY["loopnb.otel"],
             "__version__",
         ],
         key=_order,
@@ -164,9 +168,9 @@ EXPECTED = {
         "LiveSpans",
         "exporter_for",
         "http_provider",
-        "watch",
     ],
-    "loopnb.foreign": [
+    "loopnb.foreign": [],
+    "loopnb.fileformats": [
         "REASONS",
         "Format",
         "formats",
@@ -203,6 +207,7 @@ EXPECTED = {
         "replay",
         "report_html",
         "to_html",
+        "watch",
     ],
     "loopnb.record": [
         "DEFAULT_PATTERNS",
@@ -211,15 +216,17 @@ EXPECTED = {
         "EVENT_SCHEMA",
         "TURNS",
         "TURN_SCHEMA",
-        "Audit",
         "Column",
-        "Comparison",
         "Recorder",
         "Recording",
         "RecordingError",
         "RecordingWarning",
         "Redactor",
         "Table",
+    ],
+    "loopnb.analysis": [
+        "Audit",
+        "Comparison",
         "WhatIf",
         "audit",
         "breaker_history",
@@ -229,6 +236,7 @@ EXPECTED = {
         "scripted_from",
         "what_if",
     ],
+    "loopnb.cli": ["main"],
     "loopnb.scenarios": [
         "FILES",
         "SCENARIOS",
@@ -305,7 +313,7 @@ def test_only_the_public_modules_declare_all():
             targets = node.targets if isinstance(node, ast.Assign) else []
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
                 declaring.append(path.relative_to(ROOT.parent).as_posix())
-    expected = sorted([*(f"{p.replace('.', '/')}/__init__.py" for p in PACKAGES), "loopnb/cli.py"])
+    expected = sorted(f"{p.replace('.', '/')}/__init__.py" for p in PACKAGES)
     assert sorted(declaring) == expected
 
 

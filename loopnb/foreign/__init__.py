@@ -6,4 +6,4 @@ producers, with ``source_status`` keeping what the source said). ``loopnb.filefo
 these formats, sniffs files and loads them; nothing here is imported by name from outside.
 """
 
-__all__: list[str] = []
+__all__ = []  # the formats are reached through loopnb.fileformats

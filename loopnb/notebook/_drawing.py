@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopnb.notebook._compare_page import comparison_html
 from loopnb.notebook._compare_page import comparison_page as _page
 from loopnb.notebook._compare_view import CompareView
 from loopnb.notebook._report import to_html, write_page
@@ -13,8 +12,6 @@ from loopnb.notebook._report import to_html, write_page
 if TYPE_CHECKING:
     from loopnb.analysis import Comparison
     from loopnb.record import Recording
-
-__all__ = ["comparison_html", "comparison_page", "comparison_view", "recording_page"]
 
 
 def recording_page(recording: Recording, path: str | Path) -> Path:

@@ -12,7 +12,7 @@ from loopnb import load, scenarios
 from loopnb._palette import PALETTE
 from loopnb.analysis._flowchart import EDGES
 from loopnb.engine import ToolCall
-from loopnb.foreign import REASONS
+from loopnb.fileformats import REASONS
 from loopnb.foreign._transcript import RunWriter
 from loopnb.notebook import ViewModel, report_html, to_html
 from loopnb.notebook._markup import esc

@@ -272,8 +272,9 @@ def test_the_control_buttons_are_text_not_font_icons():
 
 
 def test_audit_figures_take_the_palette_and_a_pattern_each():
+    from loopnb.analysis import Audit, audit
     from loopnb.analysis._figures import PATTERN
-    from loopnb.record import Audit, Recorder, audit
+    from loopnb.record import Recorder
 
     recorder = Recorder()
     for scenario in (S.demo(), S.exhausted(), S.gave_up()):

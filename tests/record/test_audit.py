@@ -20,8 +20,9 @@ from loopnb import (
     load_many,
     tool,
 )
+from loopnb.analysis import Audit, audit
 from loopnb.cli._commands import audit_command
-from loopnb.record import Audit, Recorder, audit
+from loopnb.record import Recorder
 
 from .conftest import Run, hard_run, read_file, reply, run_engine, timed_model, typo_run
 

@@ -20,8 +20,9 @@ from loopnb import (
     load_many,
     tool,
 )
+from loopnb.analysis import Audit
 from loopnb.engine import FakeClock, ModelReply, Retry, Usage
-from loopnb.record import Audit, Recorder, RecordingWarning
+from loopnb.record import Recorder, RecordingWarning
 
 from .conftest import Run, hard_run, read_file, recorded, run_engine, script_run, timed_model, typo_run
 from .test_audit import breaker_run, loop_run

@@ -17,7 +17,8 @@ from loopnb import (
     ToolCall,
     load,
 )
-from loopnb.record import Audit, Recorder, audit
+from loopnb.analysis import Audit, audit
+from loopnb.record import Recorder
 
 from .conftest import run_engine
 

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 
 import loopnb
 from loopnb import Engine, FallibleModel, ToolCall, ToolError, scenarios, tool
+from loopnb.analysis import flow_counts
 from loopnb.analysis._flowchart import EDGES, WATCH_STOPS
 from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
 from loopnb.engine._events import Event, RunFinished, RunStarted, TurnFinished, TurnStarted
 from loopnb.notebook import ViewModel
 from loopnb.notebook._viewmodel import runs_of
-from loopnb.record import Recorder, flow_counts
+from loopnb.record import Recorder
 
 NOTHING_TO_ADAPT_TO = ("cancelled", "context_exceeded", "fallback_exhausted")
 

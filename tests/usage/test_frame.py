@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from loopnb import FakeClock, FallbackChain, audit, load
+from loopnb.analysis import Audit
 from loopnb.analysis._usage import NOT_INSTALLED, dollars, lookups
-from loopnb.record import Audit
 
 from .conftest import record, scripted
 
