@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from loopnb._sweep._config import SweepConfig, build
-from loopnb.engine._errors import LoopError
-from loopnb.record._errors import RecordingError
+from loopnb.engine import LoopError
+from loopnb.record import RecordingError
 
 PART = "part-{:06d}.parquet"
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -70,7 +70,7 @@ class Batch:
 
 def run_batch(batch: Batch) -> dict[str, Any]:
     """Run and write ``batch``; returns its figures (runs, turns, seconds spent running and writing)."""
-    from loopnb.record._recorder import Recorder
+    from loopnb.record import Recorder
 
     started = time.perf_counter()
     recorder = Recorder()

@@ -18,16 +18,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopnb.analysis._error_text import with_error_text
-from loopnb.engine._breakers import CircuitBreaker
-from loopnb.engine._clock import Clock, FakeClock, SystemClock
-from loopnb.engine._engine import Engine
-from loopnb.engine._recovery import AnalyseAndCorrect, RecoveryStrategy, RetryWithBackoff
-from loopnb.engine._safety import ConvergenceDetector, LoopDetector
+from loopnb.engine import (
+    AnalyseAndCorrect,
+    CircuitBreaker,
+    Clock,
+    ConvergenceDetector,
+    Engine,
+    FakeClock,
+    LoopDetector,
+    RecoveryStrategy,
+    RetryWithBackoff,
+    SystemClock,
+    Tool,
+)
 from loopnb.engine._state import Observer
-from loopnb.engine._tools import Tool
-from loopnb.engine.models._fallible import FallibleModel
-from loopnb.engine.models._protocol import Model
-from loopnb.engine.models._select import model_from_spec
+from loopnb.engine.models import FallibleModel, Model, model_from_spec
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 """A config's name: it is a folder name (``config=NAME``) and part of every run id."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from loopnb._sweep._batch import Batch
 from loopnb._sweep._config import SweepConfig, build
-from loopnb.record._redact import DEFAULT_REDACTOR
+from loopnb.record import DEFAULT_REDACTOR
 
 PLAN_FILE = "_sweep.json"
 FORMAT = "loopnb.sweep"

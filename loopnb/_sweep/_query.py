@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from loopnb._sweep._batch import run_id
 from loopnb._sweep._plan import PLAN_FILE
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,8 +125,8 @@ def _literal(path: Path) -> str:
 
 def _arrow_turns(frame: pd.DataFrame) -> Any:
     """A turns frame as the Arrow table a Parquet recording holds (categories as plain strings)."""
+    from loopnb.record import TURNS
     from loopnb.record._arrow import arrow_fields, pyarrow
-    from loopnb.record._schema import TURNS
 
     pa, _ = pyarrow()
     schema = pa.schema(arrow_fields(TURNS, pa))
@@ -148,7 +148,7 @@ def _turns_view(con: Any, found: _Sources) -> None:
         files = _list([_literal(p) for p in found.parquet])
         parts.append(f"SELECT * FROM read_parquet({files}, union_by_name = true)")
     if found.loaded:
-        from loopnb.fileformats._load import load
+        from loopnb.fileformats import load
 
         frames = [load(p).turns for p in found.loaded]
         con.register("loopnb_loaded_turns", _arrow_turns(pd.concat(frames, ignore_index=True)))
@@ -159,7 +159,7 @@ def _turns_view(con: Any, found: _Sources) -> None:
 def _events_view(con: Any, found: _Sources) -> None:
     import pandas as pd
 
-    from loopnb.fileformats._load import load
+    from loopnb.fileformats import load
     from loopnb.record._frames import event_table
 
     frames = []

@@ -18,7 +18,7 @@ from loopnb._sweep._plan import PLAN_FILE, seeds_of_json, written_plan
 if TYPE_CHECKING:
     import pandas as pd
 
-    from loopnb.analysis._audit import Audit
+    from loopnb.analysis import Audit
 
 
 class Sweep:
@@ -116,7 +116,7 @@ class Sweep:
     def audit(self, config: str | None = None, *, events: bool = True) -> Audit:
         """``loopnb.audit`` of every run (or of one config's runs); with ``events`` (the default),
         per-call detail comes from the events."""
-        from loopnb.analysis._audit import Audit
+        from loopnb.analysis import Audit
 
         if config is not None and config not in self.configs:
             raise ValueError(
@@ -144,7 +144,7 @@ class Sweep:
         (recovered / episodes, 0 to 1; missing without episodes)."""
         import pandas as pd
 
-        from loopnb.analysis._audit import Audit
+        from loopnb.analysis import Audit
 
         turns = self.turns
         rows = []

@@ -24,7 +24,7 @@ from loopnb._sweep._batch import Batch, run_batch, written
 from loopnb._sweep._lock import holding
 from loopnb._sweep._plan import PLAN_FILE, Configs, Plan, Seeds, check_resumable, choose_batch, plan
 from loopnb._sweep._results import Sweep
-from loopnb.engine._errors import LoopnbWarning
+from loopnb.engine import LoopnbWarning
 
 Progress = bool | Callable[[int, int, dict[str, Any]], object] | None
 """``None``/``True``: a bar (``tqdm.auto``: a widget in a notebook); ``False``: nothing; a callable:

@@ -31,11 +31,11 @@ from loopnb.analysis._episodes import PRODUCERS, recovery_episodes, recovery_per
 from loopnb.analysis._history import retries_from_events
 from loopnb.analysis._retries import retries_from_turns
 from loopnb.analysis._usage import By, on_wall, simulated_runs, usage_frame
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._errors import SOFT_PRODUCERS
 from loopnb.engine._events import DetectorAction, DetectorName
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
-from loopnb.record._schema import EVENTS, TURNS
+from loopnb.record import EVENTS, TURNS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loopnb.record._schema import Table
+from loopnb.record import Table
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb._drawing import drawer
+from loopnb.engine import turns_of
 from loopnb.engine._errors import arguments_text
-from loopnb.engine._turns import turns_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from loopnb.engine import ToolCall
     from loopnb.engine._events import Event
-    from loopnb.engine._messages import ToolCall
 
 _SIDES = ("a", "b")
 
@@ -148,8 +148,8 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
 
     from loopnb.analysis._checks import no_repeated_turns
     from loopnb.analysis._flows import frames_of
+    from loopnb.record import EVENTS, TURNS
     from loopnb.record._frames import conform
-    from loopnb.record._schema import EVENTS, TURNS
 
     turns, events = frames_of(data, f"compare() (side {which})")
     objects = None if isinstance(data, pd.DataFrame) else getattr(data, "event_objects", None)

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from loopnb.analysis._align import align
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
     import pandas as pd

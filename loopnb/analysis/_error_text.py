@@ -8,9 +8,7 @@ import string
 from dataclasses import replace
 from typing import Any
 
-from loopnb.engine._errors import ToolError
-from loopnb.engine._messages import ToolResult
-from loopnb.engine._tools import Tool
+from loopnb.engine import Tool, ToolError, ToolResult
 
 
 def with_error_text(tool: Tool, template: str, where: str = "") -> Tool:

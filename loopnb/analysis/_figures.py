@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from loopnb._palette import IDLE, PALETTE
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

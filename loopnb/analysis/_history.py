@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.analysis._breakers import BreakerFold, BreakerTurn
 from loopnb.analysis._retries import CALL_OUTCOMES, DECISIONS, RETRY_OUTCOMES, CallRecovery, RecoveryFold
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._events import Event
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
     import pandas as pd

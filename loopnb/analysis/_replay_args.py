@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic_core import PydanticCustomError, ValidationError
 
+from loopnb.engine import Tool
 from loopnb.engine._texts import EXPECTED, invalid_arguments_header, invalid_arguments_text
-from loopnb.engine._tools import Tool
 
 _FIELD = re.compile(r", (?=[A-Za-z_][\w-]*: )")
 _SIMPLE = frozenset({"string", "integer", "number", "boolean", "object", "array", "null", "any"})

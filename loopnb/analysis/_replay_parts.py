@@ -23,12 +23,10 @@ from typing import Any
 
 from loopnb.analysis._replay_args import forged_error, shape_schema
 from loopnb.analysis._tape import Tape
-from loopnb.engine._dispatch import HookContext
-from loopnb.engine._errors import ToolError
+from loopnb.engine import HookContext, Tool, ToolError
 from loopnb.engine._messages import ModelReply, ToolCall, ToolSpec, Transcript
 from loopnb.engine._recovery import AskUser, Decision, Fail, Failure, RecoveryStrategy, Retry, Skip
 from loopnb.engine._texts import UNKNOWN_PAYLOAD, panic_prefix
-from loopnb.engine._tools import Tool
 from loopnb.engine.models._scripted import ScriptedModel, Step
 
 Answer = str | ToolError

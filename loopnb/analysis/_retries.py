@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
     import pandas as pd

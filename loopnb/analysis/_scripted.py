@@ -15,9 +15,8 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine._errors import LoopnbWarning, ModelUnavailable
+from loopnb.engine import LoopnbWarning, ModelReply, ModelUnavailable, ToolCall, Usage
 from loopnb.engine._events import EVENT_TYPES, Event, ModelFailed, ModelReplied, RunStarted
-from loopnb.engine._messages import ModelReply, ToolCall, Usage
 from loopnb.engine.models._scripted import ScriptedModel, Step
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopnb.engine._clock import FakeClock
+from loopnb.engine import FakeClock, ToolCall, ToolResult, Turn, turns_of
 from loopnb.engine._events import (
     CompletionRejected,
     Event,
@@ -23,10 +23,8 @@ from loopnb.engine._events import (
     RunStarted,
     ToolDispatched,
 )
-from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._safety import call_key
 from loopnb.engine._texts import REJECTED, VETO
-from loopnb.engine._turns import Turn, turns_of
 
 RAN: frozenset[str | None] = frozenset({None, "tool_error", "tool_panic", "timeout"})
 """Producers of a result the tool itself made (it ran): the rest are the engine's refusals."""

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopnb.engine import Turn
 from loopnb.engine._events import Event, RunStarted
-from loopnb.engine._turns import Turn
-from loopnb.record._schema import TURNS
+from loopnb.record import TURNS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,12 +28,10 @@ from loopnb.analysis._scripted import run_events
 from loopnb.analysis._tape import Tape
 from loopnb.analysis._whatif_policy import checked_changes, replay_engine
 from loopnb.analysis._whatif_report import Read, WhatIf, how, read_of, read_text, saved
-from loopnb.engine._cancel import CancelToken
-from loopnb.engine._engine import Engine
-from loopnb.engine._errors import LoopError
+from loopnb.engine import CancelToken, Engine, LoopError
 from loopnb.engine._events import Event, RunFinished, TurnFinished, TurnStarted
 from loopnb.engine._turns import Turn, TurnAssembler, turns_of
-from loopnb.record._recording import Recording
+from loopnb.record import Recording
 
 STOPPED = "what-if: stopped where the replay diverged"
 """The reason the replay's token is fired with when it stops at the divergence."""

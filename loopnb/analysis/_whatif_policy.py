@@ -32,17 +32,18 @@ from loopnb.analysis._replay_parts import (
 )
 from loopnb.analysis._scripted import model_steps
 from loopnb.analysis._tape import Tape
-from loopnb.engine._breakers import CircuitBreaker
-from loopnb.engine._context import ContextBudget
-from loopnb.engine._errors import ToolError
+from loopnb.engine import (
+    CircuitBreaker,
+    ContextBudget,
+    ConvergenceDetector,
+    LoopDetector,
+    ModelReply,
+    ToolError,
+)
 from loopnb.engine._events import BreakerTransitioned, RecoveryDecided
-from loopnb.engine._messages import ModelReply
-from loopnb.engine._safety import ConvergenceDetector, LoopDetector
 from loopnb.engine._texts import registry_miss_text
 from loopnb.engine._tools import Tool, usable_name
-from loopnb.engine.models._fallback import FallbackChain
-from loopnb.engine.models._protocol import Model
-from loopnb.engine.models._scripted import ScriptedModel
+from loopnb.engine.models import FallbackChain, Model, ScriptedModel
 
 CHANGES: dict[str, str] = {
     "loop_detector": "a LoopDetector, or None (off)",

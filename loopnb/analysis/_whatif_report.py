@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loopnb.engine import Turn
 from loopnb.engine._safety import call_key
-from loopnb.engine._turns import Turn
-from loopnb.record._recording import Recording
+from loopnb.record import Recording
 
 Read = tuple[Any, ...]
 """A turn's read, as ``read_of`` gives it."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.text import Text
 
-    from loopnb.analysis._audit import Audit
+    from loopnb.analysis import Audit
 
 HARD_SHOWN = 20
 """At most this many hard runs are listed with their cause; the rest are counted."""

@@ -18,7 +18,7 @@ from loopnb.cli import _terminal as terminal
 from loopnb.cli._terminal import plural
 from loopnb.fileformats._load import holds_recording, load, recording_paths
 from loopnb.fileformats._registry import writer_for, written_suffixes
-from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record import RecordingError, RecordingWarning
 
 
 def audit_command(
@@ -42,7 +42,7 @@ def audit_command(
 
     import pandas as pd
 
-    from loopnb.analysis._audit import Audit
+    from loopnb.analysis import Audit
     from loopnb.analysis._usage import simulated_runs
     from loopnb.cli._audit_text import audit_lines
     from loopnb.record._progress import Progress, wanted
@@ -215,7 +215,7 @@ def compare_command(
     """
     import shutil
 
-    from loopnb.analysis._compare import compare
+    from loopnb.analysis import compare
     from loopnb.cli._compare_text import compare_lines
 
     out = out or sys.stdout

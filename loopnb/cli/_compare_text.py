@@ -19,7 +19,7 @@ from loopnb.cli import _terminal as terminal
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from loopnb.analysis._compare import Comparison
+    from loopnb.analysis import Comparison
 
 
 def _text(s: str = "", style: str = "") -> Text:

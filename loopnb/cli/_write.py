@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loopnb.record._recorder import Recorder
+from loopnb.record import Recorder
 
 
 def write_recordings(recorder: Recorder, folder: str | Path, *, suffix: str = ".jsonl") -> list[Path]:

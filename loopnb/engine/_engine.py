@@ -27,8 +27,7 @@ from loopnb.engine._result import RunResult
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
 from loopnb.engine._state import Observer, RunState
 from loopnb.engine._tools import Tool, ToolRegistry
-from loopnb.engine.models._fallback import FallbackChain
-from loopnb.engine.models._protocol import Model
+from loopnb.engine.models import FallbackChain, Model
 
 
 def new_run_id() -> str:

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Literal
 from loopnb.fileformats._own import OWN
 from loopnb.fileformats._registry import known, named, others, unrecognised
 from loopnb.foreign._formats import HEAD_BYTES, Errors, Format, checked_errors
-from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record import Recording, RecordingError, RecordingWarning
 from loopnb.record._files import is_loopnb_recording
-from loopnb.record._recording import Recording
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,7 +16,7 @@ from loopnb.record._recording import read_jsonl_recording, write_recording
 
 if TYPE_CHECKING:
     from loopnb.foreign._formats import Errors
-    from loopnb.record._recording import Recording
+    from loopnb.record import Recording
 
 _HEADER = b'"loopnb.recording"'
 

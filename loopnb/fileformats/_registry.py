@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import loopnb.foreign as readers
 from loopnb.fileformats._own import OWN
 from loopnb.foreign._formats import ForeignFormat, Format
+from loopnb.record import RecordingError
 from loopnb.record._disagree import read_marks_with
-from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
+    from loopnb.record import Recording
     from loopnb.record._disagree import Mark
-    from loopnb.record._recording import Recording
 
 _registered: list[Format] = []
 """The formats ``register_format`` added, in the order they were added."""

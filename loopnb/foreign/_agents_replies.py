@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopnb.engine._messages import Usage
+from loopnb.engine import Usage
 from loopnb.foreign._agents_spans import Span
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.foreign._otlp_values import describe
-from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record import RecordingError, RecordingWarning
 
 MODEL_KINDS = ("generation", "response")
 _OWN: Any = object()

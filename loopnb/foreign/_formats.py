@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from loopnb.record import Recording
     from loopnb.record._disagree import Mark
-    from loopnb.record._recording import Recording
 
 HEAD_BYTES = 1 << 16
 """How much of a file the sniffers look at."""

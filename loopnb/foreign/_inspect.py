@@ -43,11 +43,11 @@ from loopnb.foreign import _sniff
 from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
 from loopnb.foreign._transcript import too_deep
+from loopnb.record import RecordingError, RecordingWarning
 from loopnb.record._disagree import Mark
-from loopnb.record._errors import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
-    from loopnb.record._recording import Recording
+    from loopnb.record import Recording
 
 _TOOL_ERRORS = (
     *("parsing", "timeout", "unicode_decode", "permission", "file_not_found", "is_a_directory"),
@@ -145,7 +145,7 @@ def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
 
 
 def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
-    from loopnb.record._recording import Recording
+    from loopnb.record import Recording
 
     events: list[Event] = []
     first: dict[str, Any] | None = None

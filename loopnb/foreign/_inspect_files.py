@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.foreign._transcript import too_deep
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 ZSTD = 93
 """The zip compression method of zstandard."""

@@ -11,9 +11,9 @@ import re
 from datetime import datetime
 from typing import Any
 
+from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, token_problem
 
 NAME = "inspect"

@@ -24,16 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign import _sniff
 from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._langgraph_db import Obj, Thread, Write, checkpoint, threads
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.record import Recording, RecordingError, RecordingWarning
 from loopnb.record._disagree import Mark
-from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._recording import Recording
 
 NAME = "langgraph"
 

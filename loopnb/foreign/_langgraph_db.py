@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, stored
-from loopnb.record._errors import RecordingError, RecordingWarning
+from loopnb.record import RecordingError, RecordingWarning
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0
 EXT_CONSTRUCTOR_POS_ARGS = 1

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 TICK = 1000
 """SQLite VM instructions between two calls of a query's ``Budget``."""

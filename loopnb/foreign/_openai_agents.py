@@ -33,19 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.engine._messages import ToolCall, Usage
 from loopnb.foreign import _sniff
 from loopnb.foreign._agents_replies import Reply, arguments, prompt_of, read_back, reply_of, usage_of
 from loopnb.foreign._agents_spans import MODEL_KINDS, Span, Trace, handoff_tool, parse_lines, traces, walk
 from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._transcript import RunWriter, status
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 if TYPE_CHECKING:
+    from loopnb.record import Recording
     from loopnb.record._disagree import Mark
-    from loopnb.record._recording import Recording
 
 NAME = "openai-agents"
 
@@ -326,7 +326,7 @@ def _runs(trace: Trace) -> list[tuple[str, list[Span]]]:
 
 
 def _recording(found: list[Trace], path: Path | None) -> Recording:
-    from loopnb.record._recording import Recording
+    from loopnb.record import Recording
 
     if not found:
         raise RecordingError(

@@ -31,9 +31,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from loopnb.engine import ToolCall
 from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign import _sniff
@@ -49,9 +49,8 @@ from loopnb.foreign._otlp_calls import (
 from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
 from loopnb.foreign._transcript import RunWriter, status
+from loopnb.record import Recording, RecordingError
 from loopnb.record._disagree import Mark
-from loopnb.record._errors import RecordingError
-from loopnb.record._recording import Recording
 
 MARKS: dict[str, Mark] = {
     "UNSET": "ok",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
-from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._otlp_spans import Span

@@ -19,12 +19,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from loopnb.engine import Usage
 from loopnb.engine._errors import SoftProducer
-from loopnb.engine._messages import Usage
 from loopnb.foreign._otlp_profile import ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._otlp_values import Bad, describe, integer
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 Role = Literal["agent", "chat", "tool", "other"]
 _SOFT: frozenset[str] = frozenset(get_args(SoftProducer))

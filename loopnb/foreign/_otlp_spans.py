@@ -26,7 +26,7 @@ from typing import Any
 
 from loopnb.engine._errors import exception_text
 from loopnb.foreign import _otlp_values as v
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 STATUS_NAMES = ("UNSET", "OK", "ERROR")
 """OTel's status codes, by their number."""

@@ -37,20 +37,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
 from loopnb.engine._events import Event, RunStarted
-from loopnb.engine._messages import ToolCall
 from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
 from loopnb.foreign import _pydantic_ai_text as text
 from loopnb.foreign import _sniff
 from loopnb.foreign._formats import ForeignFormat
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, too_deep
+from loopnb.record import RecordingError
 from loopnb.record._disagree import Mark
-from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:
-    from loopnb.record._recording import Recording
+    from loopnb.record import Recording
 
 NAME = history.NAME
 
@@ -163,8 +163,8 @@ def _recording(
     """The recording of ``messages``: one ``RunWriter`` per run, each step written as it comes;
     ``error`` and ``deferred`` say how the history's last run ended; ``consume`` when the list
     is the reader's own (parsed here), to be emptied as it is read."""
+    from loopnb.record import Recording
     from loopnb.record._frames import collector_paused
-    from loopnb.record._recording import Recording
 
     try:
         with collector_paused():  # messages, steps and events hold no cycles: see collector_paused

@@ -7,9 +7,9 @@ what the history cannot (a usage limit, a failed model request, a cancellation).
 
 from __future__ import annotations
 
+from loopnb.engine import ToolCall
 from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.engine._messages import ToolCall
 from loopnb.foreign._pydantic_ai_history import NAME
 from loopnb.foreign._transcript import RunWriter, status
 

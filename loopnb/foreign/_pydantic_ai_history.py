@@ -24,9 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from loopnb.engine._messages import ToolCall, Usage
+from loopnb.engine import ToolCall, Usage
 from loopnb.foreign._transcript import token_problem, too_deep
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 NAME = "pydantic-ai"
 """The format's name in ``loopnb.formats()`` and in every ``source_status`` it writes."""

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from loopnb.engine import ModelReply, ToolCall, ToolResult, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import (
     Event,
@@ -33,8 +34,7 @@ from loopnb.engine._events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.engine._messages import ModelReply, ToolCall, ToolResult, Usage
-from loopnb.record._errors import RecordingError
+from loopnb.record import RecordingError
 
 MAX_TOKENS = 2**63 - 1
 """The largest token count a turns frame holds (its token columns are int64)."""

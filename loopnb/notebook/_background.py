@@ -11,15 +11,14 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-from loopnb.engine._cancel import CancelToken
+from loopnb.engine import CancelToken, RunResult
 from loopnb.engine._errors import LoopError, exception_text
-from loopnb.engine._result import RunResult
 from loopnb.notebook._html import Html
 
 if TYPE_CHECKING:
     import ipywidgets as widgets
 
-    from loopnb.engine._drivers import RunSteps
+    from loopnb.engine import RunSteps
     from loopnb.notebook._live import LiveView
 
 _PAUSED = frozenset({"Step", "Resume", "Stop"})

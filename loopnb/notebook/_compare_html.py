@@ -77,8 +77,8 @@ def side_view(side: Side, redact: Redact = _SAME) -> SideView:
 def frame_turns(side: Side) -> tuple[TurnView, ...]:
     """The timeline's view of a side that has only its turns frame: each turn's number, channel,
     producer, tools and latency, as the frame holds them (no reply, no results)."""
+    from loopnb.engine import Turn
     from loopnb.engine._events import TurnFinished
-    from loopnb.engine._turns import Turn
 
     t = side.turns
     out = []
@@ -152,7 +152,7 @@ def divergence_html(c: Comparison, redact: Redact = _SAME) -> Html:
 def what_if_html(c: Comparison, redact: Redact = _SAME) -> Html:
     """A what-if's findings in words (``WhatIf.text()``) under the headline, when ``c`` came from
     ``what_if``; empty for a ``compare`` of two runs."""
-    from loopnb.analysis._whatif_report import WhatIf
+    from loopnb.analysis import WhatIf
 
     found = getattr(c, "what_if", None)
     if not isinstance(found, WhatIf):

@@ -29,7 +29,7 @@ from loopnb.notebook._page import COMPARE_STYLE, page
 from loopnb.notebook._svg import SVG_STYLE
 
 if TYPE_CHECKING:
-    from loopnb.analysis._compare import Comparison
+    from loopnb.analysis import Comparison
 
 PAGE_ROWS = 1000
 """Aligned rows the page lists; a longer comparison's rows are in ``Comparison.turns``."""
@@ -111,7 +111,7 @@ def comparison_html(c: Comparison) -> str:
 def comparison_page(c: Comparison, title: str | None = None) -> str:
     """The comparison as one offline HTML document: every aligned row (up to ``PAGE_ROWS``), every
     text from a run redacted by the default redactor, then escaped; no script."""
-    from loopnb.record._redact import DEFAULT_REDACTOR
+    from loopnb.record import DEFAULT_REDACTOR
 
     la, lb = c.labels
     title = title or f"loopnb compare: {la} vs {lb}"

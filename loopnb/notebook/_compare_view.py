@@ -35,7 +35,7 @@ from loopnb.notebook._pacing import Page
 from loopnb.notebook._svg import SVG_STYLE
 
 if TYPE_CHECKING:
-    from loopnb.analysis._compare import Comparison
+    from loopnb.analysis import Comparison
 
 _VIEW_STYLE = Html(".loopnb-compare .widget-html-content{min-width:0}")
 

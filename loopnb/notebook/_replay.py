@@ -33,7 +33,7 @@ EventSource: TypeAlias = HasEvents | str | Path | Iterable[Event]
 def events_of(source: EventSource) -> list[Event]:
     """The typed events of a ``Recording``, a ``Recorder``, a path to a recording, or an iterable."""
     if isinstance(source, str | Path):
-        from loopnb.fileformats._load import load
+        from loopnb.fileformats import load
 
         source = load(source)
     objects = getattr(source, "event_objects", None)
@@ -141,7 +141,7 @@ def _ending(events: list[Event]) -> str:
 def _clip(text: str, limit: int = 40) -> str:
     """A menu label's text: redacted first (the labels are widget state, which a notebook may
     save; see ``loopnb.notebook._markup``), then cut, so that no part of a key is left to see."""
-    from loopnb.record._redact import DEFAULT_REDACTOR
+    from loopnb.record import DEFAULT_REDACTOR
 
     text = DEFAULT_REDACTOR(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -44,8 +44,8 @@ def exported_events(source: EventSource) -> list[Event]:
     through the default redactor; a ``Recorder``'s through its own redactor first. An event the
     redactor leaves alone is the very same object.
     """
+    from loopnb.record import DEFAULT_REDACTOR
     from loopnb.record._lines import dump_event, parse_event, redact_line
-    from loopnb.record._redact import DEFAULT_REDACTOR
 
     exported = getattr(source, "exported_events", None)
     if callable(exported):  # a Recorder: its own redaction settings, then the defaults
@@ -292,7 +292,7 @@ def _disagreements(runs: dict[str, list[Event]]) -> Html:
 def _usage(events: list[Event]) -> Html:
     """The runs' tokens, wall time and cost: ``Audit.usage()``'s rows, then, once each, the price
     table they came from and why a cost is missing."""
-    from loopnb.analysis._audit import Audit
+    from loopnb.analysis import Audit
     from loopnb.analysis._cells import cell_text, duration
     from loopnb.analysis._usage import dollars, simulated_runs
     from loopnb.record._frames import turn_table
@@ -373,7 +373,7 @@ def write_page(path: str | Path, page: Callable[[], str], refusal: str) -> Path:
     at ``path`` is never replaced: a ``RecordingError`` naming it, then ``refusal``, before the
     page is made."""
     from loopnb.fileformats._load import holds_recording
-    from loopnb.record._errors import RecordingError
+    from loopnb.record import RecordingError
     from loopnb.record._files import replacing
 
     path = Path(path)

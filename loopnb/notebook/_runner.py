@@ -13,10 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine._cancel import CancelToken
-from loopnb.engine._engine import Engine
-from loopnb.engine._errors import LoopError
-from loopnb.engine._result import RunResult
+from loopnb.engine import CancelToken, Engine, LoopError, RunResult
 from loopnb.notebook._background import BackgroundRun
 from loopnb.notebook._live import Controls, LiveView
 from loopnb.notebook._pacing import check_fps

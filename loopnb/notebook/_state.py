@@ -14,10 +14,9 @@ from typing import Literal
 from loopnb.analysis._flowchart import EDGE_INDEX, EDGES
 from loopnb.analysis._retries import CallRecovery, LoopCount, turn_call
 from loopnb.analysis._usage import UsageLedger, UsageTotals
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS, Turn
 from loopnb.engine._errors import arguments_text
 from loopnb.engine._events import BreakerState
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
-from loopnb.engine._turns import Turn
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopnb.engine._errors import LoopError
+from loopnb.engine import MAX_RECOVERY_ATTEMPTS, LoopError
 from loopnb.engine._events import (
     BreakerState,
     Event,
@@ -48,7 +48,6 @@ from loopnb.engine._events import (
     ToolDispatched,
     TurnFinished,
 )
-from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.foreign._otlp_profile import (
     ATTEMPT,
     ATTEMPT_ERROR,
@@ -117,7 +116,7 @@ class Exporter:
         self._trace = trace
         self.tracer = trace.get_tracer("loopnb", __version__, tracer_provider=tracer_provider)
         self.agent = agent
-        from loopnb.record._redact import DEFAULT_REDACTOR, Redactor
+        from loopnb.record import DEFAULT_REDACTOR, Redactor
 
         self._redact: Redactor | None = DEFAULT_REDACTOR if redact else None
         self._runs: dict[str, _Run] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from loopnb.engine._errors import LoopnbWarning
+from loopnb.engine import LoopnbWarning
 
 
 class RecordingError(Exception):

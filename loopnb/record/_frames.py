@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from loopnb.engine import Turn, turns_of
 from loopnb.engine._events import Event, RunFinished
-from loopnb.engine._turns import Turn, turns_of
 from loopnb.record._lines import escaped_text
 from loopnb.record._rows import COMMON_EVENT_COLUMNS, discarded_runs, layout_of, when
 from loopnb.record._schema import ADDED_LATER, EVENTS, TURNS, Table

@@ -34,9 +34,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from loopnb.engine import ToolCall
 from loopnb.engine._errors import shown
 from loopnb.engine._events import EVENT_ADAPTER, Event, ModelReplied, RecoveryDecided, TurnFinished
-from loopnb.engine._messages import ToolCall
 from loopnb.record._errors import RecordingError
 from loopnb.record._redact import Redact
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from loopnb.engine._errors import LoopError
+from loopnb.engine import LoopError
 
 
 def _v1_breakers(events: list[dict[str, Any]], run_id: object) -> list[str]:

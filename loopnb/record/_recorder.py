@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopnb.engine._errors import LoopnbWarning
+from loopnb.engine import LoopnbWarning
 from loopnb.engine._events import Event, RunFinished, TurnFinished
 from loopnb.engine._turns import Turn, TurnAssembler
 from loopnb.record._errors import RecordingError, RecordingWarning

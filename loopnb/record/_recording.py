@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopnb._drawing import drawer
+from loopnb.engine import turns_of
 from loopnb.engine._events import Event, TurnFinished
-from loopnb.engine._turns import turns_of
 from loopnb.record._errors import RecordingError
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
+from loopnb.engine import Turn, turns_of
 from loopnb.engine._events import (
     EVENT_TYPES,
     BreakerTransitioned,
@@ -36,7 +37,6 @@ from loopnb.engine._events import (
     TurnFinished,
     TurnStarted,
 )
-from loopnb.engine._turns import Turn, turns_of
 from loopnb.record._schema import EVENT_COLUMNS, TURNS
 
 _utc = UTC

@@ -37,9 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from loopnb.engine import Turn
 from loopnb.engine._errors import Channel, Producer
 from loopnb.engine._events import EVENT_TYPES, BreakerState, DetectorAction, DetectorName
-from loopnb.engine._turns import Turn
 
 EVENT_KINDS: tuple[str, ...] = tuple(str(cls.__dataclass_fields__["kind"].default) for cls in EVENT_TYPES)
 """Every event kind, in the union's order."""

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopnb.engine._context import ContextBudget
-from loopnb.engine._dispatch import HookContext
-from loopnb.engine._errors import ToolError
-from loopnb.engine._messages import ToolCall, ToolSpec
-from loopnb.engine._tools import tool
-from loopnb.engine.models._fallible import FallibleModel
+from loopnb.engine import ContextBudget, HookContext, ToolCall, ToolError, ToolSpec, tool
+from loopnb.engine.models import FallibleModel
 from loopnb.scenarios._scenario import Build, Scenario
 from loopnb.scenarios._workspace import FILES, make_list_dir, make_read_file
 

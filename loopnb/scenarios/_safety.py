@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopnb.engine._breakers import CircuitBreaker
-from loopnb.engine._errors import ModelUnavailable, ToolError
-from loopnb.engine._messages import ToolCall
+from loopnb.engine import CircuitBreaker, ConvergenceDetector, ModelUnavailable, ToolCall, ToolError, tool
 from loopnb.engine._recovery import AnalyseAndCorrect, Decision, Failure, Retry
-from loopnb.engine._safety import ConvergenceDetector
-from loopnb.engine._tools import tool
-from loopnb.engine.models._fallback import FallbackChain
-from loopnb.engine.models._fallible import FallibleModel
-from loopnb.engine.models._scripted import ScriptedModel
+from loopnb.engine.models import FallbackChain, FallibleModel, ScriptedModel
 from loopnb.scenarios._scenario import Build, Scenario
 from loopnb.scenarios._workspace import FILES, make_read_file
 

@@ -14,15 +14,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from loopnb.engine._cancel import CancelToken
-from loopnb.engine._clock import Clock, FakeClock, SystemClock
-from loopnb.engine._engine import Engine
+from loopnb.engine import (
+    CancelToken,
+    Clock,
+    Engine,
+    FakeClock,
+    Message,
+    RunResult,
+    SystemClock,
+    ToolResult,
+    Turn,
+    turns_of,
+)
 from loopnb.engine._errors import HardProducer, LoopError, SoftProducer
 from loopnb.engine._events import Event, RunStarted
-from loopnb.engine._messages import Message, ToolResult
-from loopnb.engine._result import RunResult
 from loopnb.engine._state import Observer
-from loopnb.engine._turns import Turn, turns_of
 
 Ending = Literal["ok"] | HardProducer
 """How a run ends: ``"ok"`` (a final reply) or the producer of the hard error that ended it."""

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from loopnb.engine._errors import ToolError
-from loopnb.engine._tools import Tool, tool
+from loopnb.engine import Tool, ToolError, tool
 
 FILES: Mapping[str, str] = {
     "src/main.rs": "fn main() {}",

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
-from loopnb.engine._errors import LoopnbWarning
+from loopnb.engine import LoopnbWarning
 
 try:
     from agents.tracing import Span, Trace, TracingProcessor
