@@ -80,3 +80,14 @@ def test_every_package_is_in_a_layer() -> None:
     assert placed == top
     for name in placed - {"__main__"}:  # and each imports on its own, in a fresh interpreter's order
         importlib.import_module(f"loopnb.{name}")
+
+
+def test_the_drawing_module_draws_everything_the_layers_below_ask_for() -> None:
+    # loopnb._drawing's docstring lists what the notebook layer provides; each is a function there
+    import loopnb._drawing
+    from loopnb.notebook import _drawing as provided
+
+    for name in ("recording_page", "comparison_page", "comparison_view", "comparison_html"):
+        assert f"``{name}(" in loopnb._drawing.__doc__
+        assert callable(getattr(provided, name)), name
+    assert loopnb._drawing.drawer() is provided

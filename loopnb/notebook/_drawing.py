@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loopnb.notebook._compare_page import comparison_html as _html
 from loopnb.notebook._compare_page import comparison_page as _page
 from loopnb.notebook._compare_view import CompareView
 from loopnb.notebook._report import to_html, write_page
@@ -27,3 +28,8 @@ def comparison_page(comparison: Comparison, path: str | Path, title: str | None)
 def comparison_view(comparison: Comparison) -> CompareView:
     """``Comparison.view()``: the widget."""
     return CompareView(comparison)
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """``Comparison._repr_html_``: the static picture a notebook keeps."""
+    return _html(comparison)
