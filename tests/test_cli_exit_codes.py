@@ -7,6 +7,7 @@ import dataclasses
 import json
 import re
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,6 +77,20 @@ def misdeclared(monkeypatch: pytest.MonkeyPatch) -> int:
     return code_of(["demo", "mistyped_path"])
 
 
+def other(recording: Path) -> Path:
+    """The same scenario on another seed: a run that differs from ``recording``."""
+    assert main(["demo", "mistyped_path", "--seed", "3", "--record", str(recording.parent / "seed3")]) == 0
+    return recording.parent / "seed3" / "mistyped_path.jsonl"
+
+
+COUNT = "select count(*) as n from turns"
+
+
+def without_duckdb(monkeypatch: pytest.MonkeyPatch, recording: Path) -> int:
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb raises ImportError
+    return code_of(["query", COUNT, str(recording)])
+
+
 Case = Callable[[Path, Path, pytest.MonkeyPatch], int]
 
 CASES: dict[str, list[tuple[str, int, Case]]] = {
@@ -110,6 +125,45 @@ CASES: dict[str, list[tuple[str, int, Case]]] = {
             lambda rec, tmp, mp: code_of(["convert", str(damaged(rec)), str(tmp / "b.parquet")]),
         ),
         ("a DST suffix it cannot write", 2, lambda rec, tmp, mp: code_of(["convert", str(rec), "a.csv"])),
+        (
+            "SRC not there",
+            2,
+            lambda rec, tmp, mp: code_of(["convert", str(tmp / "none.jsonl"), str(tmp / "c.parquet")]),
+        ),
+        (
+            "an unknown --format",
+            2,
+            lambda rec, tmp, mp: code_of(["convert", str(rec), str(tmp / "d.parquet"), "--format", "otlpp"]),
+        ),
+    ],
+    "compare": [
+        ("two runs that differ", 0, lambda rec, tmp, mp: code_of(["compare", str(rec), str(other(rec))])),
+        ("A damaged", 1, lambda rec, tmp, mp: code_of(["compare", str(damaged(rec)), str(rec)])),
+        ("B not there", 2, lambda rec, tmp, mp: code_of(["compare", str(rec), str(tmp / "none.jsonl")])),
+        (
+            "a file that is no recording",
+            2,
+            lambda rec, tmp, mp: code_of(["compare", str(rec), str(ROOT / "README.md")]),
+        ),
+    ],
+    "query": [
+        ("every recording read", 0, lambda rec, tmp, mp: code_of(["query", COUNT, str(rec)])),
+        (
+            "one damaged, the rest queried",
+            1,
+            lambda rec, tmp, mp: code_of(["query", COUNT, str(rec), str(damaged(rec))]),
+        ),
+        (
+            "a path that is not there",
+            2,
+            lambda rec, tmp, mp: code_of(["query", COUNT, str(tmp / "none.jsonl")]),
+        ),
+        (
+            "SQL that does not run",
+            2,
+            lambda rec, tmp, mp: code_of(["query", "select nothing from nowhere", str(rec)]),
+        ),
+        ("DuckDB not installed", 2, lambda rec, tmp, mp: without_duckdb(mp, rec)),
     ],
     "schema": [
         ("the turns", 0, lambda rec, tmp, mp: code_of(["schema"])),
@@ -142,7 +196,7 @@ def test_the_readme_is_bad_input_to_audit_and_named(capsys: pytest.CaptureFixtur
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(
-        f"loopnb audit: error: {ROOT / 'README.md'}: not a recording loopnb knows; loopnb reads"
+        f"loopnb audit: error: {ROOT / 'README.md'}: not a recording loopnb knows. loopnb reads"
     )
     assert "pydantic-ai" in err and "otlp" in err  # every format it reads is named
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from loopnb._sweep._batch import run_id
 from loopnb._sweep._plan import PLAN_FILE
-from loopnb.record import RecordingError
+from loopnb.record import RecordingError, RecordingWarning
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from loopnb.record import Recording
 
 _SUFFIXES = (".jsonl", ".parquet")
 
@@ -36,7 +39,8 @@ _SUFFIXES = (".jsonl", ".parquet")
 class _Sources:
     sweeps: list[Path] = field(default_factory=list)
     parquet: list[Path] = field(default_factory=list)
-    loaded: list[Path] = field(default_factory=list)
+    loaded: list[Recording] = field(default_factory=list)
+    """The recordings DuckDB cannot read itself, each loaded once (the events view reuses them)."""
 
     def __bool__(self) -> bool:
         return bool(self.sweeps or self.parquet or self.loaded)
@@ -46,8 +50,9 @@ def _is_sweep(folder: Path) -> bool:
     return (folder / PLAN_FILE).is_file() or any(folder.glob("config=*/part-*.parquet"))
 
 
-def _sources(paths: Sequence[str | Path]) -> _Sources:
-    """Sort what ``paths`` name into sweeps, Parquet recordings and files loopnb loads."""
+def _sources(paths: Sequence[str | Path], errors: str) -> _Sources:
+    """Sort what ``paths`` name into sweeps, Parquet recordings and recordings loopnb loads; with
+    ``errors="warn"`` a recording that cannot be read is left out with a ``RecordingWarning``."""
     found = _Sources()
     files: list[Path] = []
     for item in paths:
@@ -74,13 +79,28 @@ def _sources(paths: Sequence[str | Path]) -> _Sources:
     for f in dict.fromkeys(files):
         if f.resolve().parent.parent in in_sweep:
             continue  # one of a sweep's files, already read with its sweep
-        (found.parquet if _plain_parquet(f) else found.loaded).append(f)
+        try:
+            _sort(f, found)
+        except RecordingError as exc:
+            if errors == "raise":
+                raise
+            warnings.warn(f"left out {exc}", RecordingWarning, stacklevel=4)
     if not found:
         shown = ", ".join(map(str, paths))
         raise RecordingError(
             f"no recordings found in {shown} (expected .jsonl or .parquet files, or a sweep's folder)"
         )
     return found
+
+
+def _sort(path: Path, found: _Sources) -> None:
+    """Put ``path`` where it is read: a Parquet file DuckDB reads itself, or a loaded recording."""
+    if _plain_parquet(path):
+        found.parquet.append(path)
+    else:
+        from loopnb.fileformats import load
+
+        found.loaded.append(load(path))
 
 
 def _plain_parquet(path: Path) -> bool:
@@ -148,9 +168,7 @@ def _turns_view(con: Any, found: _Sources) -> None:
         files = _list([_literal(p) for p in found.parquet])
         parts.append(f"SELECT * FROM read_parquet({files}, union_by_name = true)")
     if found.loaded:
-        from loopnb.fileformats import load
-
-        frames = [load(p).turns for p in found.loaded]
+        frames = [rec.turns for rec in found.loaded]
         con.register("loopnb_loaded_turns", _arrow_turns(pd.concat(frames, ignore_index=True)))
         parts.append("SELECT * FROM loopnb_loaded_turns")
     con.execute("CREATE VIEW turns AS " + " UNION ALL BY NAME ".join(parts))
@@ -174,8 +192,8 @@ def _events_view(con: Any, found: _Sources) -> None:
             config = part.parent.name.removeprefix("config=")
             frame.insert(0, "config", pd.Series(config, index=frame.index, dtype="string"))
             frames.append(frame)
-    for path in [*found.parquet, *found.loaded]:
-        frames.append(load(path).events)
+    frames.extend(load(path).events for path in found.parquet)
+    frames.extend(rec.events for rec in found.loaded)
     events = pd.concat(frames, ignore_index=True) if frames else event_table([])
     for name in events.columns:
         if isinstance(events[name].dtype, pd.CategoricalDtype):
@@ -190,7 +208,7 @@ def _names(duckdb: Any, sql: str) -> set[str]:
         return {"events"}  # the SQL does not parse: DuckDB will say why when it runs
 
 
-def query(sql: str, *paths: str | Path) -> pd.DataFrame:
+def query(sql: str, *paths: str | Path, errors: str = "raise") -> pd.DataFrame:
     """Run DuckDB ``sql`` over the recordings ``paths`` name; returns a pandas frame.
 
     Args:
@@ -201,9 +219,12 @@ def query(sql: str, *paths: str | Path) -> pd.DataFrame:
             file named ``*.parquet`` is that one file, not its folder's Parquet files. A path that
             does not exist and holds ``*``, ``?`` or ``[`` is a glob pattern (``**`` spans folders),
             and each file it matches is read as that file only.
+        errors: ``"raise"`` (a recording that cannot be read is an error) or ``"warn"`` (it is left
+            out with a ``RecordingWarning`` naming it, and the others are queried, as ``loopnb
+            audit`` does).
 
     Raises:
-        RecordingError: no recording is found, or one cannot be read (naming it).
+        RecordingError: no recording is found, or (``errors="raise"``) one cannot be read.
         ValueError: the SQL is not valid or does not run (DuckDB's message, and the views).
     """
     duckdb = _duckdb()
@@ -211,7 +232,9 @@ def query(sql: str, *paths: str | Path) -> pd.DataFrame:
         raise ValueError(f"query: sql must be a non-empty SQL query, got {sql!r:.60}")
     if not paths:
         raise ValueError("query: give at least one recording, folder, sweep or glob pattern")
-    found = _sources(paths)
+    if errors not in ("raise", "warn"):
+        raise ValueError(f'query: errors must be "raise" or "warn", got {errors!r:.60}')
+    found = _sources(paths, errors)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
@@ -236,20 +259,31 @@ def query(sql: str, *paths: str | Path) -> pd.DataFrame:
 def query_command(
     sql: str, paths: Sequence[str], *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """``loopnb query SQL PATH...``: print the result; 0 when it ran, 1 when a recording could not
-    be read (or none was found), 2 for SQL that does not run."""
+    """``loopnb query SQL PATH...``: print the result, querying every recording that could be read.
+
+    Exit codes as every subcommand's (``loopnb.cli``): 0 when every recording was read, 1 when one
+    could not be (named on ``err``, the rest queried), 2 when the query cannot run as asked (no such
+    path, no recording found, SQL that does not run, DuckDB not installed).
+    """
     import pandas as pd
 
     out = out or sys.stdout
     err = err or sys.stderr
-    try:
-        frame = query(sql, *paths)
-    except RecordingError as exc:
-        print(f"loopnb query: error: {exc}", file=err)
-        return 1
-    except ValueError as exc:
-        print(f"loopnb {exc}", file=err)  # the message begins "query: "
-        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordingWarning)
+        try:
+            frame = query(sql, *paths, errors="warn")
+        except ImportError as exc:  # DuckDB is an extra
+            print(f"loopnb query: error: {exc}", file=err)
+            return 2
+        except (RecordingError, ValueError) as exc:
+            frame, failure = None, str(exc).removeprefix("query: ")
+    left_out = [w for w in caught if issubclass(w.category, RecordingWarning)]
+    for w in left_out:
+        print(f"loopnb query: warning: {w.message}", file=err)
+    if frame is None:
+        print(f"loopnb query: error: {failure}", file=err)
+        return 1 if left_out else 2  # nothing to query because what was named could not be read
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
         out.write((frame.to_string(index=False) if len(frame.columns) else "(no columns)") + "\n")
-    return 0
+    return 1 if left_out else 0

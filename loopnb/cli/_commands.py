@@ -28,6 +28,7 @@ def audit_command(
     err: TextIO | None = None,
     width: int | None = None,
     progress: bool | None = None,
+    format: str | None = None,
 ) -> int:
     """Print the audit of the recordings ``paths`` name (files, folders or globs).
 
@@ -36,7 +37,8 @@ def audit_command(
     others are audited. 2 for bad input: no path; a path that names no file (nothing there, a
     folder without recordings, a pattern matching none), named and nothing audited; or a file
     that is not a loopnb recording, named and the others audited. ``progress`` as in
-    ``load_many`` (a bar on ``err`` for a large folder, when interactive).
+    ``load_many`` (a bar on ``err`` for a large folder, when interactive); ``format`` reads every
+    file as that format (``load``'s ``format=``) instead of telling it from the content.
     """
     import shutil
 
@@ -68,7 +70,7 @@ def audit_command(
         warnings.simplefilter("always", RecordingWarning)
         for path in files:
             try:
-                rec = load(path)
+                rec = load(path, format=format)
                 frames = {"turns": rec.turns, "events": rec.events}
             except ImportError as exc:  # a Parquet recording without pyarrow
                 failed += 1
@@ -125,13 +127,15 @@ def _not_a_recording(path: Path) -> bool:
         return False
 
 
-def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def convert_command(
+    src: str, dst: str, *, out: TextIO | None = None, err: TextIO | None = None, format: str | None = None
+) -> int:
     """Save the recording ``src`` as ``dst``, in the format ``dst``'s suffix names, redacted.
 
     Returns 0 when ``dst`` was written; 1 when ``src`` cannot be read or ``dst`` cannot be
-    written (an existing ``dst`` that is not a recording is never replaced); 2 when no format
-    loopnb writes has ``dst``'s suffix (``.jsonl``, ``.parquet``, or a registered format's that
-    can be written).
+    written (an existing ``dst`` that is not a recording is never replaced); 2 when ``src`` names
+    no file or no format loopnb writes has ``dst``'s suffix (``.jsonl``, ``.parquet``, or a
+    registered format's that can be written). ``format`` reads ``src`` as that format.
     """
     out = out or sys.stdout
     err = err or sys.stderr
@@ -139,7 +143,10 @@ def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextI
     write = writer_for(target)
     if write is None:
         wanted = " or ".join(written_suffixes())
-        print(f"loopnb convert: {dst}: give DST a {wanted} suffix (it picks the format)", file=err)
+        print(f"loopnb convert: error: {dst}: give DST a {wanted} suffix (it picks the format)", file=err)
+        return 2
+    if not Path(src).is_file():
+        print(f"loopnb convert: error: {src}: no such file", file=err)
         return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RecordingWarning)
@@ -150,7 +157,7 @@ def convert_command(src: str, dst: str, *, out: TextIO | None = None, err: TextI
                     "choose another name",
                     path=target,
                 )
-            rec = load(src)
+            rec = load(src, format=format)
             write(rec, target)
         except ImportError as exc:  # Parquet without pyarrow
             print(f"loopnb convert: error: {exc}", file=err)
@@ -182,15 +189,15 @@ def _files(paths: Sequence[str]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-def _side_source(path: str) -> Any:
-    """A recording's path read, or a sweep's folder opened."""
+def _side_source(path: str, format: str | None) -> Any:
+    """A recording's path read (as ``format``, when given), or a sweep's folder opened."""
     from loopnb._sweep._plan import PLAN_FILE
 
     if (Path(path) / PLAN_FILE).is_file():
         from loopnb._sweep import Sweep
 
         return Sweep(path)
-    return load(path)
+    return load(path, format=format)
 
 
 def compare_command(
@@ -204,6 +211,7 @@ def compare_command(
     out: TextIO | None = None,
     err: TextIO | None = None,
     width: int | None = None,
+    format: str | None = None,
 ) -> int:
     """Print the comparison of the recordings ``a`` and ``b`` (files, or a sweep's folder).
 
@@ -227,7 +235,7 @@ def compare_command(
     sides = []
     for path in (a, b):
         try:
-            sides.append(_side_source(path))
+            sides.append(_side_source(path, format))
         except ImportError as exc:
             print(f"loopnb compare: error: {RecordingError(str(exc), path=path)}", file=err)
             return 1

@@ -92,20 +92,24 @@ def _rows(c: Comparison, width: int, context: int) -> list[Text]:
     lines.append(_text(head))
     for r in rows.astype(object).to_dict("records"):
         how = r["how"] if isinstance(r["how"], str) else ""
+        a, b = _parts(r, "a"), _parts(r, "b")
+        at = _first_difference(a[2], b[2]) if a and b else None
         line = _text(f"  {r['row']:>4}  {how:<10}  ")
-        line.append_text(_side(r, "a", side_w))
+        line.append_text(_side(a, side_w, at))
         line.append("  ")
-        line.append_text(_side(r, "b", side_w, pad=False))
+        line.append_text(_side(b, side_w, at, pad=False))
         lines.append(line)
     if last < n:
         lines.append(_text(f"  ... {terminal.plural(n - last, 'more row')}: Comparison.turns has them all"))
     return lines
 
 
-def _side(r: dict[Any, Any], s: str, w: int, *, pad: bool = True) -> Text:
+def _parts(r: dict[Any, Any], s: str) -> tuple[str, str, str] | None:
+    """Side ``s`` of an aligned row as (turn and channel, channel, producer and calls), or ``None``
+    where the side has no turn."""
     turn = r[f"turn_{s}"]
     if not isinstance(turn, int):
-        return _text(f"{'-':<{w}}" if pad else "-")
+        return None
     channel = str(r[f"channel_{s}"])
     producer = r[f"producer_{s}"]
     call, reply = r[f"call_{s}"], r[f"reply_text_{s}"]
@@ -114,11 +118,39 @@ def _side(r: dict[Any, Any], s: str, w: int, *, pad: bool = True) -> Text:
     else:
         call = f"reply: {' '.join(reply.split())}" if isinstance(reply, str) else "(no call)"
     tail = f" {producer}" if isinstance(producer, str) else ""
-    said = f"t{turn} {GLYPH.get(channel, '?')} {channel}"
-    rest = _cut(f"{tail} {call}", max(w - len(said), 0))
+    return f"t{turn} {GLYPH.get(channel, '?')} {channel}", channel, f"{tail} {call}"
+
+
+def _first_difference(a: str, b: str) -> int | None:
+    """Where ``a`` and ``b`` first differ, or ``None`` when they are the same."""
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _side(parts: tuple[str, str, str] | None, w: int, at: int | None, *, pad: bool = True) -> Text:
+    if parts is None:
+        return _text(f"{'-':<{w}}" if pad else "-")
+    said, channel, rest = parts
+    room = max(w - len(said), 0)
+    shown = _cut(rest, room) if at is None else _cut_showing(rest, room, at)
     out = terminal.channel(said, channel)
-    out.append(f"{rest:<{w - len(said)}}" if pad else rest)
+    out.append(f"{shown:<{room}}" if pad else shown)
     return out
+
+
+def _cut_showing(s: str, n: int, at: int) -> str:
+    """``s`` cut to ``n`` characters so that its character ``at`` (where the two sides first differ)
+    shows: when the cut would hide it, what both sides share gives way to ``…`` after the name of
+    the call that differs (``read_file(…src/mian.rs)``)."""
+    if len(s) <= n or at < n - 1:
+        return _cut(s, n)
+    opening = s.find("(", 0, at)
+    name = s.rfind(" ", 0, opening) + 1
+    head = " " + s[name : opening + 1] if 0 <= opening and opening + 2 - name <= n // 2 else s[: n // 3]
+    room = n - len(head) - 1
+    start = max(min(at - 2, len(s) - room), 0)  # the end of the call when it fits, else from the difference
+    return head + "…" + _cut(s[start:], room)
 
 
 def _short(calls: str) -> str:

@@ -45,6 +45,16 @@ if TYPE_CHECKING:
 # -- commands -----------------------------------------------------------------------------
 
 
+EXIT_CODES = (
+    "Exit code: 0 when everything named was read and done, 1 when a recording could not be read or an "
+    "output could not be written (damaged, a newer format version, Parquet without pyarrow: each named "
+    "on stderr, the rest done), 2 when the command cannot run as asked (a path naming no file, a file "
+    "that is not a recording, an option value it cannot use, SQL that does not run, an extra that is "
+    "not installed)."
+)
+"""The exit codes of every subcommand that reads recordings, stated once (``--help`` says them)."""
+
+
 class _UsageError(Exception):
     """Bad input on the command line: the message goes to stderr and the exit code is 2."""
 
@@ -249,13 +259,31 @@ def _check_replaceable(path: Path) -> None:
         ) from exc
 
 
+def _unknown_format(command: str, name: str | None) -> bool:
+    """Whether ``--format NAME`` names no format loopnb reads (then said on stderr)."""
+    if name is None:
+        return False
+    from loopnb.fileformats import formats
+
+    names = ["loopnb", *(fmt.name for fmt in formats())]
+    if name in names:
+        return False
+    near = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    print(f"loopnb {command}: error: --format {name}: no such format{hint}; the formats: {', '.join(names)}",
+          file=sys.stderr)  # fmt: skip
+    return True
+
+
 def _audit(args: argparse.Namespace, out: TextIO) -> int:
     try:
         from loopnb.cli._commands import audit_command
     except ImportError as exc:
         print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
         return 2
-    code: int = audit_command(args.paths, out=out, width=args.width)
+    if _unknown_format("audit", args.format):
+        return 2
+    code: int = audit_command(args.paths, out=out, width=args.width, format=args.format)
     return code
 
 
@@ -265,10 +293,12 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         print(f"loopnb compare: comparing is unavailable ({exc})", file=sys.stderr)
         return 2
+    if _unknown_format("compare", args.format):
+        return 2
     labels = tuple(args.labels) if args.labels else ("a", "b")
     code: int = compare_command(
         args.a, args.b, runs=args.run or (), labels=(labels[0], labels[1]), context=args.context,
-        html=args.html, out=out, width=args.width,
+        html=args.html, out=out, width=args.width, format=args.format,
     )  # fmt: skip
     return code
 
@@ -279,7 +309,9 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         print(f"loopnb convert: converting is unavailable ({exc})", file=sys.stderr)
         return 2
-    code: int = convert_command(args.src, args.dst, out=out)
+    if _unknown_format("convert", args.format):
+        return 2
+    code: int = convert_command(args.src, args.dst, out=out, format=args.format)
     return code
 
 
@@ -360,15 +392,16 @@ def _parser() -> argparse.ArgumentParser:
         "audit",
         help="audit recorded runs",
         description="Audit recordings. A recording that cannot be read is named with what is wrong "
-        "and the others are audited. Exit code: 0 when every recording was read, 1 when one could "
-        "not be (damaged, a newer format version, Parquet without pyarrow), 2 for bad input (a path "
-        "that names no file, a folder or pattern without recordings, a file that is not a loopnb "
-        "recording).",
+        "and the others are audited. " + EXIT_CODES,
     )
     audit.add_argument(
         "paths", nargs="+", metavar="PATH", help="recordings (.jsonl / .parquet), folders or glob patterns"
     )
     audit.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
+    audit.add_argument(
+        "--format", metavar="NAME", default=None,
+        help="read as this format instead of telling it from the content (e.g. otlp, langgraph)",
+    )  # fmt: skip
     audit.set_defaults(handler=_audit)
     comparing = commands.add_parser(
         "compare",
@@ -376,11 +409,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Compare the run recorded in A with the run recorded in B: each run's totals side by "
         "side, the first turn where they differ (in call, channel, producer or error text, or where one "
         "ended) and the aligned turns around it. A and B are recordings (.jsonl / .parquet, or another "
-        "framework's run loopnb reads) or a sweep's folder; they may be the same file. Exit code: 0 when "
-        "the runs were compared (whether or not they differ), 1 when a recording could not be read "
-        "(damaged, a newer format version, Parquet without pyarrow) or --html could not be written, 2 for "
-        "bad input (no such file, a file that is not a recording, a recording of several runs without "
-        "--run, a run it does not hold).",
+        "framework's run loopnb reads) or a sweep's folder; they may be the same file; two runs that "
+        "differ are not an error. " + EXIT_CODES,
     )
     comparing.add_argument("a", metavar="A", help="the first recording (side a)")
     comparing.add_argument("b", metavar="B", help="the second recording (side b)")
@@ -397,24 +427,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     comparing.add_argument("--html", metavar="PATH", help="also write the comparison as an offline HTML page")
     comparing.add_argument("--width", type=_columns, default=None, help="line width (default: terminal)")
+    comparing.add_argument(
+        "--format", metavar="NAME", default=None,
+        help="read as this format instead of telling it from the content (e.g. otlp, langgraph)",
+    )  # fmt: skip
     comparing.set_defaults(handler=_compare)
     convert = commands.add_parser(
         "convert",
         help="save a recording in the other format (JSON Lines <-> Parquet)",
         description="Save the recording SRC as DST, in the format DST's suffix names (.jsonl or "
         ".parquet), redacted, written whole or not at all. An existing DST that is not a recording "
-        "is never replaced. Exit code: 0 when DST was written, 1 when SRC cannot be read or DST "
-        "cannot be written, 2 for bad input (a DST suffix other than .jsonl or .parquet).",
+        "is never replaced. " + EXIT_CODES,
     )
     convert.add_argument("src", metavar="SRC", help="a recording (.jsonl or .parquet)")
     convert.add_argument("dst", metavar="DST", help="where to write it: NAME.jsonl or NAME.parquet")
+    convert.add_argument(
+        "--format", metavar="NAME", default=None,
+        help="read as this format instead of telling it from the content (e.g. otlp, langgraph)",
+    )  # fmt: skip
     convert.set_defaults(handler=_convert)
     query = commands.add_parser(
         "query",
         help="run DuckDB SQL over recordings (views turns and events)",
         description="Run one SQL query (DuckDB) over recordings, with a turns and an events view, and "
-        "print the result. Exit code: 0 when it ran, 1 when a recording could not be read or none was "
-        "found, 2 for SQL that does not run.",
+        "print the result; a recording that cannot be read is named and the others are queried. "
+        + EXIT_CODES,
     )
     query.add_argument("sql", metavar="SQL", help='e.g. "select channel, count(*) from turns group by 1"')
     query.add_argument(

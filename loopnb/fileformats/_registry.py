@@ -137,13 +137,18 @@ def written_suffixes() -> list[str]:
 
 
 def known() -> str:
-    """Every format ``load`` reads, with what it is: the words errors list them in."""
-    return "; ".join(f"{fmt.name} ({fmt.what})" for fmt in formats())
+    """Every format ``load`` reads, with what it is: the words errors list them in (a format's
+    ``what`` may hold parentheses of its own, so none are put around it)."""
+    return "; ".join(f"{fmt.name}: {fmt.what}" for fmt in formats())
 
 
 def unrecognised(path: Path, why: str) -> RecordingError:
     """The error for a file no format recognises: what was wrong, and every format loopnb reads."""
-    return RecordingError(f"{why}; loopnb reads {known()} (pass format= to force one)", path=path)
+    return RecordingError(
+        f"{why}. loopnb reads {known()}. To read it as one of them, name it: "
+        "load(path, format=NAME), or --format NAME on the command line",
+        path=path,
+    )
 
 
 def _marks(name: str) -> Mapping[str, Mark] | None:

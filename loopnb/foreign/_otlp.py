@@ -345,7 +345,7 @@ def _end_hard(
 
 FORMAT = ForeignFormat(
     NAME,
-    "OpenTelemetry spans (OTLP/JSON, protobuf JSON, or SDK span.to_json() dicts)",
+    "OpenTelemetry spans (OTLP/JSON, protobuf JSON, or the SDK's span.to_json output)",
     (".json", ".jsonl"),
     sniff=_sniff.otlp,
     reader=read,

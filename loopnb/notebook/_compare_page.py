@@ -111,7 +111,7 @@ def comparison_html(c: Comparison) -> str:
 def comparison_page(c: Comparison, title: str | None = None) -> str:
     """The comparison as one offline HTML document: every aligned row (up to ``PAGE_ROWS``), every
     text from a run redacted by the default redactor, then escaped; no script."""
-    from loopnb.record import DEFAULT_REDACTOR
+    from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
 
     la, lb = c.labels
     title = title or f"loopnb compare: {la} vs {lb}"

@@ -141,7 +141,7 @@ def _ending(events: list[Event]) -> str:
 def _clip(text: str, limit: int = 40) -> str:
     """A menu label's text: redacted first (the labels are widget state, which a notebook may
     save; see ``loopnb.notebook._markup``), then cut, so that no part of a key is left to see."""
-    from loopnb.record import DEFAULT_REDACTOR
+    from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
 
     text = DEFAULT_REDACTOR(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -44,7 +44,7 @@ def exported_events(source: EventSource) -> list[Event]:
     through the default redactor; a ``Recorder``'s through its own redactor first. An event the
     redactor leaves alone is the very same object.
     """
-    from loopnb.record import DEFAULT_REDACTOR
+    from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
     from loopnb.record._lines import dump_event, parse_event, redact_line
 
     exported = getattr(source, "exported_events", None)

@@ -79,6 +79,19 @@ def loads(raw: bytes | str) -> Any:
         raise TooDeep("JSON nested too deeply to be read") from None
 
 
+def _shown(raw: bytes) -> str:
+    """The start of a line as an error quotes it: text as text, anything else only named."""
+    try:
+        text = raw[:200].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < 150:  # not merely a character cut in two at the end of the slice
+            return "binary data (not UTF-8 text)"
+        text = raw[: exc.start].decode("utf-8")
+    if any(ch < " " and ch not in "\t\r\n" for ch in text[:60]):
+        return "binary data (control characters)"
+    return repr(text[:60]) + ("..." if len(raw) > 60 else "")
+
+
 def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     """The parsed header line, or a ``RecordingError`` saying what is wrong with it."""
     try:
@@ -90,7 +103,7 @@ def check_header(raw: bytes, path: Path) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise RecordingError(
             f'not a loopnb recording: line 1 must be a header {{"format": "{FORMAT}", ...}}, '
-            f"found {raw[:60]!r}",
+            f"found {_shown(raw)}",
             path=path,
             line=1,
         )

@@ -174,11 +174,11 @@ def test_an_unrecognised_file_names_every_format_the_registered_one_too(toy, tmp
         loopnb.load(stranger)
     said = str(info.value)
     assert said.startswith(
-        f"{stranger}: not a recording loopnb knows; loopnb reads jsonl (loopnb's own recordings"
+        f"{stranger}: not a recording loopnb knows. loopnb reads jsonl: loopnb's own recordings"
     )
-    assert said.endswith("; toy (turn,channel,producer,error_text lines) (pass format= to force one)")
-    assert all(f"{fmt.name} ({fmt.what})" in said for fmt in loopnb.formats())
-    with pytest.raises(RecordingError, match=r"unknown format 'nope': loopnb reads jsonl .*; toy \(turn"):
+    assert "; toy: turn,channel,producer,error_text lines. To read it as one of them, name it" in said
+    assert all(f"{fmt.name}: {fmt.what}" in said for fmt in loopnb.formats())
+    with pytest.raises(RecordingError, match=r"unknown format 'nope': loopnb reads jsonl: .*; toy: turn"):
         loopnb.load(stranger, format="nope")
 
 
@@ -270,7 +270,7 @@ def test_convert_writes_with_the_format_that_has_the_suffix(tmp_path, capsys):
         unregister()
     assert (tmp_path / "back.csv").read_text(encoding="utf-8") == "\n".join([HEADER, *LINES]) + "\n"
     wanted = "give DST a .jsonl or .parquet or .csv suffix (it picks the format)"
-    assert capsys.readouterr().err == f"loopnb convert: {tmp_path / 'run.txt'}: {wanted}\n"
+    assert capsys.readouterr().err == f"loopnb convert: error: {tmp_path / 'run.txt'}: {wanted}\n"
 
 
 def test_no_page_is_written_over_a_registered_formats_file(toy, tmp_path):

@@ -96,6 +96,6 @@ def test_the_command_line_prints_the_result_and_exits_by_what_happened(recorded,
         "soft",
     ]
     assert main(["query", "selec", str(recorded / "jsonl")]) == 2
-    assert "loopnb query: ParserException" in capsys.readouterr().err
-    assert main(["query", "select 1", str(tmp_path / "none")]) == 1
+    assert "loopnb query: error: ParserException" in capsys.readouterr().err
+    assert main(["query", "select 1", str(tmp_path / "none")]) == 2  # a path naming nothing: as audit
     assert "loopnb query: error:" in capsys.readouterr().err
