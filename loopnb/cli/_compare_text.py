@@ -147,7 +147,7 @@ def _cut_showing(s: str, n: int, at: int) -> str:
         return _cut(s, n)
     opening = s.find("(", 0, at)
     name = s.rfind(" ", 0, opening) + 1
-    head = " " + s[name : opening + 1] if 0 <= opening and opening + 2 - name <= n // 2 else s[: n // 3]
+    head = " " + s[name : opening + 1] if opening >= 0 and opening + 2 - name <= n // 2 else s[: n // 3]
     room = n - len(head) - 1
     start = max(min(at - 2, len(s) - room), 0)  # the end of the call when it fits, else from the difference
     return head + "…" + _cut(s[start:], room)

@@ -44,8 +44,8 @@ def exported_events(source: EventSource) -> list[Event]:
     through the default redactor; a ``Recorder``'s through its own redactor first. An event the
     redactor leaves alone is the very same object.
     """
-    from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
     from loopnb.record._lines import dump_event, parse_event, redact_line
+    from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
 
     exported = getattr(source, "exported_events", None)
     if callable(exported):  # a Recorder: its own redaction settings, then the defaults

@@ -159,4 +159,4 @@ def test_convert_help_states_the_exit_codes(capsys):
         main(["convert", "--help"])
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "Exit code: 0 when everything named was read and done, 1 when a recording could not be read" in text
+    assert "Exit code: 0 when everything named was read and done, 1 when a recording could not" in text
