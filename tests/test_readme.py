@@ -9,7 +9,9 @@ those blocks mention keys or a server, so the skip list cannot silently grow.
 from __future__ import annotations
 
 import ast
+import asyncio
 import glob
+import inspect
 import re
 import shlex
 import traceback
@@ -54,8 +56,11 @@ class Block:
         return f"README.md:{self.line} ({self.section})"
 
     def compiled(self) -> Any:
-        """The block as code whose tracebacks give README.md line numbers."""
-        return compile("\n" * (self.line - 1) + self.code, str(README), "exec")
+        """The block as code whose tracebacks give README.md line numbers; a block may ``await`` at
+        its top level, as a notebook cell may."""
+        return compile(
+            "\n" * (self.line - 1) + self.code, str(README), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        )
 
 
 def readme_blocks() -> list[Block]:
@@ -132,7 +137,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
             if block.section in NEEDS_A_REAL_MODEL:
                 continue
             try:
-                exec(block.compiled(), namespace)
+                ran = eval(block.compiled(), namespace)  # a coroutine when the block awaits
+                if inspect.iscoroutine(ran):
+                    asyncio.run(ran)
             except Exception:
                 done.failure = f"{block.where} fails:\n{traceback.format_exc()}"
                 break
@@ -258,3 +265,29 @@ def test_the_names_its_prose_puts_in_backticks_are_public() -> None:
     named -= set(dir(builtins)) | {"Ns"}  # `True`; the N seconds of `timed out after Ns`
     assert {"LoopError", "Cancelled", "CircuitBreaker"} <= named
     assert sorted(n for n in named if not hasattr(loopnb, n)) == []
+
+
+def test_the_readme_runs_as_cells_of_a_notebook_in_a_kernel(tmp_path: Path) -> None:
+    """The README reads as one notebook: its runnable blocks, as cells, run in a real IPython
+    kernel, where an event loop is already running (``run_sync`` would fail there, ``await`` works)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        nbformat.v4.new_code_cell(block.code)
+        for block in python_blocks()
+        if block.section not in NEEDS_A_REAL_MODEL
+    ]
+    cells.append(nbformat.v4.new_code_cell("background.wait(30)"))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [
+        f"cell {i}: {out['ename']}: {out['evalue']}"
+        for i, cell in enumerate(notebook.cells)
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert not errors
+    assert notebook.cells[-1].outputs[0]["data"]["text/plain"] == "True"
