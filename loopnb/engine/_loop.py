@@ -159,7 +159,15 @@ class RunLoop(Compaction):
 
     async def _turn(self) -> TurnFinished | None:
         s, e, safety = self.state, self.engine, self.safety
-        self._begin()
+        s.turn += 1
+        if s.observing:
+            s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
+        if safety.turn:
+            safety.ask(safety.turn, None, s.turn)
+        if s.cancel.cancelled:
+            s.checkpoint()
+        if e.context is not None:
+            self._fit(e.context.max_tokens)
         try:
             reply, model = await e.chain.ask(self.transcript, e.specs, s)
         except ModelContextOverflow as overflow:
@@ -177,48 +185,30 @@ class RunLoop(Compaction):
                 if token.cancelled:
                     s.checkpoint()
                 # stage 1 of the dispatch: a safety system may refuse the call before it is dispatched
-                # (the hooks are asked here, not through ``safety.ask``: the hot path of every call)
-                refusal = None
-                for name, hook in safety.before:
-                    signal = hook(call)
-                    if signal is not None and (refusal := safety.act(name, signal, call)) is not None:
-                        break
-                if refusal is not None:
+                if safety.busy and (refusal := safety.ask(safety.before, call, call)) is not None:
                     result = refusal
                 else:
                     answer = dispatch(call, s)
                     # it has to wait: an async tool, a timeout, recovery
                     result = answer if isinstance(answer, ToolResult) else await answer
-                    for name, hook in safety.after:
-                        signal = hook(call, result)
-                        if signal is not None:
-                            safety.act(name, signal, None)
+                    if safety.busy or result.is_error:  # an idle watch learns nothing from a success
+                        safety.ask(safety.after, None, call, result)
                 results.append(result)
                 append(result)
             s.tool_results += results
             if safety.notes:  # the safety systems' warnings, read after the results
-                feedback = safety.take_notes()
+                feedback = self._read(safety.take_notes())
         else:
-            feedback = self._judge(reply.text or "")
-        for message in feedback:
-            self._append(message)
+            feedback = self._read(self._judge(reply.text or ""))
         s.committed_messages = len(s.messages)
         s.committed_results = len(s.tool_results)
         return self._report(results, feedback) if s.observing else None
 
-    def _begin(self) -> None:
-        """A turn begins: reported, the safety systems asked (``max_turns``), the cancel token checked,
-        the scratchpad fitted to the context budget."""
-        s, e, safety = self.state, self.engine, self.safety
-        s.turn += 1
-        if s.observing:
-            s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
-        if safety.turn:
-            safety.ask(safety.turn, None, s.turn)
-        if s.cancel.cancelled:
-            s.checkpoint()
-        if e.context is not None:
-            self._fit(e.context.max_tokens)
+    def _read(self, feedback: list[Message]) -> list[Message]:
+        """Put the engine's own messages for the model (``feedback``) on the scratchpad."""
+        for message in feedback:
+            self._append(message)
+        return feedback
 
     def _report(self, results: list[ToolResult], feedback: list[Message]) -> TurnFinished:
         """Report the soft errors the model read this turn, then the turn itself (and the run's end,

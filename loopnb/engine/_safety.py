@@ -104,11 +104,15 @@ class LoopWatch(SafetyWatch):
     """One run's streaks: call key -> (the failure text, how many identical calls in a row)."""
 
     __slots__ = ("detector", "streaks")
-    _trusted = True
 
     def __init__(self, detector: LoopDetector) -> None:
         self.detector = detector
         self.streaks: dict[str, tuple[str, int]] = {}
+
+    @property
+    def idle(self) -> bool:
+        """No failing call in mind: nothing to refuse, and a success changes nothing."""
+        return not self.streaks
 
     def before_call(self, call: ToolCall) -> SafetySignal | None:
         """Refuse or stop a call that keeps failing the same way."""
@@ -191,7 +195,6 @@ class ConvergenceWatch(SafetyWatch):
     """One run's recent rejected replies."""
 
     __slots__ = ("detector", "recent")
-    _trusted = True
 
     def __init__(self, detector: ConvergenceDetector) -> None:
         self.detector = detector
@@ -233,7 +236,6 @@ class MaxTurnsWatch(SafetyWatch):
     """One run's turn count, against the ceiling."""
 
     __slots__ = ("limit",)
-    _trusted = True
 
     def __init__(self, limit: int) -> None:
         self.limit = limit

@@ -27,17 +27,21 @@ A hook answers ``None`` or a ``SafetySignal``, whose action says what happens (t
 
 A watch whose hook raises, or answers anything else, is broken: it is detached from the run with a
 ``LoopnbWarning`` and the run goes on, as with a broken observer (``KeyboardInterrupt`` is Ctrl-C
-landing there: the run ends ``Cancelled``). That guard wraps every hook but those of loopnb's own
-watches, which never raise and sit on the path of every tool call: the loop asks ``before_call`` and
-``after_result`` inline, the other hooks through ``RunSafety.ask``.
+landing there: the run ends ``Cancelled``).
+
+Every tool call would cost a question to each watch with per-call hooks; a watch that is ``idle``
+(the loop detector with no failure in mind) has nothing to say before a call and nothing to learn from
+a success, so while every such watch is idle the loop asks nothing before a call and asks
+``after_result`` about failed results only (``RunSafety.busy``).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, get_args, runtime_checkable
+from typing import Any, Protocol, get_args, runtime_checkable
 
 from loopnb.engine._errors import LoopnbWarning, SoftProducer, exception_text, shown
 from loopnb.engine._events import DetectorAction
@@ -82,9 +86,13 @@ class SafetyWatch:
     """
 
     __slots__ = ()
-    _trusted: ClassVar[bool] = False
-    """True for loopnb's own watches alone, which never raise (the engine's tests hold them to it):
-    the engine asks their hooks bare, and every other watch's through a guard."""
+
+    @property
+    def idle(self) -> bool:
+        """True while ``before_call`` would answer ``None`` and a successful result would change
+        nothing (the loop detector, with no failing call in mind): the engine may then skip both.
+        ``False`` unless a watch overrides it; the engine reads it after each round of hooks."""
+        return False
 
     def at_turn(self, turn: int) -> SafetySignal | None:
         """Turn ``turn`` (1, 2, ...) begins, before the model is asked."""
@@ -119,14 +127,25 @@ class SafetySystem(Protocol):
 
 
 Hook = Callable[..., Any]
-Asked = tuple[tuple[str, Hook], ...]
-"""The hooks of one kind a run asks, each with its system's name."""
+Asked = tuple[tuple[str, SafetySystem, str, Hook], ...]
+"""The hooks of one kind a run asks: each with its system's name, the system and the hook's kind."""
 
 
 class RunSafety:
     """One run's watches, asked at each hook, and their signals turned into what they mean."""
 
-    __slots__ = ("after", "before", "notes", "refuse", "rejected", "state", "turn", "watches")
+    __slots__ = (
+        "after",
+        "before",
+        "busy",
+        "notes",
+        "per_call",
+        "refuse",
+        "rejected",
+        "state",
+        "turn",
+        "watches",
+    )
 
     def __init__(
         self,
@@ -139,7 +158,7 @@ class RunSafety:
         """Answers a call refused before dispatch (the dispatcher's, so every refusal is reported alike)."""
         self.notes: list[Message] = []
         """This turn's warnings, for the model to read after its results."""
-        self.watches: list[tuple[SafetySystem, str, object]] = []
+        self.watches: list[tuple[SafetySystem, str, SafetyWatch]] = []
         for system in systems:
             try:
                 name: object = system.name  # a str, unless the system breaks the protocol
@@ -156,53 +175,72 @@ class RunSafety:
         self._gather()
 
     def _gather(self) -> None:
-        """Each kind of hook the watches define (a hook left as ``SafetyWatch``'s is never asked)."""
-        asked: dict[str, list[tuple[str, Hook]]] = {kind: [] for kind in HOOKS}
+        """Each kind of hook the watches define, in the order of their systems."""
+        asked: tuple[list[tuple[str, SafetySystem, str, Hook]], ...] = ([], [], [], [])  # as HOOKS
+        per_call: list[tuple[SafetySystem, SafetyWatch]] = []
         for system, name, watch in self.watches:
-            trusted = getattr(type(watch), "_trusted", False) is True
-            for kind in HOOKS:
-                method = getattr(type(watch), kind, None)
-                if callable(method) and method is not getattr(SafetyWatch, kind):
-                    hook = getattr(watch, kind)
-                    asked[kind].append((name, hook if trusted else self._guarded(system, kind, hook)))
-        self.turn: Asked = tuple(asked["at_turn"])
-        self.before: Asked = tuple(asked["before_call"])
-        self.after: Asked = tuple(asked["after_result"])
-        self.rejected: Asked = tuple(asked["after_rejection"])
+            cls: type = type(watch)
+            kinds = _kinds(cls)
+            for kind in kinds:
+                hook = HOOKS[kind]
+                asked[kind].append((name, system, hook, getattr(watch, hook)))
+            if _BEFORE in kinds or _AFTER in kinds:
+                per_call.append((system, watch))
+        self.turn: Asked = tuple(asked[0])
+        self.before: Asked = tuple(asked[_BEFORE])
+        self.after: Asked = tuple(asked[_AFTER])
+        self.rejected: Asked = tuple(asked[3])
+        self.per_call = per_call
+        self._settle()
 
-    def _guarded(self, system: SafetySystem, kind: str, hook: Hook) -> Hook:
-        """``hook`` made safe to ask: when it raises, or answers anything but a signal it may give
-        (``refuse`` is ``before_call``'s alone) or ``None``, its watch is detached and it says nothing."""
-
-        def guarded(*args: Any) -> SafetySignal | None:
+    def _settle(self) -> None:
+        """``busy``: whether some watch with per-call hooks is not ``idle`` (then every call is asked
+        about; else nothing before a call, and only failed results after one)."""
+        for system, watch in self.per_call:
             try:
-                signal = hook(*args)
-            except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
+                idle = watch.idle is True
+            except KeyboardInterrupt:
                 raise
-            except BaseException as exc:  # a broken watch is detached, and the run goes on (SystemExit too)
-                self._detach(system, kind, f"raised {type(exc).__name__}: {exception_text(exc)}")
-                return None
-            if signal is None:
-                return None
-            if not isinstance(signal, SafetySignal):
-                self._detach(system, kind, f"answered {shown(signal)}, not a SafetySignal or None")
-            elif signal.action == "refuse" and kind != "before_call":
-                self._detach(system, kind, "answered refuse, which only before_call may (a call to refuse)")
-            else:
-                return signal
-            return None
-
-        return guarded
+            except BaseException as exc:
+                self._detach(system, "idle", f"raised {type(exc).__name__}: {exception_text(exc)}")
+                return  # detaching settled the rest
+            if not idle:
+                self.busy = True
+                return
+        self.busy = False
 
     def ask(self, hooks: Asked, call: ToolCall | None, *args: Any) -> ToolResult | None:
         """Ask ``hooks`` (one kind: ``self.turn``, ``self.before``, ...) with ``args`` and act on each
-        signal; ``call`` is the call a ``before_call`` hook may refuse, and its refusal comes back."""
-        for name, hook in hooks:
+        signal; ``call`` is the call a ``before_call`` hook may refuse, and its refusal comes back
+        (the hooks after it are not asked)."""
+        refusal = None
+        for name, system, kind, hook in hooks:
+            signal = self._consult(system, kind, hook, args)
+            if signal is not None and (refusal := self.act(name, signal, call)) is not None:
+                break
+        self._settle()
+        return refusal
+
+    def _consult(
+        self, system: SafetySystem, kind: str, hook: Hook, args: tuple[Any, ...]
+    ) -> SafetySignal | None:
+        """What ``hook`` says; when it raises, or answers anything but a signal it may give (``refuse``
+        is ``before_call``'s alone) or ``None``, its watch is detached and it says nothing."""
+        try:
             signal = hook(*args)
-            if signal is not None:
-                refusal = self.act(name, signal, call)
-                if refusal is not None:
-                    return refusal
+        except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
+            raise
+        except BaseException as exc:  # a broken watch is detached, and the run goes on (SystemExit too)
+            self._detach(system, kind, f"raised {type(exc).__name__}: {exception_text(exc)}")
+            return None
+        if signal is None:
+            return None
+        if not isinstance(signal, SafetySignal):
+            self._detach(system, kind, f"answered {shown(signal)}, not a SafetySignal or None")
+        elif signal.action == "refuse" and kind != "before_call":
+            self._detach(system, kind, "answered refuse, which only before_call may (a call to refuse)")
+        else:
+            return signal
         return None
 
     def take_notes(self) -> list[Message]:
@@ -228,6 +266,19 @@ class RunSafety:
         self.watches = [watch for watch in self.watches if watch[0] is not system]
         self._gather()
         _warn(system, kind, what)
+
+
+_BEFORE, _AFTER = HOOKS.index("before_call"), HOOKS.index("after_result")
+
+
+@functools.lru_cache(maxsize=256)  # asked once a run, per watch: a class's hooks do not change
+def _kinds(cls: type) -> tuple[int, ...]:
+    """The hooks (their places in ``HOOKS``) a watch class has of its own: ``SafetyWatch``'s say nothing."""
+    return tuple(
+        i
+        for i, hook in enumerate(HOOKS)
+        if (method := getattr(cls, hook, None)) is not getattr(SafetyWatch, hook) and callable(method)
+    )
 
 
 def _warn(system: SafetySystem, where: str, what: str) -> None:

@@ -289,3 +289,59 @@ def test_a_run_a_users_system_acted_on_is_recorded_saved_and_loaded(tmp_path):
     recorder.save(tmp_path / "run.jsonl")
     loaded = loopnb.load(tmp_path / "run.jsonl")
     assert loaded.turns["producer"].astype(object).tolist() == producers
+
+
+class FailureCounter:
+    """Counts the failed results of a run; idle (so asked about failures alone) unless ``busy``."""
+
+    name = "failures"
+
+    def __init__(self, *, busy: bool = False, idle_raises: bool = False) -> None:
+        self.busy, self.idle_raises = busy, idle_raises
+        self.seen: list[bool] = []
+
+    def new_run(self) -> SafetyWatch:
+        system = self
+
+        class Watch(SafetyWatch):
+            @property
+            def idle(self) -> bool:
+                if system.idle_raises:
+                    raise RuntimeError("idle? who knows")
+                return not system.busy
+
+            def after_result(self, call, result):
+                system.seen.append(result.is_error)
+
+        return Watch()
+
+
+def model_of_one_success_and_one_failure() -> ScriptedModel:
+    return ScriptedModel(
+        [ToolCall("read_file", {"path": "src/main.rs"}), ToolCall("read_file", {"path": "x"}), "ok"]
+    )
+
+
+def test_an_idle_watch_is_asked_about_failed_results_alone():
+    quiet, busy = FailureCounter(), FailureCounter(busy=True)
+    for counter in (quiet, busy):
+        Engine(model_of_one_success_and_one_failure(), tools=[read_file], safety=[counter]).run("task")
+    assert quiet.seen == [True]
+    assert busy.seen == [False, True]
+
+
+def test_the_loop_detector_is_idle_until_a_call_fails():
+    watch = LoopDetector().new_run()
+    assert watch.idle
+    watch.after_result(ToolCall("t", {}), loopnb.ToolResult("no", is_error=True))
+    assert not watch.idle
+    watch.after_result(ToolCall("t", {}), loopnb.ToolResult("yes"))
+    assert watch.idle
+
+
+def test_a_watch_whose_idle_raises_is_detached():
+    broken = FailureCounter(idle_raises=True)
+    engine = Engine(model_of_one_success_and_one_failure(), tools=[read_file], safety=[broken])
+    with pytest.warns(LoopnbWarning, match="safety system 'failures': idle raised RuntimeError: idle"):
+        assert engine.run("task").output == "ok"
+    assert broken.seen == []
