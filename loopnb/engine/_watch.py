@@ -198,7 +198,9 @@ class RunSafety:
         about; else nothing before a call, and only failed results after one)."""
         for system, watch in self.per_call:
             try:
-                idle = watch.idle is True
+                idle = (
+                    getattr(watch, "idle", False) is True
+                )  # a watch not made from SafetyWatch is never idle
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:

@@ -345,3 +345,24 @@ def test_a_watch_whose_idle_raises_is_detached():
     with pytest.warns(LoopnbWarning, match="safety system 'failures': idle raised RuntimeError: idle"):
         assert engine.run("task").output == "ok"
     assert broken.seen == []
+
+
+def test_a_watch_of_any_class_with_the_hooks_it_needs_is_asked():
+    class Plain:  # not a SafetyWatch: no idle, no other hooks
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def before_call(self, call):
+            self.calls.append(call.name)
+
+    watch = Plain()
+
+    class System:
+        name = "plain"
+
+        def new_run(self):
+            return watch
+
+    result = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[System()]).run("task")
+    assert result.output == "done"
+    assert watch.calls == ["add", "add"]
