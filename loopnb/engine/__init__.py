@@ -43,6 +43,7 @@ from loopnb.engine._result import RunResult
 from loopnb.engine._safety import ConvergenceDetector, LoopDetector
 from loopnb.engine._tools import Tool, ToolRegistry, tool
 from loopnb.engine._turns import Turn, turns_of
+from loopnb.engine._watch import SafetySignal, SafetySystem, SafetyWatch
 from loopnb.engine.models import (
     AnthropicModel,
     FallbackChain,
@@ -92,6 +93,9 @@ __all__ = [
     "RetryWithBackoff",
     "RunResult",
     "RunSteps",
+    "SafetySignal",
+    "SafetySystem",
+    "SafetyWatch",
     "ScriptedModel",
     "Skip",
     "SystemClock",

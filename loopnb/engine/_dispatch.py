@@ -2,7 +2,8 @@
 
 The stages, in order (the first that answers wins):
 
-1. loop detector: refuse a call that keeps failing the same way (soft), or stop the run (hard);
+1. safety systems, asked by the loop (``_loop.RunLoop._turn``) before it dispatches: the loop
+   detector refuses a call that keeps failing the same way (soft), or stops the run (hard);
 2. pre-answer: a name never advertised is answered ``tool 'x' is not available``; nothing runs;
 3. hooks: a veto is answered ``blocked by policy: <reason>``;
 4. registry: a name advertised but missing is answered ``Tool not found: ...``;
@@ -11,7 +12,7 @@ The stages, in order (the first that answers wins):
 7. the call itself, under the timeout middleware, with any exception caught ("panic");
 8. recovery: a strategy may retry a failed call within the ceiling (``MAX_RECOVERY_ATTEMPTS``).
 
-This module holds the entry (``Dispatcher.dispatch``) and stages 1-5, which answer before
+This module holds the entry (``Dispatcher.dispatch``) and stages 2-5, which answer before
 anything runs; ``invocation`` holds the rest whole: each attempt's argument check (stage 6, made
 again when a retry corrects the arguments), the call (7) and recovery's retries (8). Every text
 the model reads is worded in ``_texts``.
@@ -34,14 +35,12 @@ from loopnb.engine._errors import SoftProducer, text_of
 from loopnb.engine._invocation import Invocation, report_dispatch
 from loopnb.engine._messages import ToolCall, ToolResult
 from loopnb.engine._recovery import RecoveryStrategy
-from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
 from loopnb.engine._texts import (
     BREAKER_OPEN_TEXT,
     HOOK_SAID_NO,
     hook_raised_text,
     not_available_text,
-    refusal_text,
     registry_miss_text,
     veto_text,
 )
@@ -86,55 +85,44 @@ class Dispatcher:
         self.clock = clock
         self._call = Invocation(timeout=timeout, recovery=recovery, clock=clock).call  # stage 7
 
-    def dispatch(
-        self, call: ToolCall, state: RunState, watch: LoopWatch | None
-    ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
-        """The one result the model reads for ``call``: stages 1-5 here, then the call (``invocation``).
+    def dispatch(self, call: ToolCall, state: RunState) -> ToolResult | Coroutine[Any, Any, ToolResult]:
+        """The one result the model reads for ``call``: stages 2-5 here, then the call (``invocation``).
 
         Every refusal, and a sync tool with no timeout and no recovery strategy, is answered at
         once: the result comes back as is. Anything that has to wait (an async tool, the timeout
         middleware, recovery) comes back as a coroutine for the caller to await.
         """
-        if watch is not None and watch.streaks:
-            signal = watch.check(call)
-            if signal is not None:
-                if signal.action == "stop":
-                    state.stop("loop", signal.text, signal.count)
-                state.signal("loop", "refuse", signal.text, signal.count)
-                return self._refused(call, state, refusal_text(signal.text), "loop_refusal")
         name = call.name
         tool = self.registry.lookup(name)
         breaker: CircuitBreaker | None = None
         if tool is None or name not in self.advertised or self.hooks or self.breakers:
             admitted = self._admit(call, state)
             if isinstance(admitted, ToolResult):
-                if watch is not None:
-                    watch.record(call, admitted)
                 return admitted
             tool, breaker = admitted
-        return self._call(tool, breaker, call, state, watch)
+        return self._call(tool, breaker, call, state)
 
     def _admit(self, call: ToolCall, state: RunState) -> ToolResult | tuple[Tool, CircuitBreaker | None]:
         """Stages 2-5: a refusal, or the tool to run and its breaker."""
         name = call.name
         if name not in self.advertised:
-            return self._refused(call, state, not_available_text(name), "not_advertised")
+            return self.refused(call, state, not_available_text(name), "not_advertised")
         if self.hooks:
             reason = self._veto(call, state)
             if reason is not None:
-                return self._refused(call, state, veto_text(reason), "hook_veto")
+                return self.refused(call, state, veto_text(reason), "hook_veto")
             state.checkpoint()
         tool = self.registry.get(name)
         if tool is None:
             text = registry_miss_text(name, self.registry.names, suggestions=self.suggestions)
-            return self._refused(call, state, text, "registry_miss")
+            return self.refused(call, state, text, "registry_miss")
         breaker = self.breakers.get(name)
         if breaker is not None:
             before = breaker.state
             allowed = breaker.allow()
             state.note_breaker(breaker, before, "tool")
             if not allowed:
-                return self._refused(call, state, BREAKER_OPEN_TEXT, "breaker_open")
+                return self.refused(call, state, BREAKER_OPEN_TEXT, "breaker_open")
         return tool, breaker
 
     def _veto(self, call: ToolCall, state: RunState) -> str | None:
@@ -150,7 +138,8 @@ class Dispatcher:
                 return text_of(reason) if reason is not False else HOOK_SAID_NO
         return None
 
-    def _refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
+    def refused(self, call: ToolCall, state: RunState, text: str, producer: SoftProducer) -> ToolResult:
+        """A call answered before anything ran (``executed=False``), with ``text`` as ``producer``."""
         result = ToolResult(
             text, is_error=True, name=call.name, call_id=call.id, producer=producer, attempts=0
         )

@@ -19,14 +19,16 @@ from loopnb.engine._clock import Clock, SystemClock
 from loopnb.engine._context import ContextBudget
 from loopnb.engine._dispatch import Dispatcher, Hook
 from loopnb.engine._drivers import RunSteps, run_sync
+from loopnb.engine._errors import shown
 from loopnb.engine._events import BreakerState, TurnFinished
 from loopnb.engine._loop import RunLoop
 from loopnb.engine._messages import ToolSpec
 from loopnb.engine._recovery import RecoveryStrategy
 from loopnb.engine._result import RunResult
-from loopnb.engine._safety import ConvergenceDetector, LoopDetector
+from loopnb.engine._safety import ConvergenceDetector, LoopDetector, MaxTurns
 from loopnb.engine._state import Observer, RunState
 from loopnb.engine._tools import Tool, ToolRegistry
+from loopnb.engine._watch import SafetySystem
 from loopnb.engine.models import FallbackChain, Model
 
 
@@ -46,7 +48,8 @@ class Engine:
 
     See DESIGN.md for every option. Safety defaults: the loop detector is on, the recovery
     ceiling is 5, model breakers are on inside the (implicit) fallback chain; tool breakers,
-    timeouts, convergence, a context budget and ``max_turns`` are opt-in.
+    timeouts, convergence, a context budget and ``max_turns`` are opt-in. ``safety`` adds safety
+    systems of your own (``SafetySystem``), asked after loopnb's (``safety_systems()``).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class Engine:
         clock: Clock | None = None,
         max_turns: int | None = None,
         advertise: Iterable[str | ToolSpec | Tool] | None = None,
+        safety: Iterable[SafetySystem] = (),
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.chain = model if isinstance(model, FallbackChain) else FallbackChain([model])
@@ -93,6 +97,8 @@ class Engine:
         self.done = done
         self.context = context
         self.max_turns = max_turns
+        self.safety = _own_systems(safety)
+        """The safety systems of the user's own (``safety=``), in order."""
         self.specs = self._advertised(advertise)
         self.tool_breakers = self._tool_breakers(breakers)
         self.dispatcher = Dispatcher(
@@ -147,6 +153,18 @@ class Engine:
             "Engine: breakers must be a CircuitBreaker (a template for every tool), a dict of "
             f"tool name -> CircuitBreaker, or None; got {breakers!r:.60}"
         )
+
+    def safety_systems(self) -> list[SafetySystem]:
+        """Every safety system that watches a run, in the order each hook asks them: the loop
+        detector, ``max_turns``, convergence, then ``safety``."""
+        systems: list[SafetySystem] = []
+        if self.loop_detector is not None:
+            systems.append(self.loop_detector)
+        if self.max_turns is not None:
+            systems.append(MaxTurns(self.max_turns))
+        if self.convergence is not None:
+            systems.append(self.convergence)
+        return [*systems, *self.safety]
 
     @property
     def tools(self) -> list[Tool]:
@@ -219,3 +237,19 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"Engine(model={self.chain.name!r}, tools={self.registry.names})"
+
+
+def _own_systems(safety: Iterable[SafetySystem]) -> tuple[SafetySystem, ...]:
+    """The user's safety systems, each checked for a ``name`` and a ``new_run()``."""
+    given: object = safety
+    if isinstance(given, str) or not isinstance(given, Iterable):
+        raise TypeError(f"Engine: safety must be a list of safety systems; got {shown(safety, 60)}")
+    systems = tuple(safety)
+    for system in systems:
+        named = isinstance(getattr(system, "name", None), str)
+        if not named or not callable(getattr(system, "new_run", None)):
+            raise TypeError(
+                "Engine: a safety system has a name (a str) and new_run() returning its watch for a "
+                f"run; got {shown(system, 60)}"
+            )
+    return systems

@@ -6,8 +6,8 @@ The tree::
     ├── LoopError                 hard: ends the run; carries the salvaged run (``err.run``)
     │   ├── Cancelled             a cancel token fired, Ctrl-C, or a kernel interrupt
     │   ├── ContextExceeded       the request cannot fit, even after compaction
-    │   ├── LoopDetected          loop detector stop, convergence Stop, or ``max_turns``
-    │   ├── UserInputRequired     convergence with action AskUser
+    │   ├── LoopDetected          a safety system's stop: loop detector, convergence, ``max_turns``
+    │   ├── UserInputRequired     a safety system's ask_user: convergence with action AskUser
     │   ├── ToolRecoveryExhausted recovery asked for a 6th retry (``attempts`` = total calls)
     │   └── FallbackExhausted     every model in the chain failed or sits in its cooldown
     ├── ToolError                 soft: raised by a tool; its text goes to the model verbatim
@@ -258,11 +258,13 @@ class LoopError(Exception):
         ContextExceeded        _compaction.Compaction._fit: the budget (no fit even after compaction)
                                _compaction.Compaction._compacted: the compaction feed's no-progress guard
                                _compaction.Compaction._ask_after_overflow: either, the server refused
-        LoopDetected           _state.RunState.stop: its one raise, called by the three below
-                               _dispatch.Dispatcher.dispatch: the loop detector's stop threshold
-                               _loop.RunLoop._judge: convergence with action Stop
-                               _loop.RunLoop._turn: a user's max_turns (loopnb's, not in the spec)
-        UserInputRequired      _loop.RunLoop._judge: convergence with action AskUser
+        LoopDetected           _state.RunState.stop: its one raise, for a safety system that said stop
+                               _watch.RunSafety.act: the loop detector's stop threshold (before a call)
+                               _watch.RunSafety.act: convergence with action Stop (a rejected answer)
+                               _watch.RunSafety.act: a user's max_turns (loopnb's, not in the spec) at a turn
+                               _watch.RunSafety.act: a safety system of your own (Engine(safety=...))
+        UserInputRequired      _state.RunState.ask_user: its one raise, for a safety system that said ask_user
+                               _watch.RunSafety.act: convergence with action AskUser
         ToolRecoveryExhausted  _recovery.drive: the recovery ceiling (a 6th retry)
         FallbackExhausted      models._fallback.FallbackChain.ask: every model in the chain spent
                                models._fallback.FallbackChain._exhausted: builds it, naming each failure
@@ -314,13 +316,14 @@ class ContextExceeded(LoopError):
 
 class LoopDetected(LoopError):
     """The model proved it will not adapt: the loop detector's stop threshold, convergence with
-    action Stop, or a user-set ``max_turns``."""
+    action Stop, a user-set ``max_turns``, or a safety system of the user's that said stop."""
 
     producer = "loop_detected"
 
 
 class UserInputRequired(LoopError):
-    """Convergence with action AskUser: the run needs a human, not another turn."""
+    """Convergence with action AskUser (or a user's safety system that said ask_user): the run needs
+    a human, not another turn."""
 
     producer = "user_input_required"
 

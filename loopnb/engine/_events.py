@@ -15,7 +15,7 @@ The order within a run is fixed: ``RunStarted`` first, then per turn ``TurnStart
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -25,10 +25,16 @@ from loopnb.engine._messages import ModelReply, ToolResult
 BreakerState = Literal["closed", "open", "half_open"]
 DetectorName = Literal["loop", "convergence", "max_turns"]
 """The safety detectors that act on a run: the loop detector, convergence, and a user's ``max_turns``."""
+_DETECTOR_NAMES: frozenset[str] = frozenset(get_args(DetectorName))
 DetectorAction = Literal["refuse", "stop", "warn", "ask_user"]
 """What a detector did: refused a call softly, stopped the run, warned the model, asked for a human."""
 
 _EVENT = {"slots": True, "kw_only": True}
+
+
+def is_detector(name: str) -> TypeGuard[DetectorName]:
+    """True for the name of one of loopnb's own detectors: the names a ``DetectorFired`` holds."""
+    return name in _DETECTOR_NAMES
 
 
 @dataclass(**_EVENT)
@@ -157,7 +163,9 @@ class BreakerTransitioned:
 
 @dataclass(**_EVENT)
 class DetectorFired:
-    """A safety detector acted: the loop detector refused or stopped, convergence warned/stopped/asked."""
+    """A safety detector acted: the loop detector refused or stopped, convergence warned/stopped/asked,
+    ``max_turns`` stopped. loopnb's own detectors only: a user's safety system is recorded by what it
+    did (the refusal or warning the model read, the hard error)."""
 
     seq: int
     run_id: str

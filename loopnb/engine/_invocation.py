@@ -37,7 +37,6 @@ from loopnb.engine._recovery import (
     decision_name,
     drive,
 )
-from loopnb.engine._safety import LoopWatch
 from loopnb.engine._state import RunState
 from loopnb.engine._texts import invalid_arguments_text, panic_text, timeout_text, unchecked_arguments_text
 from loopnb.engine._tools import Tool, parse_arguments
@@ -61,22 +60,19 @@ class Invocation:
         breaker: CircuitBreaker | None,
         call: ToolCall,
         state: RunState,
-        watch: LoopWatch | None,
     ) -> ToolResult | Coroutine[Any, Any, ToolResult]:
-        """The one result of an admitted call, its outcome counted on ``breaker`` and ``watch``.
+        """The one result of an admitted call, its outcome counted on ``breaker``.
 
         A sync tool with no timeout and no recovery strategy is called right here and its result
         comes back as is; anything that has to wait comes back as a coroutine to await.
         """
         if tool.is_async or self._waits:
-            return self._call_waiting(tool, breaker, call, state, watch, None)
+            return self._call_waiting(tool, breaker, call, state, None)
         result = self._attempt(tool, call, 0, state)
         if not isinstance(result, ToolResult):  # the sync tool returned an awaitable: it waits after all
-            return self._call_waiting(tool, breaker, call, state, watch, result)
+            return self._call_waiting(tool, breaker, call, state, result)
         if breaker is not None:
             _settle(breaker, result, result, state)
-        if watch is not None and (result.is_error or watch.streaks):
-            watch.record(call, result)
         return result
 
     async def _call_waiting(
@@ -85,7 +81,6 @@ class Invocation:
         breaker: CircuitBreaker | None,
         call: ToolCall,
         state: RunState,
-        watch: LoopWatch | None,
         attempted: Attempted | None,
     ) -> ToolResult:
         """A call that has to wait: an async tool, the timeout middleware, or recovery.
@@ -100,8 +95,6 @@ class Invocation:
             result = await self._recover(tool, call, first, state)
         if breaker is not None:
             _settle(breaker, first, result, state)
-        if watch is not None and (result.is_error or watch.streaks):
-            watch.record(call, result)
         return result
 
     async def _recover(self, tool: Tool, call: ToolCall, first: ToolResult, state: RunState) -> ToolResult:

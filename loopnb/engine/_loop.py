@@ -19,8 +19,8 @@ from loopnb.engine._errors import (
     LoopError,
     ModelContextOverflow,
     SoftProducer,
-    UserInputRequired,
     channel_of,
+    shown,
     text_of,
 )
 from loopnb.engine._events import (
@@ -36,7 +36,8 @@ from loopnb.engine._messages import Message, ToolResult, Transcript
 from loopnb.engine._recovery import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._result import RunResult
 from loopnb.engine._state import RunState
-from loopnb.engine._texts import CHECK_SAID_NO, check_raised_text, max_turns_text, rejection_text
+from loopnb.engine._texts import CHECK_SAID_NO, check_raised_text, rejection_text
+from loopnb.engine._watch import RunSafety
 
 if TYPE_CHECKING:
     from loopnb.engine._engine import DoneCheck, Engine
@@ -51,8 +52,7 @@ class RunLoop(Compaction):
         self.task = task
         self.result: RunResult | None = None
         self.error: LoopError | None = None
-        self.loop_watch = engine.loop_detector.new_run() if engine.loop_detector else None
-        self.convergence = engine.convergence.new_run() if engine.convergence else None
+        self.safety = RunSafety(engine.safety_systems(), state, engine.dispatcher.refused)
         self.tokens: list[int] | None = None  # per-item token counts, kept only with a budget
         self.head = 0  # items never compacted: the system prompt and the task
         self.models_used: dict[str, None] = {}  # in order of first use
@@ -154,15 +154,16 @@ class RunLoop(Compaction):
             "done_check": e.done is not None,
             # a FakeClock's time is simulated: reports keep its latencies apart from wall time
             "clock": "simulated" if getattr(self.state.clock, "simulated", False) is True else "wall",
+            **({"safety": [shown(system) for system in e.safety]} if e.safety else {}),
         }
 
     async def _turn(self) -> TurnFinished | None:
-        s, e = self.state, self.engine
+        s, e, safety = self.state, self.engine, self.safety
         s.turn += 1
         if s.observing:
             s.emit(TurnStarted(seq=s.next_seq(), run_id=s.run_id, at=s.clock.time(), turn=s.turn))
-        if e.max_turns is not None and s.turn > e.max_turns:
-            s.stop("max_turns", max_turns_text(e.max_turns), s.turn)
+        if safety.turn:
+            safety.ask(safety.turn, None, s.turn)
         if s.cancel.cancelled:
             s.checkpoint()
         if e.context is not None:
@@ -179,40 +180,39 @@ class RunLoop(Compaction):
         results: list[ToolResult] = []
         feedback: list[Message] = []
         if calls:
-            dispatch, watch, token = e.dispatcher.dispatch, self.loop_watch, s.cancel
+            dispatch, token = e.dispatcher.dispatch, s.cancel
             for call in calls:
                 if token.cancelled:
                     s.checkpoint()
-                result = dispatch(call, s, watch)
-                if not isinstance(result, ToolResult):  # it has to wait: an async tool, a timeout, recovery
-                    result = await result
+                # stage 1 of the dispatch: a safety system may refuse the call before it is dispatched
+                if safety.busy and (refusal := safety.ask(safety.before, call, call)) is not None:
+                    result = refusal
+                else:
+                    answer = dispatch(call, s)
+                    # it has to wait: an async tool, a timeout, recovery
+                    result = answer if isinstance(answer, ToolResult) else await answer
+                    if safety.busy or result.is_error:  # an idle watch learns nothing from a success
+                        safety.ask(safety.after, None, call, result)
                 results.append(result)
                 append(result)
             s.tool_results += results
+            if safety.notes:  # the safety systems' warnings, read after the results
+                feedback = self._read(safety.take_notes())
         else:
-            feedback = self._judge(reply.text or "")
-            for message in feedback:
-                self._append(message)
+            feedback = self._read(self._judge(reply.text or ""))
         s.committed_messages = len(s.messages)
         s.committed_results = len(s.tool_results)
-        if not s.observing:
-            return None
-        event = self._report(results, feedback)
-        if self.result is not None:
-            s.emit(
-                RunFinished(
-                    seq=s.next_seq(),
-                    run_id=s.run_id,
-                    at=s.clock.time(),
-                    outcome="ok",
-                    turns=s.turn,
-                    output=self.result.output,
-                )
-            )
-        return event
+        return self._report(results, feedback) if s.observing else None
+
+    def _read(self, feedback: list[Message]) -> list[Message]:
+        """Put the engine's own messages for the model (``feedback``) on the scratchpad."""
+        for message in feedback:
+            self._append(message)
+        return feedback
 
     def _report(self, results: list[ToolResult], feedback: list[Message]) -> TurnFinished:
-        """Report the soft errors the model read this turn, then the turn itself."""
+        """Report the soft errors the model read this turn, then the turn itself (and the run's end,
+        when the turn ended it)."""
         s = self.state
         producer: SoftProducer | None = None
         for result in results:
@@ -233,6 +233,17 @@ class RunLoop(Compaction):
             breakers=self.engine.breakers_not_closed(),
         )
         s.emit(event)
+        if self.result is not None:
+            s.emit(
+                RunFinished(
+                    seq=s.next_seq(),
+                    run_id=s.run_id,
+                    at=s.clock.time(),
+                    outcome="ok",
+                    turns=s.turn,
+                    output=self.result.output,
+                )
+            )
         return event
 
     def _soft(self, producer: SoftProducer | None, text: str, tool: str | None, call_id: str | None) -> None:
@@ -276,27 +287,16 @@ class RunLoop(Compaction):
                     reason=reason,
                 )
             )
-        feedback = [
-            Message(
-                role="user",
-                content=rejection_text(reason),
-                is_error=True,
-                producer="completion_rejected",
-            )
-        ]
-        if self.convergence is not None:
-            signal = self.convergence.observe(text)
-            if signal is not None:
-                if signal.action == "stop":
-                    s.stop("convergence", signal.text, signal.count)
-                if signal.action == "ask_user":
-                    s.signal("convergence", "ask_user", signal.text, signal.count)
-                    raise UserInputRequired(signal.text)
-                s.signal("convergence", "warn", signal.text, signal.count)
-                feedback.append(
-                    Message(role="user", content=signal.text, is_error=True, producer="convergence_warning")
-                )
-        return feedback
+        rejection = Message(
+            role="user",
+            content=rejection_text(reason),
+            is_error=True,
+            producer="completion_rejected",
+        )
+        safety = self.safety
+        if safety.rejected:
+            safety.ask(safety.rejected, None, text)  # convergence: a warning for the model, or the run ends
+        return [rejection, *safety.take_notes()]
 
     def _finalize(self, err: LoopError) -> None:
         """Salvage the run, report the hard ending, attach the run to the error."""

@@ -1,7 +1,8 @@
-"""Detectors that watch the soft channel: the loop detector and the convergence detector.
+"""loopnb's own safety systems: the loop detector, the convergence detector and ``max_turns``.
 
-Each detector is configuration; ``new_run()`` hands out the per-run state (a *watch*), so one
-engine can run many times without runs leaking into each other.
+Each is a ``SafetySystem`` (``_watch``: the protocol): configuration, whose ``new_run()`` hands out
+the per-run state (a *watch*), so one engine can run many times without runs leaking into each
+other. Each watch answers the hooks it needs with a ``SafetySignal``; the engine acts on it.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import difflib
 import json
 import sys
 from collections import deque
-from dataclasses import dataclass
 from typing import Literal
 
 from loopnb.engine._errors import shown
+from loopnb.engine._events import DetectorName
 from loopnb.engine._messages import ToolCall, ToolResult
-from loopnb.engine._texts import convergence_text, detection_text
+from loopnb.engine._texts import convergence_text, detection_text, max_turns_text
 from loopnb.engine._tools import parse_arguments
+from loopnb.engine._watch import SafetySignal, SafetyWatch
 
 
 def _positive_int(owner: str, name: str, value: object) -> int:
@@ -75,15 +77,6 @@ def _numbers(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSignal:
-    """What the loop detector says about a call about to be dispatched."""
-
-    action: Literal["refuse", "stop"]
-    text: str
-    count: int
-
-
 class LoopDetector:
     """Identical calls returning identical failures, counted per call key.
 
@@ -91,6 +84,8 @@ class LoopDetector:
     execution (soft), and the 6th ends the run with ``LoopDetected``. A success of that call, or a
     different failure text, resets its count.
     """
+
+    name: DetectorName = "loop"
 
     def __init__(self, *, warn_after: int = 3, stop_after: int = 5) -> None:
         self.warn_after = _positive_int("LoopDetector", "warn_after", warn_after)
@@ -105,7 +100,7 @@ class LoopDetector:
         return f"LoopDetector(warn_after={self.warn_after}, stop_after={self.stop_after})"
 
 
-class LoopWatch:
+class LoopWatch(SafetyWatch):
     """One run's streaks: call key -> (the failure text, how many identical calls in a row)."""
 
     __slots__ = ("detector", "streaks")
@@ -114,8 +109,13 @@ class LoopWatch:
         self.detector = detector
         self.streaks: dict[str, tuple[str, int]] = {}
 
-    def check(self, call: ToolCall) -> LoopSignal | None:
-        """Before dispatch: refuse or stop a call that keeps failing the same way."""
+    @property
+    def idle(self) -> bool:
+        """No failing call in mind: nothing to refuse, and a success changes nothing."""
+        return not self.streaks
+
+    def before_call(self, call: ToolCall) -> SafetySignal | None:
+        """Refuse or stop a call that keeps failing the same way."""
         if not self.streaks:  # the common case costs nothing: no key is built
             return None
         key = call_key(call)
@@ -124,14 +124,14 @@ class LoopWatch:
             return None
         text, count = streak
         if count >= self.detector.stop_after:
-            return LoopSignal("stop", detection_text(call_key(call), count, text), count + 1)
+            return SafetySignal("stop", detection_text(call_key(call), count, text), count + 1)
         if count >= self.detector.warn_after:
             self.streaks[key] = (text, count + 1)
-            return LoopSignal("refuse", detection_text(call_key(call), count, text), count + 1)
+            return SafetySignal("refuse", detection_text(call_key(call), count, text), count + 1)
         return None
 
-    def record(self, call: ToolCall, result: ToolResult) -> None:
-        """After dispatch: extend, restart or clear the call's streak."""
+    def after_result(self, call: ToolCall, result: ToolResult) -> None:
+        """Extend, restart or clear the call's streak."""
         if not result.is_error:
             if self.streaks:
                 self.streaks.pop(call_key(call), None)
@@ -142,16 +142,6 @@ class LoopWatch:
             self.streaks[key] = (result.content, streak[1] + 1)
         else:
             self.streaks[key] = (result.content, 1)
-
-
-@dataclass(frozen=True, slots=True)
-class ConvergenceSignal:
-    """Near-identical replies: the action to take and the text describing it."""
-
-    action: Literal["stop", "ask_user", "warn"]
-    text: str
-    similarity: float
-    count: int
 
 
 class ConvergenceDetector:
@@ -166,6 +156,8 @@ class ConvergenceDetector:
     model that keeps repeating itself to a done-check that keeps rejecting is warned again every
     ``window`` replies, for ever, so pair it with ``Engine(max_turns=...)``.
     """
+
+    name: DetectorName = "convergence"
 
     def __init__(
         self,
@@ -199,7 +191,7 @@ class ConvergenceDetector:
         )
 
 
-class ConvergenceWatch:
+class ConvergenceWatch(SafetyWatch):
     """One run's recent rejected replies."""
 
     __slots__ = ("detector", "recent")
@@ -208,9 +200,9 @@ class ConvergenceWatch:
         self.detector = detector
         self.recent: deque[str] = deque(maxlen=detector.window)
 
-    def observe(self, reply: str) -> ConvergenceSignal | None:
-        """Add a rejected reply; a signal when the whole window has converged."""
-        self.recent.append(" ".join(reply.split()).casefold())
+    def after_rejection(self, answer: str) -> SafetySignal | None:
+        """Add a rejected answer; a signal when the whole window has converged."""
+        self.recent.append(" ".join(answer.split()).casefold())
         if len(self.recent) < self.detector.window:
             return None
         replies = list(self.recent)
@@ -221,7 +213,37 @@ class ConvergenceWatch:
         self.recent.clear()
         n = len(replies)
         text = convergence_text(n, lowest, self.detector.threshold)
-        return ConvergenceSignal(self.detector.action, text, lowest, n)
+        return SafetySignal(self.detector.action, text, n)
+
+
+class MaxTurns:
+    """A user's turn ceiling (``Engine(max_turns=n)``): turn ``n + 1`` ends the run with ``LoopDetected``
+    before the model is asked. loopnb's addition to the spec, which has no default turn ceiling."""
+
+    name: DetectorName = "max_turns"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = _positive_int("MaxTurns", "limit", limit)
+
+    def new_run(self) -> MaxTurnsWatch:
+        return MaxTurnsWatch(self.limit)
+
+    def __repr__(self) -> str:
+        return f"MaxTurns({self.limit})"
+
+
+class MaxTurnsWatch(SafetyWatch):
+    """One run's turn count, against the ceiling."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def at_turn(self, turn: int) -> SafetySignal | None:
+        if turn > self.limit:
+            return SafetySignal("stop", max_turns_text(self.limit), turn)
+        return None
 
 
 def _similarity(a: str, b: str, threshold: float) -> float:

@@ -5,19 +5,19 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, NoReturn
 
 from loopnb.engine._breakers import CircuitBreaker
 from loopnb.engine._cancel import CancelToken
 from loopnb.engine._clock import Clock
-from loopnb.engine._errors import Cancelled, LoopDetected, LoopnbWarning, exception_text
+from loopnb.engine._errors import Cancelled, LoopDetected, LoopnbWarning, UserInputRequired, exception_text
 from loopnb.engine._events import (
     BreakerState,
     BreakerTransitioned,
     DetectorAction,
     DetectorFired,
-    DetectorName,
     Event,
+    is_detector,
 )
 from loopnb.engine._messages import Message, ModelReply, ToolResult
 
@@ -80,19 +80,20 @@ class RunState:
         if self.cancel.cancelled:
             raise Cancelled(self.cancel.reason or "cancelled")
 
-    def stop(self, detector: DetectorName, text: str, count: int) -> None:
-        """Report a detector's stop and raise ``LoopDetected``: its one raise site."""
+    def stop(self, detector: str, text: str, count: int) -> NoReturn:
+        """Report a safety system's stop and raise ``LoopDetected``: its one raise site."""
         self.signal(detector, "stop", text, count)
         raise LoopDetected(text)
 
-    def signal(
-        self,
-        detector: DetectorName,
-        action: DetectorAction,
-        text: str,
-        count: int,
-    ) -> None:
-        if self.observing:
+    def ask_user(self, detector: str, text: str, count: int) -> NoReturn:
+        """Report a safety system's call for a human and raise ``UserInputRequired``: its one raise site."""
+        self.signal(detector, "ask_user", text, count)
+        raise UserInputRequired(text)
+
+    def signal(self, detector: str, action: DetectorAction, text: str, count: int) -> None:
+        """Report what a safety system did: a ``DetectorFired`` for each of loopnb's own detectors
+        (a system of the user's is recorded by what it did: the text the model read, the hard error)."""
+        if self.observing and is_detector(detector):
             self.emit(
                 DetectorFired(
                     seq=self.next_seq(),
