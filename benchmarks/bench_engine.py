@@ -10,6 +10,13 @@ observers). Targets (DESIGN.md): at most 20x the floor per turn, and linear grow
 growth from 1k to 5k turns divided by the floor's own growth at most 1.3. Medians of several
 repeats, the variants interleaved so that machine noise hits each alike; figures also with the
 cyclic GC disabled.
+
+A second workload fails: one call in three reads a path that is not there, each a different one
+(the loop detector must remember every failing call it has not seen succeed). It runs with the
+default loop detector and without one (``loop_detector=None``), collected before each timed run,
+and prints the detector's cost as a ratio, median [min-max] (target <= 1.3x), then a 100,000-turn
+run of it: how many failing calls the detector still holds at the end (DESIGN.md lets it forget a
+call not seen in the last 1,000).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 
-from loopnb import Engine, ScriptedModel, ToolCall, tool
+from loopnb import Engine, LoopDetector, ScriptedModel, ToolCall, ToolError, tool
 
 
 def _plain_add(a: int, b: int) -> int:
@@ -112,6 +119,63 @@ def report(label: str, r: dict[str, float]) -> None:
     print(f"ratio at 1k: {r['engine_1000'] / r['floor_1000']:.1f}x (target <= 20x)")
 
 
+@tool
+def read(path: str) -> str:
+    """Read a file."""
+    if path.startswith("missing/"):
+        raise ToolError(f"{path} not found")
+    return "contents"
+
+
+def failing_steps(n: int) -> list[object]:
+    """One call in three reads a missing path, each a different one; the others succeed."""
+    return [ToolCall("read", {"path": f"missing/{i}" if i % 3 == 0 else "src/main.rs"}) for i in range(n)]
+
+
+class _Kept(LoopDetector):
+    """A loop detector that keeps its last run's watch, to count what it holds."""
+
+    watch: object = None
+
+    def new_run(self):  # type: ignore[no-untyped-def]
+        self.watch = super().new_run()
+        return self.watch
+
+
+def failing_run(n: int, detector: LoopDetector | None) -> float:
+    engine = Engine(ScriptedModel([*failing_steps(n), "done"]), tools=[read], loop_detector=detector)
+    gc.collect()
+    start = time.process_time()
+    result = engine.run("read them")
+    elapsed = time.process_time() - start
+    assert len(result.tool_results) == n
+    return elapsed
+
+
+def failures(repeats: int, n: int = 5000) -> None:
+    with_detector: list[float] = []
+    without: list[float] = []
+    for _ in range(repeats):
+        with_detector.append(failing_run(n, LoopDetector()))
+        without.append(failing_run(n, None))
+    ratios = sorted(a / b for a, b in zip(with_detector, without, strict=True))
+    print(f"\nA run that fails one call in three ({n:,} turns, CPU time, median of {repeats})")
+    print(f"  without the loop detector {statistics.median(without) / n * 1e6:6.2f} µs/turn")
+    print(f"  with the loop detector    {statistics.median(with_detector) / n * 1e6:6.2f} µs/turn")
+    print(
+        f"  the detector's cost: {statistics.median(ratios):.2f}x [{ratios[0]:.2f}-{ratios[-1]:.2f}] "
+        "(target <= 1.3x)"
+    )
+    kept = _Kept()
+    long = 100_000
+    seconds = failing_run(long, kept)
+    held = len(getattr(kept.watch, "streaks", ()))
+    print(
+        f"  {long:,} turns: {seconds / long * 1e6:.2f} µs/turn, {long // 3 + 1:,} different failing calls, "
+        f"{held:,} still held by the detector at the end"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
@@ -123,6 +187,7 @@ def main() -> None:
         report(f"GC off (median of {args.repeats})", measure(args.repeats))
     finally:
         gc.enable()
+    failures(args.repeats)
 
 
 if __name__ == "__main__":

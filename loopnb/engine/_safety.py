@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Hashable
 from typing import Literal
 
 from loopnb.engine._errors import shown
@@ -100,48 +101,118 @@ class LoopDetector:
         return f"LoopDetector(warn_after={self.warn_after}, stop_after={self.stop_after})"
 
 
-class LoopWatch(SafetyWatch):
-    """One run's streaks: call key -> (the failure text, how many identical calls in a row)."""
+FORGET_AFTER = 1000
+"""A failing call not seen again within this many calls is forgotten (DESIGN.md): a long run that
+fails many different ways keeps the detector's memory bounded. A loop repeats within a few calls."""
 
-    __slots__ = ("detector", "streaks")
+_FORGET_EVERY = 64
+"""How often (in calls) the forgetting is done: a call is forgotten within ``FORGET_AFTER + 64``."""
+
+_ATOMS = (str, int, type(None))
+"""Argument values ``lookup_key`` keeps as they are (by ``type(v)``: ``True`` is not an ``int``
+here, and JSON tells ``true`` from ``1``)."""
+
+
+def lookup_key(call: ToolCall) -> Hashable:
+    """A hashable that two calls share exactly when their ``call_key`` is the same.
+
+    The common call (an object, or JSON text of one, whose names are text and whose values are
+    text, null or whole numbers) is its name and its items sorted, a whole float spelled as the int
+    it equals, as ``call_key`` spells it: no JSON text is built. Any other call falls back to
+    ``call_key``. The two kinds never meet (a tuple is never equal to a string), and which kind a
+    call gets depends only on what ``call_key`` compares: a text equals only a text, a whole number
+    is a whole number however spelled, and anything else goes the long way on both sides.
+    """
+    args = call.arguments
+    if type(args) is str:
+        args = parse_arguments(call.name, args)
+    if type(args) is not dict:
+        return call_key(call)
+    items = []
+    for k, v in args.items():
+        if type(k) is not str:
+            return call_key(call)
+        kind = type(v)
+        if kind is float:
+            if not v.is_integer():
+                return call_key(call)
+            v = int(v)
+        elif kind not in _ATOMS:
+            return call_key(call)
+        items.append((k, v))
+    if len(items) > 1:
+        items.sort()
+    return (call.name, tuple(items))
+
+
+class LoopWatch(SafetyWatch):
+    """One run's streaks: call -> (the failure text, how many identical calls in a row, when last
+    seen), oldest first, so that a call not seen for ``FORGET_AFTER`` calls is dropped cheaply."""
+
+    __slots__ = ("_last", "calls", "detector", "streaks")
 
     def __init__(self, detector: LoopDetector) -> None:
         self.detector = detector
-        self.streaks: dict[str, tuple[str, int]] = {}
+        self.streaks: OrderedDict[Hashable, tuple[str, int, int]] = OrderedDict()
+        self.calls = 0
+        self._last: tuple[ToolCall | None, Hashable] = (None, None)
 
     @property
     def idle(self) -> bool:
         """No failing call in mind: nothing to refuse, and a success changes nothing."""
         return not self.streaks
 
+    def _key(self, call: ToolCall) -> Hashable:
+        """``lookup_key(call)``, built once for the question before a call and the one after."""
+        last, key = self._last
+        if last is not call:
+            key = lookup_key(call)
+            self._last = (call, key)
+        return key
+
     def before_call(self, call: ToolCall) -> SafetySignal | None:
         """Refuse or stop a call that keeps failing the same way."""
-        if not self.streaks:  # the common case costs nothing: no key is built
+        self.calls += 1
+        streaks = self.streaks
+        if not streaks:  # the common case costs nothing: no key is built
             return None
-        key = call_key(call)
-        streak = self.streaks.get(key)
+        if not self.calls % _FORGET_EVERY:
+            self._forget()
+        key = lookup_key(call)
+        self._last = (call, key)
+        streak = streaks.get(key)
         if streak is None:
             return None
-        text, count = streak
+        text, count, _ = streak
         if count >= self.detector.stop_after:
             return SafetySignal("stop", detection_text(call_key(call), count, text), count + 1)
         if count >= self.detector.warn_after:
-            self.streaks[key] = (text, count + 1)
+            streaks[key] = (text, count + 1, self.calls)
+            streaks.move_to_end(key)
             return SafetySignal("refuse", detection_text(call_key(call), count, text), count + 1)
         return None
 
     def after_result(self, call: ToolCall, result: ToolResult) -> None:
         """Extend, restart or clear the call's streak."""
+        streaks = self.streaks
         if not result.is_error:
-            if self.streaks:
-                self.streaks.pop(call_key(call), None)
+            if streaks:
+                streaks.pop(self._key(call), None)
             return
-        key = call_key(call)
-        streak = self.streaks.get(key)
-        if streak is not None and streak[0] == result.content:
-            self.streaks[key] = (result.content, streak[1] + 1)
-        else:
-            self.streaks[key] = (result.content, 1)
+        key = self._key(call)
+        streak = streaks.get(key)
+        if streak is None:  # a new key goes in last, where the most recent belong
+            streaks[key] = (result.content, 1, self.calls)
+            return
+        count = streak[1] + 1 if streak[0] == result.content else 1
+        streaks[key] = (result.content, count, self.calls)
+        streaks.move_to_end(key)
+
+    def _forget(self) -> None:
+        """Drop the failing calls not seen in the last ``FORGET_AFTER`` calls (oldest first)."""
+        streaks, oldest = self.streaks, self.calls - FORGET_AFTER
+        while streaks and next(iter(streaks.values()))[2] < oldest:
+            streaks.popitem(last=False)
 
 
 class ConvergenceDetector:

@@ -214,29 +214,29 @@ class RunSafety:
     def ask(self, hooks: Asked, call: ToolCall | None, *args: Any) -> ToolResult | None:
         """Ask ``hooks`` (one kind: ``self.turn``, ``self.before``, ...) with ``args`` and act on each
         signal; ``call`` is the call a ``before_call`` hook may refuse, and its refusal comes back
-        (the hooks after it are not asked)."""
+        (the hooks after it are not asked). A hook that raises has its watch detached and says
+        nothing. Asked on every tool call: the hook is called here, not through a helper."""
         refusal = None
         for name, system, kind, hook in hooks:
-            signal = self._consult(system, kind, hook, args)
+            try:
+                signal = hook(*args)
+            except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
+                raise
+            except BaseException as exc:  # a broken watch is detached, and the run goes on (SystemExit too)
+                self._detach(system, kind, f"raised {type(exc).__name__}: {exception_text(exc)}")
+                continue
+            if signal is None:
+                continue
+            signal = self._checked(system, kind, signal)
             if signal is not None and (refusal := self.act(name, signal, call)) is not None:
                 break
-        self._settle()
+        if refusal is None and self.per_call and hooks is not self.before:
+            self._settle()  # a watch asked before a call was busy, and may become idle only after it
         return refusal
 
-    def _consult(
-        self, system: SafetySystem, kind: str, hook: Hook, args: tuple[Any, ...]
-    ) -> SafetySignal | None:
-        """What ``hook`` says; when it raises, or answers anything but a signal it may give (``refuse``
-        is ``before_call``'s alone) or ``None``, its watch is detached and it says nothing."""
-        try:
-            signal = hook(*args)
-        except KeyboardInterrupt:  # Ctrl-C landing in the hook: the run ends as Cancelled
-            raise
-        except BaseException as exc:  # a broken watch is detached, and the run goes on (SystemExit too)
-            self._detach(system, kind, f"raised {type(exc).__name__}: {exception_text(exc)}")
-            return None
-        if signal is None:
-            return None
+    def _checked(self, system: SafetySystem, kind: str, signal: object) -> SafetySignal | None:
+        """``signal`` when it is one ``kind`` may give (``refuse`` is ``before_call``'s alone); else
+        the watch is detached and ``None``."""
         if not isinstance(signal, SafetySignal):
             self._detach(system, kind, f"answered {shown(signal)}, not a SafetySignal or None")
         elif signal.action == "refuse" and kind != "before_call":
