@@ -203,9 +203,11 @@ EXPECTED = {
         "to_openai_messages",
     ],
     "loopnb.notebook": [
+        "PANES",
         "BackgroundRun",
         "LiveView",
         "NotebookRunner",
+        "Pane",
         "ViewModel",
         "replay",
         "report_html",

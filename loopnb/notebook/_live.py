@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal, Protocol
 
 import ipywidgets as widgets
@@ -26,11 +26,11 @@ from loopnb.analysis._usage import UsageTotals, dollars
 from loopnb.engine._events import Event
 from loopnb.notebook._html import Html
 from loopnb.notebook._layout import MUTED
-from loopnb.notebook._markup import board_html, inspector_html, status_html, summary_html
+from loopnb.notebook._markup import status_html, summary_html
 from loopnb.notebook._pacing import Page, Painter, check_fps
+from loopnb.notebook._panes import PANES, Pane, checked_panes, drawn, folded
 from loopnb.notebook._state import ViewState, at_turn
-from loopnb.notebook._svg import SVG_STYLE, flow_svg, gauge_of_view, gauge_svg
-from loopnb.notebook._timeline import timeline_svg
+from loopnb.notebook._svg import SVG_STYLE
 from loopnb.notebook._viewmodel import HANDLED, ViewModel
 
 _VIEW_STYLE = Html(
@@ -70,8 +70,13 @@ class LiveView:
         mode: Literal["live", "replay"] = "live",
         controls: Controls | None = None,
         title: str = "loopnb",
+        panes: Iterable[Pane] = (),
     ) -> None:
         check_fps("LiveView", max_fps)
+        self.panes: tuple[Pane, ...] = (*PANES, *checked_panes(panes, "LiveView"))
+        """Every pane the view draws: loopnb's own five, then yours (``panes=``), in that order."""
+        self._own = self.panes[len(PANES) :]
+        self._own_states = folded(self._own, ())
         self.mode = mode
         self.interval = 1.0 / max_fps
         self.first_frame = first_frame
@@ -88,7 +93,6 @@ class LiveView:
         self._drawing = False
         self._state = ViewState()  # the state drawn from; ``_shown`` what the panes show of it
         self._shown = self._state
-        self._inspected: Any = None
         self._on_finish: list[Callable[[LiveView], None]] = []
         self._frames: Callable[[int], ViewState] | None = None
 
@@ -96,12 +100,16 @@ class LiveView:
         self.header = _html_widget(header_html(title, self._state.usage))
         style = Html("<style>{}{}</style>").format(SVG_STYLE, _VIEW_STYLE)  # the panes' SVG classes
         self._style = _html_widget(style)
-        self.flow = _html_widget(flow_svg(self._state), width="100%")
-        self.timeline = _html_widget(_timeline(self._state, None), width="64%")
-        self.gauge = _html_widget(_gauge(self._state, None), width="34%")
+        self.pane_widgets: dict[str, widgets.HTML] = {}
+        """Each pane's widget, by the pane's name."""
+        for pane, state in zip(self.panes, self._pane_states(), strict=True):
+            shown = _html_widget(drawn(pane, state, self._state, None), width=getattr(pane, "width", "100%"))
+            shown.add_class(f"loopnb-pane-{pane.name}")
+            self.pane_widgets[pane.name] = shown
+        self.flow, self.timeline, self.gauge, self.board, self.inspector = (
+            self.pane_widgets[p.name] for p in PANES
+        )
         self.status = _html_widget(status_html(self._state))
-        self.board = _html_widget(board_html(self._state))
-        self.inspector = _html_widget(inspector_html(None))
         self.slider = widgets.IntSlider(
             value=0, min=0, max=0, description="turn", continuous_update=True,
             layout=widgets.Layout(width="60%"),
@@ -127,8 +135,6 @@ class LiveView:
         bar.append(self.slider)
         self.controls = widgets.HBox(bar)
         self._page = Page(on_select=self.select)  # a click on a timeline mark selects its turn
-        self.board.layout = widgets.Layout(width="40%")
-        self.inspector.layout = widgets.Layout(width="58%")
         self.widget = widgets.VBox(
             [
                 widgets.VBox([self._style, self.header, self.status]),
@@ -136,6 +142,7 @@ class LiveView:
                 widgets.HBox([self.timeline, _spacer(), self.gauge]),
                 self.controls,
                 widgets.HBox([self.board, _spacer(), self.inspector]),
+                *(self.pane_widgets[pane.name] for pane in self._own),
                 self._page,
             ],
             layout=widgets.Layout(width="100%"),
@@ -151,7 +158,7 @@ class LiveView:
         go (at most ``max_fps`` times a second, and at the end), and so does reading ``model``.
         """
         kind = event.kind
-        if kind not in HANDLED:
+        if kind not in HANDLED and not self._own:  # your panes see every event; loopnb's, these
             return
         self._pending.append(event)
         painter = self._painter
@@ -196,6 +203,17 @@ class LiveView:
             batch = pending[:count]
             del pending[:count]
             self._model.extend(batch)
+            if self._own:
+                self.fold_panes(batch, keep=True)
+
+    def fold_panes(self, events: Iterable[Event], *, keep: bool = False) -> None:
+        """Fold ``events`` into your panes (after what they hold when ``keep``, else from the
+        start, as replay does for the run it shows)."""
+        self._own_states = folded(self._own, events, self._own_states if keep else None)
+
+    def _pane_states(self) -> list[Any]:
+        """The state each pane draws: ``None`` for loopnb's own (they draw the view model's)."""
+        return [*(None for _ in PANES), *self._own_states]
 
     def on_finish(self, callback: Callable[[LiveView], None]) -> None:
         """Call ``callback(view)`` once the final state is drawn."""
@@ -233,13 +251,12 @@ class LiveView:
             self._drawing = True
             try:
                 with contextlib.ExitStack() as stack:
-                    for w in (*self._panes(), self.header, self.status, self.board, self.inspector):
+                    for w in (*self.pane_widgets.values(), self.header, self.status):
                         stack.enter_context(w.hold_sync())
                     _set(self.header, header_html(self.title, shown.usage))
-                    _set(self.flow, flow_svg(shown))
-                    self._select(shown, selected)
+                    for pane, pane_state in zip(self.panes, self._pane_states(), strict=True):
+                        _set(self.pane_widgets[pane.name], drawn(pane, pane_state, shown, selected))
                     _set(self.status, self._status_html(shown))
-                    _set(self.board, board_html(shown))
                 # the slider's max, then its value, each in its own message: a front end given
                 # both at once may clamp the value to the old max (and show 0)
                 if self.mode == "live":
@@ -257,18 +274,6 @@ class LiveView:
         """The painter's redraw: draw, then ask the page to say when it has caught up."""
         self.draw()
         self._page.ping()
-
-    def _panes(self) -> tuple[widgets.HTML, ...]:
-        return (self.flow, self.gauge, self.timeline)
-
-    def _select(self, state: ViewState, selected: int | None) -> None:
-        """What depends on the selected turn: the gauge, the timeline's ring, the inspector."""
-        _set(self.gauge, _gauge(state, selected))
-        _set(self.timeline, _timeline(state, selected))
-        turn = state.turn(selected) if selected else None
-        if turn is not self._inspected:
-            self._inspected = turn
-            _set(self.inspector, inspector_html(turn))
 
     # -- selection ------------------------------------------------------------------------------
 
@@ -317,10 +322,8 @@ class LiveView:
         if painter is not None:
             painter.stop()
         for child in (
-            *self._panes(),
+            *self.pane_widgets.values(),
             self.status,
-            self.board,
-            self.inspector,
             self.slider,
             self.header,
             self._style,
@@ -355,15 +358,6 @@ def header_html(title: str, usage: UsageTotals) -> Html:
     return Html('{} <span class="loopnb-usage" style="color:{}">· {}</span>').format(
         head, MUTED, " · ".join(words)
     )
-
-
-def _gauge(state: ViewState, selected: int | None) -> Html:
-    gauge = gauge_of_view(state, selected)
-    return gauge_svg(gauge, gauge.lines())
-
-
-def _timeline(state: ViewState, selected: int | None) -> Html:
-    return timeline_svg(state.turns, None, selected=selected)
 
 
 def _html_widget(value: Html, width: str | None = None) -> widgets.HTML:

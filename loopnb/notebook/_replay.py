@@ -15,6 +15,7 @@ from typing import Protocol, TypeAlias
 
 from loopnb.engine._events import Event
 from loopnb.notebook._live import LiveView
+from loopnb.notebook._panes import Pane
 from loopnb.notebook._state import ViewState, at_turn
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
@@ -76,7 +77,9 @@ class Frames:
         return self(self.count)
 
 
-def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int = 300) -> LiveView:
+def replay(
+    source: EventSource, *, run_id: str | None = None, interval_ms: int = 300, panes: Iterable[Pane] = ()
+) -> LiveView:
     """The live view of a recorded run, with a turn slider and a play button.
 
     ``source`` is a ``Recording`` (``loopnb.load(path)``), a ``Recorder``, a path, or a list of
@@ -95,7 +98,7 @@ def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int =
         raise ValueError(f"replay: {where}{exc}") from None
     runs = runs_of(events)
     shown = chosen[0].run_id
-    view = LiveView(mode="replay", title=_title(list(runs), shown))
+    view = LiveView(mode="replay", title=_title(list(runs), shown), panes=panes)
     if view.play is not None:
         view.play.interval = interval_ms
     _show(view, runs, shown)
@@ -107,6 +110,7 @@ def replay(source: EventSource, *, run_id: str | None = None, interval_ms: int =
 def _show(view: LiveView, runs: dict[str, list[Event]], run_id: str) -> None:
     """Put ``run_id``'s frames behind the view's slider, on its final frame."""
     frames = Frames(runs[run_id])
+    view.fold_panes(runs[run_id])  # your panes: the run folded once, drawn at each selected turn
     view.title = _title(list(runs), run_id)  # drawn, with the run's usage, by show_frames
     view.set_note(
         "the recording ends here, before the run did" if frames.final.run.phase == "running" else None

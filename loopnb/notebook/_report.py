@@ -11,7 +11,7 @@ wherever it goes, and the events are redacted before they are drawn (``exported_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import icon
 from loopnb.notebook._markup import NAME_LIMIT
 from loopnb.notebook._page import REPORT_STYLE, page
+from loopnb.notebook._panes import Pane, checked_panes, drawn, folded
 from loopnb.notebook._replay import EventSource, events_of
 from loopnb.notebook._state import BreakerView, ReadView, TurnView, ViewState
 from loopnb.notebook._svg import flow_svg, gauge_svg
@@ -212,6 +213,14 @@ def _section(index: int, run_id: str, state: ViewState) -> Html:
     )
 
 
+def _own_panes(panes: tuple[Pane, ...], events: list[Event], state: ViewState) -> Html:
+    """Your panes under a run's section, each folded over the run's events."""
+    return Html().join(
+        Html('<div class="loopnb-pane-{}">{}</div>').format(pane.name, drawn(pane, pane_state, state, None))
+        for pane, pane_state in zip(panes, folded(panes, events), strict=True)
+    )
+
+
 def _contents(states: list[tuple[str, ViewState]]) -> Html:
     if len(states) < 2:
         return Html()
@@ -334,15 +343,25 @@ def _usage(events: list[Event]) -> Html:
     ).format(heads, Html().join(rows), foot)
 
 
-def report_html(source: EventSource, *, run_id: str | None = None, title: str = "loopnb report") -> str:
-    """The report as one HTML string (every run, or only ``run_id``), secrets redacted."""
+def report_html(
+    source: EventSource,
+    *,
+    run_id: str | None = None,
+    title: str = "loopnb report",
+    panes: Iterable[Pane] = (),
+) -> str:
+    """The report as one HTML string (every run, or only ``run_id``), secrets redacted; ``panes``
+    (your own, ``loopnb.notebook.Pane``) are drawn under each run, each from that run's events."""
+    own = checked_panes(panes, "report")
     runs = runs_of(exported_events(source))
     if run_id is not None:
         if run_id not in runs:
             raise ValueError(f"no run {run_id!r} in the recording; its runs are {list(runs)}")
         runs = {run_id: runs[run_id]}
     states = [(rid, ViewModel.fold(events)) for rid, events in runs.items()]
-    sections = [_section(i, rid, state) for i, (rid, state) in enumerate(states)]
+    sections = [
+        _section(i, rid, state) + _own_panes(own, runs[rid], state) for i, (rid, state) in enumerate(states)
+    ]
     if not sections:
         sections.append(Html("<p>this recording holds no runs</p>"))
     sections.insert(0, _disagreements(runs))
@@ -353,7 +372,12 @@ def report_html(source: EventSource, *, run_id: str | None = None, title: str = 
 
 
 def to_html(
-    source: EventSource, path: str | Path, *, run_id: str | None = None, title: str = "loopnb report"
+    source: EventSource,
+    path: str | Path,
+    *,
+    run_id: str | None = None,
+    title: str = "loopnb report",
+    panes: Iterable[Pane] = (),
 ) -> Path:
     """Write the report of ``source`` (a ``Recording``, ``Recorder``, path or events) to ``path``.
 
@@ -363,7 +387,7 @@ def to_html(
     """
     return write_page(
         path,
-        lambda: report_html(source, run_id=run_id, title=title),
+        lambda: report_html(source, run_id=run_id, title=title, panes=panes),
         "a report is never written over one; give the report its own name (e.g. report.html)",
     )
 

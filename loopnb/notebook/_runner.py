@@ -9,7 +9,7 @@ button click while a cell blocks). It steps ``Engine.iter``: one loop implementa
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from loopnb.engine import CancelToken, Engine, LoopError, RunResult
 from loopnb.notebook._background import BackgroundRun
 from loopnb.notebook._live import Controls, LiveView
 from loopnb.notebook._pacing import check_fps
+from loopnb.notebook._panes import Pane, checked_panes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,6 +69,7 @@ class NotebookRunner:
         view: bool = True,
         max_fps: float = 10.0,
         export: Any = None,
+        panes: Iterable[Pane] = (),
     ) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f"NotebookRunner needs a loopnb Engine, got {type(engine).__name__}")
@@ -85,6 +87,8 @@ class NotebookRunner:
             self.exporter = exporter_for(export)
         self.show = view
         self.max_fps = max_fps
+        self.panes = checked_panes(panes, "NotebookRunner")
+        """Your panes, drawn below loopnb's own in each run's view (``loopnb.notebook.Pane``)."""
         self.view: LiveView | None = None
         self.background: BackgroundRun | None = None
         self._busy = False  # a run() / arun() is going, or a start() is setting one up
@@ -113,7 +117,7 @@ class NotebookRunner:
     # -- blocking runs --------------------------------------------------------------------------
 
     def _attach(self, controls: Controls | None = None) -> tuple[LiveView | None, list[Callable[[], None]]]:
-        view = LiveView(max_fps=self.max_fps, controls=controls) if self.show else None
+        view = LiveView(max_fps=self.max_fps, controls=controls, panes=self.panes) if self.show else None
         self.view = view
         detach = [self.engine.subscribe(self.recorder)]
         if self.exporter is not None:

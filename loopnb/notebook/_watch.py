@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
 from loopnb.notebook._live import LiveView
+from loopnb.notebook._panes import Pane
 from loopnb.otel._live import LiveSpans
 
 if TYPE_CHECKING:
@@ -22,8 +24,10 @@ class WatchView(LiveView):
     ``stop()`` stops watching and returns the ``Recording`` of what was seen.
     """
 
-    def __init__(self, spans: LiveSpans, *, max_fps: float = 10.0, title: str) -> None:
-        super().__init__(max_fps=max_fps, title=title)
+    def __init__(
+        self, spans: LiveSpans, *, max_fps: float = 10.0, title: str, panes: Iterable[Pane] = ()
+    ) -> None:
+        super().__init__(max_fps=max_fps, title=title, panes=panes)
         self.spans = spans
         """The processor feeding the view (on ``provider``)."""
         self.provider: Any = None
@@ -86,6 +90,7 @@ def watch(
     recorder: Recorder | None = None,
     max_fps: float = 10.0,
     display: bool = True,
+    panes: Iterable[Pane] = (),
 ) -> WatchView:
     """Watch any OpenTelemetry-instrumented agent in the kernel: the live view, turn by turn.
 
@@ -103,6 +108,7 @@ def watch(
         max_fps: The most redraws a second.
         display: Show the view in the current cell (in IPython; assign the result, so that the
             cell does not show it twice).
+        panes: Your own panes, drawn below loopnb's (``loopnb.notebook.Pane``).
 
     Raises:
         TypeError: ``tracer_provider`` is not an SDK ``TracerProvider``, or (``None``) the
@@ -131,7 +137,7 @@ def watch(
             f"(opentelemetry.sdk.trace.TracerProvider), got {type(provider).__name__}"
         )
     spans = LiveSpans(recorder=recorder)
-    view = WatchView(spans, max_fps=max_fps, title="loopnb · watching OpenTelemetry spans")
+    view = WatchView(spans, max_fps=max_fps, title="loopnb · watching OpenTelemetry spans", panes=panes)
     view.provider = provider
     provider.add_span_processor(spans)
     if display:
