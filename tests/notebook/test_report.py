@@ -288,7 +288,7 @@ def test_a_foreign_run_shows_where_its_source_disagrees():
     assert [r[0] for r in rows] == expected["reason"].tolist()
     assert [r[2] for r in rows] == expected["tool"].tolist()
     assert [r[3] for r in rows] == expected["source_status"].tolist()
-    assert rows[0] == ("soft_shown_as_hard", "loopnb-r0-t1", "read_file", "otlp:ERROR")
+    assert rows[0] == ("missing_tool_record", "loopnb-r0-t2", "serch", "otlp:missing")
     for _reason, anchor, _tool, _status in rows:  # each turn links to its row in the run's section
         assert f'id="{anchor}"' in html
     assert html.index("where the source disagrees") < html.index('<section class="loopnb-run"')
