@@ -83,9 +83,15 @@ def _at(node_id: str) -> tuple[float, float]:
     return 140 + (node.x + 2.7) * 186, 44 + (7.0 - node.y) * 62
 
 
+_LEAVES_AT = {"soft-watch": 118.0}
+"""Edges that leave their source box off its centre line, by this much to the right: the soft
+channel's way to the watchers starts at its box's corner, clear of the boxes below it."""
+
+
 def _ends(edge: Edge) -> tuple[float, float, float, float]:
     """Where an edge's line leaves its source box and meets its target's (box edges, not centres)."""
     (x0, y0), (x1, y1) = _at(edge.source), _at(edge.target)
+    x0 += _LEAVES_AT.get(edge.id, 0.0)
     dx, dy = x1 - x0, y1 - y0
     hw, hh = _BOX_W / 2 + 3, _BOX_H / 2 + 3
     t = min(hw / abs(dx) if dx else 1e9, hh / abs(dy) if dy else 1e9)
@@ -98,6 +104,7 @@ _LABEL_AT = {  # where an edge's label and count go: a share along the edge, an 
     "next-ok": (0.5, -16, -6, "end"),
     "watch-hard2": (0.5, 10, 4, "start"),
     "next-watch": (0.5, 6, 18, "start"),
+    "soft-watch": (0.45, 12, -4, "start"),
 }
 
 
