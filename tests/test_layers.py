@@ -91,3 +91,19 @@ def test_the_drawing_module_draws_everything_the_layers_below_ask_for() -> None:
         assert f"``{name}(" in loopnb._drawing.__doc__
         assert callable(getattr(provided, name)), name
     assert loopnb._drawing.drawer() is provided
+
+
+@pytest.mark.parametrize(
+    "package", ["loopnb.notebook", "loopnb.analysis", "loopnb.fileformats", "loopnb.cli"]
+)
+def test_a_layer_imports_without_the_extras_it_does_not_need(package: str) -> None:
+    # OpenTelemetry, DuckDB and Dask are extras: the notebook layer (watch() included) imports
+    # without them and loads them when a function needs them
+    blocked = ["opentelemetry", "duckdb", "dask", "distributed"]
+    code = (
+        "import sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None  # import name raises ImportError\n"
+        f"import {package}\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
