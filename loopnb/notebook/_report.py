@@ -208,7 +208,7 @@ def _section(index: int, run_id: str, state: ViewState) -> Html:
         flow=flow_svg(state),
         gauge=_last_gauge(state),
         board=_board(state),
-        timeline=timeline_svg(state.turns, anchor),
+        timeline=timeline_svg(state.turns, anchor, simulated=state.run.simulated),
         turns=_turns(state.turns, anchor),
     )
 
