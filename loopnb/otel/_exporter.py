@@ -2,12 +2,13 @@
 
 The profile (GenAI semantic conventions, plus loopnb's own attributes where they have none):
 
-- one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``), its children:
-- one ``chat {model}`` span per model request (``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``gen_ai.usage.input_tokens`` / ``output_tokens``);
-- one ``execute_tool {name}`` span per dispatch attempt of a tool call (``gen_ai.tool.name``,
-  ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
-  ``loopnb.breaker.state``).
+- one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``, kind
+  ``INTERNAL``: the agent runs in this process), its children:
+- one ``chat {model}`` span per model request (kind ``CLIENT``; ``gen_ai.request.model``,
+  ``gen_ai.response.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``);
+- one ``execute_tool {name}`` span per dispatch attempt of a tool call (kind ``INTERNAL``;
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``,
+  ``loopnb.recovery.ceiling``, ``loopnb.breaker.state``).
 
 Errors are recorded as the conventions' "Recording Errors" says: an operation that failed has
 status ``ERROR`` and ``error.type``; an error handled so that the enclosing operation goes on is
@@ -21,14 +22,15 @@ status description. A failed model request is a ``chat`` span with status ``ERRO
 ``error.type`` ``ModelUnavailable`` (and ``http.response.status_code`` when it had one); a final
 answer the run turned down is not a failed request: its ``chat`` span stays unset.
 
-Every tool and agent span carries ``loopnb.channel`` (ok / soft / hard: what reached the model)
-and, when not ok, ``loopnb.producer``; the text the model read is the attribute
-``loopnb.error_text`` (an attempt the model never read keeps its own text there too, with
-``loopnb.recovery.decision``), never an exception event. ``error.type`` is a producer or a class
-name from a small fixed set, never part of a failure's text (a server's refusal may quote the key
-it refused). Every text leaves through the recorder's default redactor, as a saved recording's
-does: span names, attributes, tools' and models' names too (a model chooses the names it calls; a
-model's name may be a proxy's URL).
+Every tool and agent span carries ``loopnb.channel`` (ok / soft / hard: what reached the model) and,
+when not ok, ``loopnb.producer``; the text the model read is the attribute ``loopnb.error_text`` (an
+attempt the model never read keeps its own text there too, with ``loopnb.recovery.decision``: its
+channel is ``ok`` when the call was dispatched again, ``hard`` when the ceiling refused the retry
+and the run ended on it), never an exception event. ``error.type`` is a producer or a class name
+from a small fixed set, never part of a failure's text (a server's refusal may quote the key it
+refused). Every text leaves through the recorder's default redactor, as a saved recording's does:
+span names, attributes, tools' and models' names too (a model chooses the names it calls; a model's
+name may be a proxy's URL).
 """
 
 from __future__ import annotations
@@ -161,12 +163,14 @@ class Exporter:
                 pass
 
     def _decided(self, e: RecoveryDecided) -> None:
-        """A recovery decision: the ceiling the strategy was given; a retried attempt goes unread."""
+        """A recovery decision: the ceiling the strategy was given, and on the attempt it retries,
+        the decision (that attempt ends unread when the call is dispatched again, or with the turn's
+        channel if the run ends first: the ceiling refused the retry)."""
         run = self._runs.get(e.run_id)
         if run is not None:
             run.ceiling = e.max_attempts
             if e.decision == "retry" and e.call_id in run.failed:
-                self._unread(run, e.call_id, "ok", decision="retry")
+                run.failed[e.call_id][0].set_attribute(DECISION, "retry")
 
     def _returned(self, e: SoftErrorReturned) -> None:
         """A soft error the model read: a final answer turned down (no call), or a call's result."""
@@ -212,10 +216,12 @@ class Exporter:
         self._runs[e.run_id] = _Run(span, self._trace.set_span_in_context(span))
 
     def _child(self, run: _Run, name: str, start: float, end: float, attributes: dict[str, Any]) -> Any:
+        # the conventions' kinds: a model request is a CLIENT span, a tool's execution INTERNAL
+        tool = attributes["gen_ai.operation.name"] == "execute_tool"
         span = self.tracer.start_span(
             self._text(name),
             context=run.context,
-            kind=self._trace.SpanKind.CLIENT,
+            kind=self._trace.SpanKind.INTERNAL if tool else self._trace.SpanKind.CLIENT,
             start_time=_ns(start),
             attributes=self._clean(attributes),
         )
@@ -318,22 +324,12 @@ class Exporter:
         span.set_attribute("error.type", error_type)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
 
-    def _unread(
-        self,
-        run: _Run,
-        call_id: str,
-        channel: str,
-        *,
-        decision: str | None = None,
-        producer: str | None = None,
-    ) -> None:
+    def _unread(self, run: _Run, call_id: str, channel: str, *, producer: str | None = None) -> None:
         """A failed attempt the model never read (retried, or the run ended first), ended as such."""
         span, end, e = run.failed.pop(call_id)
         attributes: dict[str, Any] = {CHANNEL: channel, ERROR_TEXT: e.result.content}
         if channel != "ok" and producer is not None:
             attributes[PRODUCER] = producer
-        if decision is not None:
-            attributes[DECISION] = decision
         span.set_attributes(self._clean(attributes))
         self._error(span, e.result.producer or "tool_error")  # the attempt failed, read or not
         span.end(end_time=end)
