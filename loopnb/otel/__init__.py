@@ -16,7 +16,8 @@ import importlib as _importlib
 
 import loopnb._face as _face
 from loopnb.foreign._otlp_profile import ATTEMPT, BREAKER, CEILING, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR
-from loopnb.otel._exporter import Exporter, exporter_for, http_provider
+from loopnb.otel._exporter import Exporter
+from loopnb.otel._targets import exporter_for, http_provider
 
 _LAZY = {"LiveSpans": "loopnb.otel._live"}
 

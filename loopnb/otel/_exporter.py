@@ -30,7 +30,8 @@ and the run ended on it), never an exception event. ``error.type`` is a producer
 from a small fixed set, never part of a failure's text (a server's refusal may quote the key it
 refused). Every text leaves through the recorder's default redactor, as a saved recording's does:
 span names, attributes, tools' and models' names too (a model chooses the names it calls; a model's
-name may be a proxy's URL).
+name may be a proxy's URL). With a ``meter_provider``, each span that ends adds its figures to the
+conventions' GenAI metrics (``_metrics``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from loopnb.foreign._otlp_profile import (
     ERROR_TEXT,
     PRODUCER,
 )
+from loopnb.otel._metrics import Meters
 
 MODEL_ERROR = "ModelUnavailable"
 """``error.type`` of a failed model request: ``ModelFailed`` keeps a failure's free text, not its
@@ -101,13 +103,22 @@ class Exporter:
             global provider when ``None``.
         agent: The agent's name on the run spans (``gen_ai.agent.name``).
         redact: Pass every text through loopnb's default redactor before it leaves (default).
+        meter_provider: Where the GenAI metrics of the same spans go (each run's, model request's
+            and tool call's duration, and the tokens: ``_metrics``); none when ``None``.
 
     ``engine.subscribe(Exporter(tracer_provider=provider))``, or
     ``NotebookRunner(engine, export=provider)``. Nothing the exporter or the SDK raises reaches
     the run: the engine contains an observer's failure.
     """
 
-    def __init__(self, tracer_provider: Any = None, *, agent: str = "loopnb", redact: bool = True) -> None:
+    def __init__(
+        self,
+        tracer_provider: Any = None,
+        *,
+        agent: str = "loopnb",
+        redact: bool = True,
+        meter_provider: Any = None,
+    ) -> None:
         try:
             from opentelemetry import trace
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -123,6 +134,8 @@ class Exporter:
         self._redact: Redactor | None = DEFAULT_REDACTOR if redact else None
         self._runs: dict[str, _Run] = {}
         self.provider = tracer_provider
+        meters = None if meter_provider is None else Meters(meter_provider, agent=agent, version=__version__)
+        self._meters = meters
 
     def _text(self, text: str) -> str:
         return self._redact(text) if self._redact is not None else text
@@ -185,7 +198,7 @@ class Exporter:
         if run is not None:
             for call_id in list(run.failed):
                 self._unread(run, call_id, e.channel, producer=e.producer)
-            _end_reply(run)
+            self._end_reply(run)
             run.breakers = dict(e.breakers)
             run.channels[e.channel] += 1
 
@@ -250,7 +263,7 @@ class Exporter:
             attributes["loopnb.tool_calls"] = [c.name for c in reply.tool_calls]
         else:
             attributes["gen_ai.response.finish_reasons"] = ["stop"]
-        _end_reply(run)
+        self._end_reply(run)
         run.reply = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
 
     def _rejected(self, e: SoftErrorReturned) -> None:
@@ -278,7 +291,7 @@ class Exporter:
             attributes["http.response.status_code"] = e.status
         span, end = self._child(run, f"chat {e.model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))  # error.type says which
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _dispatched(self, e: ToolDispatched) -> None:
         run = self._runs.get(e.run_id)
@@ -306,7 +319,7 @@ class Exporter:
         if result.is_error:  # its channel once it is known whether the model reads it
             run.failed[result.call_id] = (span, end, e)
         else:
-            span.end(end_time=end)
+            self._end(span, end)
 
     def _read(self, e: SoftErrorReturned) -> None:
         """The model reads a call's error: on its last attempt's span, exactly the text it read."""
@@ -316,7 +329,7 @@ class Exporter:
         span, end, _ = run.failed.pop(e.call_id)
         span.set_attributes(self._clean({CHANNEL: "soft", PRODUCER: e.producer, ERROR_TEXT: e.text}))
         self._error(span, e.producer)
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _error(self, span: Any, error_type: str) -> None:
         """A failed operation as "Recording Errors" says: status ERROR and ``error.type`` (a
@@ -332,7 +345,7 @@ class Exporter:
             attributes[PRODUCER] = producer
         span.set_attributes(self._clean(attributes))
         self._error(span, e.result.producer or "tool_error")  # the attempt failed, read or not
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _finished(self, e: RunFinished) -> None:
         run = self._runs.pop(e.run_id, None)
@@ -340,7 +353,7 @@ class Exporter:
             return
         for call_id in list(run.failed):
             self._unread(run, call_id, "hard" if e.outcome == "hard" else "ok", producer=e.producer)
-        _end_reply(run)
+        self._end_reply(run)
         span = run.span
         span.set_attribute(CHANNEL, e.outcome)
         span.set_attribute("loopnb.turns", e.turns)
@@ -358,54 +371,28 @@ class Exporter:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         elif e.output is not None:
             span.set_attribute("loopnb.output", self._text(e.output))
-        span.end(end_time=_ns(e.at))
+        self._end(span, _ns(e.at))
+
+    def _end(self, span: Any, end: int | None = None) -> None:
+        """End ``span`` (at ``end`` ns, else now) and add it to the metrics."""
+        span.end(end_time=end)
+        if self._meters is not None:
+            self._meters.ended(span)
+
+    def _end_reply(self, run: _Run) -> None:
+        if run.reply is not None:
+            span, end = run.reply
+            run.reply = None
+            self._end(span, end)
 
     def close(self) -> None:
         """End the spans of runs still open (a run cut off mid-way), unset, and flush the provider."""
         for run in self._runs.values():
             for call_id in list(run.failed):
                 self._unread(run, call_id, "ok")
-            _end_reply(run)
-            run.span.end()
+            self._end_reply(run)
+            self._end(run.span)
         self._runs.clear()
         flush = getattr(self.provider, "force_flush", None)
         if flush is not None:
             flush()
-
-
-def _end_reply(run: _Run) -> None:
-    if run.reply is not None:
-        span, end = run.reply
-        run.reply = None
-        span.end(end_time=end)
-
-
-def http_provider(url: str) -> Any:
-    """A ``TracerProvider`` sending spans over OTLP/HTTP to ``url`` (e.g. ``http://127.0.0.1:4318/v1/traces``;
-    a base URL gets ``/v1/traces``). Needs ``opentelemetry-exporter-otlp-proto-http`` (``loopnb[otel]``)."""
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("OTLP export needs the OpenTelemetry SDK: pip install 'loopnb[otel]'") from exc
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"an OTLP/HTTP endpoint is an http(s) URL, got {url!r}")
-    endpoint = url if url.rstrip("/").endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
-    provider = TracerProvider(resource=Resource.create({"service.name": "loopnb"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    return provider
-
-
-def exporter_for(target: Any) -> Exporter:
-    """An ``Exporter`` for ``target``: an ``Exporter`` itself, a ``TracerProvider``, or an OTLP/HTTP URL."""
-    if isinstance(target, Exporter):
-        return target
-    if isinstance(target, str):
-        return Exporter(tracer_provider=http_provider(target))
-    if hasattr(target, "get_tracer"):
-        return Exporter(tracer_provider=target)
-    raise TypeError(
-        f"export= takes an otel.Exporter, a TracerProvider or an OTLP/HTTP URL, got {type(target).__name__}"
-    )
