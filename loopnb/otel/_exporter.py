@@ -134,7 +134,11 @@ class Exporter:
         self._redact: Redactor | None = DEFAULT_REDACTOR if redact else None
         self._runs: dict[str, _Run] = {}
         self.provider = tracer_provider
-        meters = None if meter_provider is None else Meters(meter_provider, agent=agent, version=__version__)
+        meters = (
+            None
+            if meter_provider is None
+            else Meters(meter_provider, agent=self._text(agent), version=__version__)
+        )
         self._meters = meters
 
     def _text(self, text: str) -> str:

@@ -2,9 +2,11 @@
 
 Each metric is the span's own figure, as the conventions ask ("the metric value SHOULD be the same
 as the span duration", the same ``error.type`` on both): ``gen_ai.invoke_agent.duration`` per run,
-``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per model request,
-``gen_ai.execute_tool.duration`` per dispatch attempt, in seconds and tokens, with the buckets
-the conventions advise. Only the low-cardinality attributes the conventions list for each metric
+with the run's ``gen_ai.invoke_agent.inference_calls`` and ``gen_ai.invoke_agent.tool_calls`` (its
+model requests and tool executions, failed ones too: the ``chat`` and ``execute_tool`` spans under
+its span), ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per model
+request, ``gen_ai.execute_tool.duration`` per dispatch attempt, with the buckets the conventions
+advise. Only the low-cardinality attributes the conventions list for each metric
 are kept (no call id, no text). ``gen_ai.provider.name`` is left out: loopnb's events name a model,
 not who serves it.
 """
@@ -19,6 +21,8 @@ RUN_SECONDS = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8
 """The buckets they advise for an agent invocation's duration."""
 TOKENS = tuple(float(4**i) for i in range(14))
 """1, 4, 16, ... 67,108,864: the buckets they advise for token counts."""
+CALLS = tuple(float(2**i) for i in range(8))
+"""1, 2, 4, ... 128: for a run's count of model requests and of tool executions."""
 
 _KEPT = {
     "invoke_agent": ("gen_ai.agent.name", "error.type"),
@@ -64,6 +68,20 @@ class Meters:
             description="The duration of a single tool execution.",
             explicit_bucket_boundaries_advisory=SECONDS,
         )
+        self.inference_calls = meter.create_histogram(
+            "gen_ai.invoke_agent.inference_calls",
+            unit="{inference_call}",
+            description="The model calls one agent invocation made.",
+            explicit_bucket_boundaries_advisory=CALLS,
+        )
+        self.tool_calls = meter.create_histogram(
+            "gen_ai.invoke_agent.tool_calls",
+            unit="{tool_call}",
+            description="The tool calls one agent invocation made.",
+            explicit_bucket_boundaries_advisory=CALLS,
+        )
+        self._counts: dict[int, list[int]] = {}
+        """By run span id, its model requests and tool executions so far (dropped as it ends)."""
 
     def ended(self, span: Any) -> None:
         """Record what ``span`` (an SDK span that has just ended) says: its duration, and a model
@@ -80,7 +98,15 @@ class Meters:
         seconds = max(0, end - start) / 1e9
         if operation == "invoke_agent":
             self.run.record(seconds, labels)
-        elif operation == "execute_tool":
+            chats, tools = self._counts.pop(span.context.span_id, [0, 0])
+            named = {"gen_ai.agent.name": self.agent}
+            self.inference_calls.record(chats, named)
+            self.tool_calls.record(tools, named)
+            return
+        parent = getattr(span, "parent", None)
+        if parent is not None:  # counted for the run it hangs under
+            self._counts.setdefault(parent.span_id, [0, 0])[operation == "execute_tool"] += 1
+        if operation == "execute_tool":
             self.tool.record(seconds, {**labels, "gen_ai.agent.name": self.agent})
         else:
             self.operation.record(seconds, labels)

@@ -333,3 +333,24 @@ def test_a_hard_run_that_follows_the_rule_reads_back_without_loopnbs_own_marks(t
     assert read.turns["producer"].tolist()[3:5] == ["loop_refusal", "loop_refusal"]
     assert {s for _, s, soft in calls(read) if soft} == {"otlp:ERROR:handled"}
     assert "soft_shown_as_hard" not in set(loopnb.audit(read).disagreements()["reason"])
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_by_the_conventions_alone_every_scenario_reads_back_with_its_channels_and_producers(
+    name: str, tmp_path: Path
+) -> None:
+    """Without loopnb's own attributes, status and ``error.type`` carry every channel and producer
+    but one: a final answer the run turned down failed no operation, so only ``loopnb.channel``
+    on its ``chat`` span says it (the texts are in ``loopnb.error_text`` too)."""
+    path = tmp_path / f"{name}.otlp.json"
+    path.write_text(json.dumps(foreign(name, agent=True)), encoding="utf-8")
+    read = loopnb.load(path, format="otlp")
+    got = [
+        (c, None if pd.isna(p) else p)
+        for c, p in zip(read.turns["channel"], read.turns["producer"], strict=True)
+    ]
+    ran = [(t.channel, t.producer) for t in SCENARIOS[name].run().turns]
+    if name == "converging_answers":
+        ran = [("ok", None) if p == "completion_rejected" else (c, p) for c, p in ran]
+    assert got == ran
+    assert loopnb.audit(read).disagreements().empty

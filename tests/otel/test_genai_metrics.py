@@ -105,3 +105,20 @@ def test_without_a_meter_provider_nothing_is_measured():
     for event in SCENARIOS["mistyped_path"].run().events:
         exporter(event)
     assert memory.get_finished_spans() and _points(reader) == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "requests", "executions"),
+    [("mistyped_path", 3, 2), ("stubborn_loop", 6, 5), ("recovery_ceiling", 1, 6), ("fallback_chain", 4, 2)],
+)
+def test_each_run_counts_its_model_requests_and_tool_executions_failed_ones_too(name, requests, executions):
+    spans, points = _exported(name)
+    (inference,) = points["gen_ai.invoke_agent.inference_calls"]
+    (tools,) = points["gen_ai.invoke_agent.tool_calls"]
+    assert (
+        (inference.count, inference.sum)
+        == (1, requests)
+        == (1, len([s for s in spans if s.name.startswith("chat")]))
+    )
+    assert (tools.count, tools.sum) == (1, executions)
+    assert dict(inference.attributes) == dict(tools.attributes) == {"gen_ai.agent.name": "loopnb"}
