@@ -5,22 +5,30 @@ One run per agent span (``invoke_agent``, pydantic-ai's ``agent run``, OpenInfer
 with the tool spans that ran its calls. What the model read for a call is taken from the next
 request's input messages, so ``error_text`` is the text the trace says the model was given.
 
-OTel has one error mark, status ``ERROR``, for a tool error the model read and retried and for
-the exception that ended the run: a tool span with ``ERROR`` whose error a next request read
-is soft, and kept as ``otlp:ERROR`` (mark ``error``: ``soft_shown_as_hard``); an error the model
-read under ``UNSET`` or ``OK`` (an ``exception`` event or ``error.type`` on a span left unset)
-is soft, kept as ``otlp:UNSET`` (``soft_shown_as_success``); a call the model made with no tool
-span at all (pydantic-ai's unknown tool) is ``otlp:missing``. The run is hard when its agent
-span is ``ERROR``: ``otlp:ERROR:execute_tool`` when the exception came out of a tool span
-(``crash``), else ``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
+Errors are read as the GenAI conventions' "Recording Errors" records them: an operation that
+failed is ``ERROR``, and an error handled so that the enclosing operation goes on is not recorded
+on the enclosing span. So a tool span with ``ERROR`` under an agent span that is not ``ERROR`` is
+a failure the run handled: soft, kept as ``otlp:ERROR:handled`` (mark ``retry``, no
+disagreement), its producer the span's ``error.type`` where that names one (MCP's
+``tool_error``, loopnb's producers). So is one the run went on from under an agent span that ended
+``ERROR`` with a class of its own (a later ending: ``LoopDetected``, a retry limit). Where nothing
+tells a handled tool error from a run-ending one, no agent span, or one that ended ``ERROR`` with
+the tool's own error or no class at all, the call is kept as ``otlp:ERROR`` (mark ``error``:
+``soft_shown_as_hard``). An error the model read under ``UNSET`` or ``OK`` (an ``exception``
+event or ``error.type`` on a span left unset) is soft, kept as ``otlp:UNSET``
+(``soft_shown_as_success``); a call the model made with no tool span at all (pydantic-ai's unknown
+tool) is ``otlp:missing``. The run is hard when its agent span is ``ERROR``:
+``otlp:ERROR:execute_tool`` when the exception came out of a tool span (``crash``), else
+``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
 
-Spans loopnb's own ``loopnb.otel.Exporter`` wrote say more, and are read for it: a
-``loopnb.soft_error`` event is an error given back to the model (``otlp:soft``, mark ``retry``)
-with its producer and the text the model read, on a tool span or, for a final answer the run
-turned down, on the ``chat`` span; ``loopnb.producer`` on the run's span names the hard ending;
-``loopnb.turn`` places a tool span in its turn (a simulated clock gives them all one time); a
-request with ``error.type`` and no answer failed (a fallback chain's); a call dispatched again
-(a recovery retry) is one call, read as its last dispatch.
+Spans loopnb's own ``loopnb.otel.Exporter`` wrote say more, and are read for it:
+``loopnb.channel`` ``soft`` with ``loopnb.producer`` and ``loopnb.error_text`` (before the third
+round, a ``loopnb.soft_error`` event) is an error given back to the model (``otlp:soft``, mark
+``retry``) with its producer and the text the model read, on a tool span or, for a final answer
+the run turned down, on the ``chat`` span; ``loopnb.producer`` on the run's span names the hard
+ending; ``loopnb.turn`` places a tool span in its turn (a simulated clock gives them all one
+time); a request with ``error.type`` and no answer failed (a fallback chain's); a call dispatched
+again (a recovery retry) is one call, read as its last dispatch.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from loopnb.engine import ToolCall
+from loopnb.engine import LoopError, ToolCall
 from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.foreign import _otlp_genai as g
@@ -67,8 +75,9 @@ MARKS: dict[str, Mark] = {
 }
 """Every ``source_status`` this reader writes (after ``"otlp:"``) and what it means: a span's
 status code (on a call, and on a turn for its model request's span); ``ERROR:handled`` for a
-call whose tool span is ``ERROR`` under an agent span that is not (the conventions' mark of a
-failure the run handled: the source tells soft from hard); ``soft`` for a call whose
+call whose tool span is ``ERROR`` under an agent span that is not, or that ended with an error of
+its own after the run went on (the conventions' mark of a failure the run handled: the source
+tells soft from hard); ``soft`` for a call whose
 span loopnb's own exporter marked as an error given back to the model; ``missing`` for a call
 with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded on the agent
 span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
@@ -84,6 +93,8 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "FallbackExceptionGroup": "fallback_exhausted",
     "MaxTurnsExceeded": "loop_detected",
     "GraphRecursionError": "loop_detected",
+    # loopnb's own profile: a hard ending's error.type is the LoopError's class name
+    **{cls.__name__: cls.producer for cls in LoopError.__subclasses__()},
 }
 _HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
@@ -307,10 +318,7 @@ def _error_text(span: Span) -> tuple[str, str]:
     """An error span's class (its ``error.type``, else its exception's) and the message that ended
     the run."""
     exc = g.exception(span)
-    typed = span.attributes.get("error.type")
-    kind = (typed if isinstance(typed, str) and typed else (exc[0] if exc else "")).rsplit(".", 1)[
-        -1
-    ] or "Error"
+    kind = g.error_class(span) or "Error"
     if span.description:
         return kind, span.description
     return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind

@@ -3,8 +3,9 @@
 A turn's calls come from its request's output messages, each paired with the tool span that
 ran it; what the model read for a call, from the next request's input. A tool span that
 recorded an error (an ``ERROR`` status, an ``exception`` event, ``error.type``, pydantic-ai's
-retry cause, loopnb's ``loopnb.soft_error`` event) gives a soft error, its row of the channel
-table read from what the span says; a call with no tool span is ``missing``.
+retry cause, loopnb's ``loopnb.channel`` ``soft``) gives a soft error, its row of the channel
+table read from what the span says, and whether the source marked it handled from the agent span
+above it (``_said``); a call with no tool span is ``missing``.
 """
 
 from __future__ import annotations
@@ -177,13 +178,23 @@ def write_result(
 
 
 def _said(span: Span, agent: Span | None, later: bool) -> str:
-    """What a tool span's status says. ``ERROR`` under an agent span that is not ``ERROR`` (or that
-    went on to another model request) is a failure the run handled, as the GenAI conventions'
-    "Recording Errors" marks one: ``ERROR:handled``. ``ERROR`` with no agent span to tell, or under
-    an agent span that ended ``ERROR`` on this very turn, is the mark a run-ending failure has too."""
-    if span.status == "ERROR" and agent is not None and (agent.status != "ERROR" or later):
+    """What a tool span's status says. ``ERROR`` under an agent span that is not ``ERROR`` is a
+    failure the run handled, as the GenAI conventions' "Recording Errors" marks one:
+    ``ERROR:handled``; so is one the run went on from under an agent span that ended ``ERROR``
+    with a class of error of its own (a later hard ending: ``LoopDetected``, a retry limit).
+    ``ERROR`` with no agent span, or under one that ended ``ERROR`` with this tool's error or no
+    class at all, is the mark a run-ending failure has too: nothing tells them apart."""
+    if span.status != "ERROR" or agent is None:
+        return span.status
+    if agent.status != "ERROR" or (later and _ended_otherwise(agent, span)):
         return "ERROR:handled"
     return span.status
+
+
+def _ended_otherwise(agent: Span, span: Span) -> bool:
+    """Whether an ``ERROR`` agent span names an ending of its own, not the tool span's error."""
+    kind = g.error_class(agent)
+    return kind is not None and kind != g.error_class(span)
 
 
 def _attempt(span: Span) -> int:

@@ -237,6 +237,15 @@ def exception(span: Span) -> tuple[str, str] | None:
     return None
 
 
+def error_class(span: Span) -> str | None:
+    """The class of error a span ended with: its ``error.type`` (the conventions' word), else its
+    last exception's type, without a module path; ``None`` when it names none."""
+    typed = span.attributes.get("error.type")
+    exc = exception(span)
+    kind = typed if isinstance(typed, str) and typed else (exc[0] if exc else "")
+    return kind.rsplit(".", 1)[-1] or None
+
+
 def tool_span(span: Span) -> ToolSpan:
     a = span.attributes
     name = first(a, "gen_ai.tool.name", "tool.name")

@@ -2,8 +2,11 @@
 
 ``Exporter`` is an engine observer emitting one ``invoke_agent`` span per run, a ``chat`` span per
 model request and an ``execute_tool`` span per tool call, with ``loopnb.channel`` and
-``loopnb.producer`` beside the ``gen_ai.*`` attributes; a soft error leaves its span unset with the
-text the model read in an event, only a hard ending sets ERROR. ``LiveSpans`` goes the other way:
+``loopnb.producer`` beside the ``gen_ai.*`` attributes. Errors are recorded as the GenAI
+conventions' "Recording Errors" says: a failed tool call is ``ERROR`` on its own span with
+``error.type`` its producer and the text the model read in ``loopnb.error_text``; the run that went
+on is not ``ERROR``; a hard ending is ``ERROR`` on the run's span. (``SOFT_ERROR`` names the event
+older exports wrote, still read.) ``LiveSpans`` goes the other way:
 a span processor reading an instrumented agent's spans as the ``otlp`` reader does, as they end,
 feeding a recorder and the notebook layer's live view (``loopnb.watch()``). Needs ``loopnb[otel]``;
 ``LiveSpans`` loads the SDK on first use.
@@ -13,7 +16,8 @@ import importlib as _importlib
 
 import loopnb._face as _face
 from loopnb.foreign._otlp_profile import ATTEMPT, BREAKER, CEILING, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR
-from loopnb.otel._exporter import Exporter, exporter_for, http_provider
+from loopnb.otel._exporter import Exporter
+from loopnb.otel._targets import exporter_for, http_provider
 
 _LAZY = {"LiveSpans": "loopnb.otel._live"}
 

@@ -2,12 +2,13 @@
 
 The profile (GenAI semantic conventions, plus loopnb's own attributes where they have none):
 
-- one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``), its children:
-- one ``chat {model}`` span per model request (``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``gen_ai.usage.input_tokens`` / ``output_tokens``);
-- one ``execute_tool {name}`` span per dispatch attempt of a tool call (``gen_ai.tool.name``,
-  ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
-  ``loopnb.breaker.state``).
+- one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``, kind
+  ``INTERNAL``: the agent runs in this process), its children:
+- one ``chat {model}`` span per model request (kind ``CLIENT``; ``gen_ai.request.model``,
+  ``gen_ai.response.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``);
+- one ``execute_tool {name}`` span per dispatch attempt of a tool call (kind ``INTERNAL``;
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``,
+  ``loopnb.recovery.ceiling``, ``loopnb.breaker.state``).
 
 Errors are recorded as the conventions' "Recording Errors" says: an operation that failed has
 status ``ERROR`` and ``error.type``; an error handled so that the enclosing operation goes on is
@@ -21,14 +22,16 @@ status description. A failed model request is a ``chat`` span with status ``ERRO
 ``error.type`` ``ModelUnavailable`` (and ``http.response.status_code`` when it had one); a final
 answer the run turned down is not a failed request: its ``chat`` span stays unset.
 
-Every tool and agent span carries ``loopnb.channel`` (ok / soft / hard: what reached the model)
-and, when not ok, ``loopnb.producer``; the text the model read is the attribute
-``loopnb.error_text`` (an attempt the model never read keeps its own text there too, with
-``loopnb.recovery.decision``), never an exception event. ``error.type`` is a producer or a class
-name from a small fixed set, never part of a failure's text (a server's refusal may quote the key
-it refused). Every text leaves through the recorder's default redactor, as a saved recording's
-does: span names, attributes, tools' and models' names too (a model chooses the names it calls; a
-model's name may be a proxy's URL).
+Every tool and agent span carries ``loopnb.channel`` (ok / soft / hard: what reached the model) and,
+when not ok, ``loopnb.producer``; the text the model read is the attribute ``loopnb.error_text`` (an
+attempt the model never read keeps its own text there too, with ``loopnb.recovery.decision``: its
+channel is ``ok`` when the call was dispatched again, ``hard`` when the ceiling refused the retry
+and the run ended on it), never an exception event. ``error.type`` is a producer or a class name
+from a small fixed set, never part of a failure's text (a server's refusal may quote the key it
+refused). Every text leaves through the recorder's default redactor, as a saved recording's does:
+span names, attributes, tools' and models' names too (a model chooses the names it calls; a model's
+name may be a proxy's URL). With a ``meter_provider``, each span that ends adds its figures to the
+conventions' GenAI metrics (``_metrics``).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from loopnb.foreign._otlp_profile import (
     ERROR_TEXT,
     PRODUCER,
 )
+from loopnb.otel._metrics import Meters
 
 MODEL_ERROR = "ModelUnavailable"
 """``error.type`` of a failed model request: ``ModelFailed`` keeps a failure's free text, not its
@@ -99,13 +103,22 @@ class Exporter:
             global provider when ``None``.
         agent: The agent's name on the run spans (``gen_ai.agent.name``).
         redact: Pass every text through loopnb's default redactor before it leaves (default).
+        meter_provider: Where the GenAI metrics of the same spans go (each run's, model request's
+            and tool call's duration, and the tokens: ``_metrics``); none when ``None``.
 
     ``engine.subscribe(Exporter(tracer_provider=provider))``, or
     ``NotebookRunner(engine, export=provider)``. Nothing the exporter or the SDK raises reaches
     the run: the engine contains an observer's failure.
     """
 
-    def __init__(self, tracer_provider: Any = None, *, agent: str = "loopnb", redact: bool = True) -> None:
+    def __init__(
+        self,
+        tracer_provider: Any = None,
+        *,
+        agent: str = "loopnb",
+        redact: bool = True,
+        meter_provider: Any = None,
+    ) -> None:
         try:
             from opentelemetry import trace
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -121,6 +134,12 @@ class Exporter:
         self._redact: Redactor | None = DEFAULT_REDACTOR if redact else None
         self._runs: dict[str, _Run] = {}
         self.provider = tracer_provider
+        meters = (
+            None
+            if meter_provider is None
+            else Meters(meter_provider, agent=self._text(agent), version=__version__)
+        )
+        self._meters = meters
 
     def _text(self, text: str) -> str:
         return self._redact(text) if self._redact is not None else text
@@ -161,12 +180,14 @@ class Exporter:
                 pass
 
     def _decided(self, e: RecoveryDecided) -> None:
-        """A recovery decision: the ceiling the strategy was given; a retried attempt goes unread."""
+        """A recovery decision: the ceiling the strategy was given, and on the attempt it retries,
+        the decision (that attempt ends unread when the call is dispatched again, or with the turn's
+        channel if the run ends first: the ceiling refused the retry)."""
         run = self._runs.get(e.run_id)
         if run is not None:
             run.ceiling = e.max_attempts
             if e.decision == "retry" and e.call_id in run.failed:
-                self._unread(run, e.call_id, "ok", decision="retry")
+                run.failed[e.call_id][0].set_attribute(DECISION, "retry")
 
     def _returned(self, e: SoftErrorReturned) -> None:
         """A soft error the model read: a final answer turned down (no call), or a call's result."""
@@ -181,7 +202,7 @@ class Exporter:
         if run is not None:
             for call_id in list(run.failed):
                 self._unread(run, call_id, e.channel, producer=e.producer)
-            _end_reply(run)
+            self._end_reply(run)
             run.breakers = dict(e.breakers)
             run.channels[e.channel] += 1
 
@@ -212,10 +233,12 @@ class Exporter:
         self._runs[e.run_id] = _Run(span, self._trace.set_span_in_context(span))
 
     def _child(self, run: _Run, name: str, start: float, end: float, attributes: dict[str, Any]) -> Any:
+        # the conventions' kinds: a model request is a CLIENT span, a tool's execution INTERNAL
+        tool = attributes["gen_ai.operation.name"] == "execute_tool"
         span = self.tracer.start_span(
             self._text(name),
             context=run.context,
-            kind=self._trace.SpanKind.CLIENT,
+            kind=self._trace.SpanKind.INTERNAL if tool else self._trace.SpanKind.CLIENT,
             start_time=_ns(start),
             attributes=self._clean(attributes),
         )
@@ -244,7 +267,7 @@ class Exporter:
             attributes["loopnb.tool_calls"] = [c.name for c in reply.tool_calls]
         else:
             attributes["gen_ai.response.finish_reasons"] = ["stop"]
-        _end_reply(run)
+        self._end_reply(run)
         run.reply = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
 
     def _rejected(self, e: SoftErrorReturned) -> None:
@@ -272,7 +295,7 @@ class Exporter:
             attributes["http.response.status_code"] = e.status
         span, end = self._child(run, f"chat {e.model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))  # error.type says which
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _dispatched(self, e: ToolDispatched) -> None:
         run = self._runs.get(e.run_id)
@@ -300,7 +323,7 @@ class Exporter:
         if result.is_error:  # its channel once it is known whether the model reads it
             run.failed[result.call_id] = (span, end, e)
         else:
-            span.end(end_time=end)
+            self._end(span, end)
 
     def _read(self, e: SoftErrorReturned) -> None:
         """The model reads a call's error: on its last attempt's span, exactly the text it read."""
@@ -310,7 +333,7 @@ class Exporter:
         span, end, _ = run.failed.pop(e.call_id)
         span.set_attributes(self._clean({CHANNEL: "soft", PRODUCER: e.producer, ERROR_TEXT: e.text}))
         self._error(span, e.producer)
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _error(self, span: Any, error_type: str) -> None:
         """A failed operation as "Recording Errors" says: status ERROR and ``error.type`` (a
@@ -318,25 +341,15 @@ class Exporter:
         span.set_attribute("error.type", error_type)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
 
-    def _unread(
-        self,
-        run: _Run,
-        call_id: str,
-        channel: str,
-        *,
-        decision: str | None = None,
-        producer: str | None = None,
-    ) -> None:
+    def _unread(self, run: _Run, call_id: str, channel: str, *, producer: str | None = None) -> None:
         """A failed attempt the model never read (retried, or the run ended first), ended as such."""
         span, end, e = run.failed.pop(call_id)
         attributes: dict[str, Any] = {CHANNEL: channel, ERROR_TEXT: e.result.content}
         if channel != "ok" and producer is not None:
             attributes[PRODUCER] = producer
-        if decision is not None:
-            attributes[DECISION] = decision
         span.set_attributes(self._clean(attributes))
         self._error(span, e.result.producer or "tool_error")  # the attempt failed, read or not
-        span.end(end_time=end)
+        self._end(span, end)
 
     def _finished(self, e: RunFinished) -> None:
         run = self._runs.pop(e.run_id, None)
@@ -344,7 +357,7 @@ class Exporter:
             return
         for call_id in list(run.failed):
             self._unread(run, call_id, "hard" if e.outcome == "hard" else "ok", producer=e.producer)
-        _end_reply(run)
+        self._end_reply(run)
         span = run.span
         span.set_attribute(CHANNEL, e.outcome)
         span.set_attribute("loopnb.turns", e.turns)
@@ -362,54 +375,28 @@ class Exporter:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         elif e.output is not None:
             span.set_attribute("loopnb.output", self._text(e.output))
-        span.end(end_time=_ns(e.at))
+        self._end(span, _ns(e.at))
+
+    def _end(self, span: Any, end: int | None = None) -> None:
+        """End ``span`` (at ``end`` ns, else now) and add it to the metrics."""
+        span.end(end_time=end)
+        if self._meters is not None:
+            self._meters.ended(span)
+
+    def _end_reply(self, run: _Run) -> None:
+        if run.reply is not None:
+            span, end = run.reply
+            run.reply = None
+            self._end(span, end)
 
     def close(self) -> None:
         """End the spans of runs still open (a run cut off mid-way), unset, and flush the provider."""
         for run in self._runs.values():
             for call_id in list(run.failed):
                 self._unread(run, call_id, "ok")
-            _end_reply(run)
-            run.span.end()
+            self._end_reply(run)
+            self._end(run.span)
         self._runs.clear()
         flush = getattr(self.provider, "force_flush", None)
         if flush is not None:
             flush()
-
-
-def _end_reply(run: _Run) -> None:
-    if run.reply is not None:
-        span, end = run.reply
-        run.reply = None
-        span.end(end_time=end)
-
-
-def http_provider(url: str) -> Any:
-    """A ``TracerProvider`` sending spans over OTLP/HTTP to ``url`` (e.g. ``http://127.0.0.1:4318/v1/traces``;
-    a base URL gets ``/v1/traces``). Needs ``opentelemetry-exporter-otlp-proto-http`` (``loopnb[otel]``)."""
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("OTLP export needs the OpenTelemetry SDK: pip install 'loopnb[otel]'") from exc
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"an OTLP/HTTP endpoint is an http(s) URL, got {url!r}")
-    endpoint = url if url.rstrip("/").endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
-    provider = TracerProvider(resource=Resource.create({"service.name": "loopnb"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    return provider
-
-
-def exporter_for(target: Any) -> Exporter:
-    """An ``Exporter`` for ``target``: an ``Exporter`` itself, a ``TracerProvider``, or an OTLP/HTTP URL."""
-    if isinstance(target, Exporter):
-        return target
-    if isinstance(target, str):
-        return Exporter(tracer_provider=http_provider(target))
-    if hasattr(target, "get_tracer"):
-        return Exporter(tracer_provider=target)
-    raise TypeError(
-        f"export= takes an otel.Exporter, a TracerProvider or an OTLP/HTTP URL, got {type(target).__name__}"
-    )

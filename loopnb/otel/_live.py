@@ -14,12 +14,15 @@ from what the reader keeps (the next request's messages, the tool spans not yet 
 a span costs does not grow with the run, and no turn is emitted twice or differently from
 ``loopnb.from_otel(spans)``.
 
-What the whole trace may still change is kept as it was first emitted: the ``RunStarted``,
-written with the models, tools and system prompt of the requests seen by then (a later request
-that offers more adds nothing), and, in a trace where model requests outside any agent span come
-before an agent run, that agent run's id (the first one emitted keeps the trace's id; no id is
-used twice). Runs of one trace (an agent called from another's tool) are emitted as each turn
-is final, so their events interleave in the recorder where the reader lists run after run.
+What the whole trace may still change is kept as it was first emitted: the ``RunStarted``, written
+with the models, tools and system prompt of the requests seen by then (a later request that offers
+more adds nothing), and, in a trace where model requests outside any agent span come before an agent
+run, that agent run's id (the first one emitted keeps the trace's id; no id is used twice). A turn
+is written while its agent span is open, so a failed tool call the run went on from reads as handled
+(``otlp:ERROR:handled``); only a run span that then ends ``ERROR`` with that tool's own error, or no
+class (nothing tells them apart), makes ``from_otel`` say ``otlp:ERROR`` instead. Runs of one trace
+(an agent called from another's tool) are emitted as each turn is final, so their events interleave
+in the recorder where the reader lists run after run.
 
 A span that never ends (a crashed agent, a leaked span) would hold its run's turns and its trace
 forever, so what is kept is bounded: ``max_open`` spans open at once (past it, the one that started
