@@ -81,35 +81,43 @@ def checked_errors(errors: str) -> None:
 WARNED = 10
 """How many skipped items of one file are each a warning of their own; the rest are counted in one."""
 
+SKIPPED = "skipped, the rest is read (meta['unread'] lists it)"
+"""What a warning of a skipped item says was done, unless the reader says more."""
+
 
 class Unread:
     """What a reader could not read of one file (or of objects in memory), item by item.
 
     ``skip`` is called once per span, message, event, sample or checkpoint that cannot be read:
-    with ``errors="raise"`` it raises that item's ``RecordingError``; with ``"warn"`` it warns
-    (a ``RecordingWarning`` naming the file, the item and why) and lists the item in ``items``,
-    which the recording keeps as ``meta["unread"]`` (``{"where": ..., "why": ...}`` each). The
-    reader goes on without the item: the turn it belonged to keeps what could be read.
+    with ``errors="raise"`` it raises that item's ``RecordingError``; with ``"warn"`` it lists the
+    item in ``items``, which the recording keeps as ``meta["unread"]`` (``{"where": ..., "why":
+    ...}`` each), and ``meta()`` warns of each (a ``RecordingWarning`` naming the file, the item
+    and why) once the file is read. The reader goes on without the item: the turn it belonged to
+    keeps what could be read. A file of which nothing could be read is a ``RecordingError``
+    (``nothing_read``), with no warnings beside it.
 
     Args:
         errors: ``"warn"`` or ``"raise"``.
         path: The file read (``None`` for objects in memory).
     """
 
-    __slots__ = ("_seen", "errors", "items", "path")
+    __slots__ = ("_left", "_seen", "errors", "items", "path")
 
     def __init__(self, errors: Errors = "raise", path: Path | None = None) -> None:
         checked_errors(errors)
         self.errors = errors
         self.path = path
         self.items: list[dict[str, str]] = []
+        self._left: list[str] = []
         self._seen: set[tuple[str, str]] = set()
 
-    def skip(self, where: str, why: str | Exception, *, error: Exception | None = None) -> None:
+    def skip(
+        self, where: str, why: str | Exception, *, error: Exception | None = None, left: str = SKIPPED
+    ) -> None:
         """Skip the item ``where`` (``"message 3"``, ``"span 1f2e 'chat'"``) that cannot be read
         for ``why``: a text, or the error the reader made of it (its text, less a leading
         ``where``, is the why). With ``"raise"``, ``error`` is raised (default: ``why``'s error,
-        or a ``RecordingError`` saying where and why)."""
+        or a ``RecordingError`` saying where and why). ``left``: what the warning says was done."""
         if isinstance(why, Exception):
             text = getattr(why, "reason", None) or str(why)
             if text.startswith(where) and text != where:
@@ -118,16 +126,10 @@ class Unread:
             text = why
         if self.errors == "raise":
             self._raise(where, text, error or why)
-        if (where, text) in self._seen:  # the same damage met again (a value read twice)
-            return
-        self._seen.add((where, text))
-        self.items.append({"where": where, "why": text})
-        if len(self.items) <= WARNED:
-            warnings.warn(
-                f"{self._named(where)}: {text}; skipped, the rest is read (meta['unread'] lists it)",
-                RecordingWarning,
-                stacklevel=_outside(),
-            )
+        if (where, text) not in self._seen:  # the same damage met again (a value read twice) is one
+            self._seen.add((where, text))
+            self.items.append({"where": where, "why": text})
+            self._left.append(left)
 
     def _raise(self, where: str, text: str, why: str | Exception) -> NoReturn:
         if not isinstance(why, Exception):
@@ -136,16 +138,19 @@ class Unread:
             raise RecordingError(why.reason, path=self.path, line=why.line) from why
         raise why
 
-    def _named(self, where: str) -> str:
-        return where if self.path is None else f"{self.path}: {where}"
-
     def meta(self) -> list[dict[str, str]]:
-        """``items``, for ``meta["unread"]``; a warning counting the items skipped past ``WARNED``."""
+        """``items``, for ``meta["unread"]``, once each has been warned of (past ``WARNED`` of
+        them, one warning counts the rest)."""
+        named = "" if self.path is None else f"{self.path}: "
+        for item, left in zip(self.items[:WARNED], self._left, strict=False):
+            warnings.warn(
+                f"{named}{item['where']}: {item['why']}; {left}", RecordingWarning, stacklevel=_outside()
+            )
         more = len(self.items) - WARNED
         if more > 0:
             warnings.warn(
-                f"{self.path or 'in memory'}: {more} more items could not be read and were skipped "
-                "(meta['unread'] lists every one)",
+                f"{named}{more} more items could not be read and were skipped (meta['unread'] lists "
+                "every one)",
                 RecordingWarning,
                 stacklevel=_outside(),
             )
@@ -153,7 +158,9 @@ class Unread:
 
     def nothing_read(self, what: str) -> RecordingError:
         """The error for a file none of whose ``what`` (``"messages"``, ``"spans"``) could be
-        read: how many were skipped, and the first one's where and why."""
+        read: the one item's where and why, or how many were skipped and the first's."""
+        if len(self.items) == 1:
+            return RecordingError(f"{self.items[0]['where']}: {self.items[0]['why']}", path=self.path)
         first = self.items[0] if self.items else {"where": "", "why": "nothing"}
         return RecordingError(
             f"nothing readable: none of its {what} could be read ({len(self.items)} skipped; the "

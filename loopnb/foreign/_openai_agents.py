@@ -116,12 +116,14 @@ class _Run:
         self.outer = [s for s in self.spans if s.kind in ("agent", "task")]
         self.turns = turns_of(self.spans)
         self.seen: dict[str, str] = {}
+        none: dict[str, str] = {}
         for span in self.spans:
-            self.seen.update(self._read(span, functools.partial(read_back, (span,)), {}))
+            self.seen.update(self._read(span, functools.partial(read_back, (span,)), none))
         tools: dict[str, None] = {}
+        nameless: list[str] = []
         for agent in self.agents:
-            tools.update(dict.fromkeys(self._read(agent, functools.partial(agent.names, "tools"), [])))
-            handoffs = self._read(agent, functools.partial(agent.names, "handoffs"), [])
+            tools.update(dict.fromkeys(self._read(agent, functools.partial(agent.names, "tools"), nameless)))
+            handoffs = self._read(agent, functools.partial(agent.names, "handoffs"), nameless)
             tools.update(dict.fromkeys(map(handoff_tool, handoffs)))
         self.tools = tuple(tools)
 
