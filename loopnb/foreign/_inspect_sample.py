@@ -225,7 +225,7 @@ class SampleReader:
                 else None
             )
             if not ev.get("error"):
-                self._reply(ev, where)
+                self._reply(ev, where, at)
         elif self.turn is not None:
             call_id = str(expect(ev.get("id"), str, f"{where}.id"))
             self.waiting.pop(call_id, None)
@@ -280,7 +280,8 @@ class SampleReader:
             LIMITS.get(kind, "source_error"), said, at=end, source_status=status(NAME, f"{kind}_limit")
         )
 
-    def _reply(self, ev: dict[str, Any], where: str) -> None:
+    def _reply(self, ev: dict[str, Any], where: str, start: float | None) -> None:
+        """The model's answer of model event ``ev`` (``start``: its time, already read)."""
         assert self.turn is not None
         output = expect(ev.get("output") or {}, dict, f"{where}.output")
         choices = expect(output.get("choices") or [{}], list, f"{where}.output.choices")
@@ -296,7 +297,6 @@ class SampleReader:
             )
             calls.append(ToolCall(name, args if isinstance(args, dict | str) else {}, id=call_id))
         usage = output.get("usage")
-        start = _time(ev.get("timestamp"), f"{where}.timestamp")
         model = ev.get("model") or output.get("model")
         self.turn.reply(
             self.text(message.get("content")) or None,

@@ -11,11 +11,10 @@ the table: an unknown tool is ``not_advertised``, arguments it could not invoke 
 ``invalid_arguments``; either under ``status="success"`` (older ``ToolNode``s set no status) is
 ``langgraph:success`` (``soft_shown_as_success``).
 
-What the database's damage gets is listed in ``_langgraph_db``; a thread whose latest checkpoint
-cannot be read is read from the latest that can, and its end is unknown. In the messages, a thread
-with none loads with a ``RecordingWarning``, and token counts that are not counts go to
-``Unread.skip`` (read as no usage). A thread that stops with nothing pending to say why does not
-say why the run stopped (``unanswered``), and is read so.
+What the database's damage gets is listed in ``_langgraph_db``: a thread whose latest checkpoint
+cannot be read is read up to the latest that can, its end unknown (``unanswered``, as a thread that
+stops with nothing pending to say why). A thread with no messages loads with a ``RecordingWarning``;
+token counts that are not counts go to ``Unread.skip`` (read as no usage).
 """
 
 from __future__ import annotations
@@ -89,11 +88,8 @@ def read(path: Path, unread: Unread | None = None) -> Recording:
     if not events:
         raise unread.nothing_read("checkpoints")
     known = sorted(str(v) for v in versions if v is not None)
-    meta = {
-        "source": {"format": NAME, "version": f"checkpoint v{known[-1]}" if known else None},
-        "unread": unread.meta(),
-    }
-    return Recording.from_events(events, meta=meta, path=path)
+    source = {"format": NAME, "version": f"checkpoint v{known[-1]}" if known else None}
+    return Recording.from_events(events, meta={"source": source, "unread": unread.meta()}, path=path)
 
 
 def message(obj: Any) -> _Message | None:
@@ -256,7 +252,8 @@ def _producer(text: str, said: str) -> SoftProducer | None:
 
 def _latest(thread: Thread, unread: Unread) -> tuple[Checkpoint, dict[str, Any]] | None:
     """The thread's latest checkpoint that can be read, and its channel values (each later one
-    goes to ``unread``); ``None`` when none can be."""
+    goes to ``unread``); ``None`` when none can be. A thread read from an earlier checkpoint than
+    its last went on past what can be read (checkpoint ids sort by time: uuid6)."""
     path = unread.path or Path()
     for latest in reversed(thread.checkpoints):
         where = f"thread {thread.thread_id}, checkpoint {latest.id}"
@@ -277,7 +274,7 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
     if found is None:
         return []
     latest, values = found
-    cut = latest is not thread.checkpoints[-1]  # the thread went on past what can be read
+    cut = latest is not thread.checkpoints[-1] or any(cid > latest.id for cid in thread.unread)
     where = f"thread {thread.thread_id}, checkpoint {latest.id}"
     channel, msgs = _messages(values)
     settings: dict[str, Any] = {"thread_id": thread.thread_id}

@@ -39,16 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.foreign._formats import Unread
-from loopnb.foreign._langgraph_sqlite import (
-    CHECKPOINTS,
-    WRITES,
-    Budget,
-    budget_for,
-    connect,
-    query,
-    select,
-    stored,
-)
+from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, select, stored
 from loopnb.record import RecordingError, RecordingWarning
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0
@@ -107,6 +98,8 @@ class Thread:
     thread_id: str
     checkpoints: list[Checkpoint] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    """The ids of its checkpoints that could not be read."""
 
 
 _MSGPACK: list[Any] = []
@@ -315,13 +308,14 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
     odd: list[str] = []
     try:
         columns = stored(conn, budget, "checkpoints", path)
-        sql = select("checkpoints", columns, CHECKPOINTS, path) + " ORDER BY thread_id, checkpoint_id"
+        sql = select("checkpoints", columns, path) + " ORDER BY thread_id, checkpoint_id"
         for thread_id, cid, parent, kind, blob in query(conn, budget, sql):
             where = f"thread {thread_id}, checkpoint {cid}"
             try:
                 ts, version = _header(kind, blob, where, path)
             except RecordingError as exc:
                 unread.skip(where, exc)
+                found.setdefault(str(thread_id), Thread(str(thread_id))).unread.append(str(cid))
                 continue
             if isinstance(version, bool) or not isinstance(version, int | float | str):
                 version = None
@@ -330,7 +324,7 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
                 odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + _shown(ts)}")
             versions.add(version)
             found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
-        if not found and unread.items:
+        if not any(t.checkpoints for t in found.values()) and unread.items:
             raise unread.nothing_read("checkpoints")
         if not found:
             raise RecordingError("no checkpoint in the root namespace: nothing to read", path=path)
@@ -356,7 +350,10 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
             f"{len(odd)} checkpoint(s) without a readable time: {odd[0]}{more}, where ts should be an "
             "ISO 8601 time; the turns they made have no time of their own",
         )
-    ordered = sorted(found.values(), key=lambda t: (t.checkpoints[0].ts or 0.0, t.checkpoints[0].id))
+    ordered = sorted(
+        (t for t in found.values() if t.checkpoints),
+        key=lambda t: (t.checkpoints[0].ts or 0.0, t.checkpoints[0].id),
+    )
     return ordered, versions
 
 
@@ -373,7 +370,7 @@ def _writes(
     """Each thread's writes; one that cannot be read goes to ``unread``."""
     path = unread.path or Path()
     try:
-        sql = select("writes", columns, WRITES, path)
+        sql = select("writes", columns, path)
     except RecordingError as exc:  # another table of that name
         _warn(path, f"{exc.reason}: {_POORER}")
         return

@@ -138,20 +138,22 @@ def stored(conn: sqlite3.Connection, budget: Budget, table: str, path: Path) -> 
     return columns
 
 
-CHECKPOINTS = ("thread_id", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint")
-"""The columns of ``checkpoints`` read."""
-WRITES = ("thread_id", "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "value")
-"""The columns of ``writes`` read."""
+READ = {
+    "checkpoints": ("thread_id", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint"),
+    "writes": ("thread_id", "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "value"),
+}
+"""The columns read of each table, in the order ``select`` gives them."""
 DEFAULTS = {"task_path": "''", "parent_checkpoint_id": "NULL"}
 """What a column some layouts lack reads as (an SQL literal): ``task_path`` came with
 langgraph-checkpoint-sqlite 3.1.2, whose ``setup`` adds it to an older database unless that one
 is read-only."""
 
 
-def select(table: str, columns: set[str], wanted: tuple[str, ...], path: Path) -> str:
-    """The ``SELECT`` of ``wanted`` from ``table`` (of ``columns``), a column it lacks read as its
-    default, in the root namespace (all rows, where there are no namespaces); a ``RecordingError``
-    when it lacks one that has no default (not ``SqliteSaver``'s table)."""
+def select(table: str, columns: set[str], path: Path) -> str:
+    """The ``SELECT`` of the columns ``READ`` of ``table`` (which has ``columns``), a column it
+    lacks read as its default, in the root namespace (all rows, where there are no namespaces);
+    a ``RecordingError`` when it lacks one that has no default (not ``SqliteSaver``'s table)."""
+    wanted = READ[table]
     lacking = [name for name in wanted if name not in columns and name not in DEFAULTS]
     if lacking:
         raise RecordingError(

@@ -271,16 +271,19 @@ def _value(obj: Any, where: str, unread: Unread, decoded: Decoded) -> None:
 
 
 def _whole(text: str, path: Path) -> Any:
-    """``text`` as one JSON value; ``_SEVERAL`` when more follow the first (JSON Lines)."""
+    """``text`` as one JSON value; ``_SEVERAL`` when more follow the first (JSON Lines), or when
+    it is not JSON and another line opens a value (the values are then read one by one)."""
     try:
         return json.loads(text)
     except RecursionError as exc:
-        raise RecordingError("JSON nested too deeply to be spans", path=path) from exc
+        if _OPENS.search(text) is None:
+            raise RecordingError("JSON nested too deeply to be spans", path=path) from exc
     except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
+        if exc.msg != "Extra data" and _OPENS.search(text) is None:
             raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
     except ValueError as exc:  # an integer past Python's limit on digits
-        raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
+        if _OPENS.search(text) is None:
+            raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
     return _SEVERAL
 
 

@@ -12,15 +12,17 @@ A shape the reader relies on that is not pydantic-ai's is never guessed at: it g
 ``Unread.skip`` naming the message and part and what was expected (skipped with a warning, or a
 ``RecordingError`` with ``errors="raise"``). A message that is not an object with a ``parts`` list
 and a ``kind`` is skipped; so is a part that is not an object, or whose ``outcome`` is not a
-string, whose ``retry`` is not an object (or its ``cause`` not a string), or, for a text or system
-prompt part, whose ``content`` is not a string; a ``usage`` that is not an object or holds a
-token count that is not a whole number from 0 to 2**63 - 1 (``token_problem``), and a timestamp
-that is not ISO 8601, are left out of a message read without them.
+string, whose ``retry`` is not an object (or its ``cause`` not a string, its ``attempt`` or
+``max_retries`` not a whole number), or, for a text or system prompt part, whose ``content`` is
+not a string; a ``usage`` that is not an object or holds a token count that is not a whole number
+from 0 to 2**63 - 1 (``token_problem``), and a timestamp that is not ISO 8601, are left out of a
+message read without them.
 """
 
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -300,6 +302,10 @@ def _shape_problem(part: Any) -> str | None:
         return f'"retry": expected an object, found {type(retry).__name__}'
     if retry is not None and not isinstance(retry.get("cause"), str | None):
         return f'"retry.cause": expected a string, found {type(retry["cause"]).__name__}'
+    for key in ("attempt", "max_retries") if retry is not None else ():
+        count = retry.get(key)
+        if count is not None and (type(count) is not int or not 0 <= count < 2**63):
+            return f'"retry.{key}": expected a whole number of retries, found {reprlib.repr(count)}'
     if part.get("part_kind") in _TEXTS and not isinstance(content, str | None):
         return f'"content": expected a string (the text), found {type(content).__name__}'
     return None
