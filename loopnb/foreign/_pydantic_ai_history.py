@@ -302,8 +302,8 @@ def _shape_problem(part: Any) -> str | None:
         return f'"retry": expected an object, found {type(retry).__name__}'
     if retry is not None and not isinstance(retry.get("cause"), str | None):
         return f'"retry.cause": expected a string, found {type(retry["cause"]).__name__}'
-    for key in ("attempt", "max_retries") if retry is not None else ():
-        count = retry.get(key)
+    for key in ("attempt", "max_retries"):
+        count = None if retry is None else retry.get(key)
         if count is not None and (type(count) is not int or not 0 <= count < 2**63):
             return f'"retry.{key}": expected a whole number of retries, found {reprlib.repr(count)}'
     if part.get("part_kind") in _TEXTS and not isinstance(content, str | None):
