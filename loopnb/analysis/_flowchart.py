@@ -4,6 +4,7 @@ The chart is the one in ``spec/soft-and-hard-errors.md``::
 
     failed -> adapt? -yes-> soft -> model -> next -> watch -repeated-> hard2 -> finalize
                      -no--> hard ---------------------------------------------^
+                            soft -retried to the ceiling-> watch  (the model never read it)
                                             next -recovered-> ok
 
 A turn lights one path, chosen by its channel, its producer and whether the turn before it in
@@ -59,6 +60,7 @@ EDGES: tuple[Edge, ...] = (
     Edge("soft-model", "soft", "model"),
     Edge("model-next", "model", "next"),
     Edge("next-watch", "next", "watch"),
+    Edge("soft-watch", "soft", "watch", "recovery retried it to the ceiling"),
     Edge("next-ok", "next", "ok", "model recovered on its own"),
     Edge("watch-hard2", "watch", "hard2", "repeated past a threshold"),
     Edge("adapt-hard", "adapt", "hard", "no: nothing to adapt to"),
@@ -74,12 +76,15 @@ WATCH_STOPS: frozenset[str] = frozenset({"loop_detected", "user_input_required",
 
 SELF_WATCHED: frozenset[str] = frozenset({"tool_recovery_exhausted"})
 """Safety stops whose failures are in the stopping turn itself (the call recovery retried up to
-the ceiling): that turn goes the soft way up to the watchers before the watchers end the run."""
+the ceiling): the failures were soft tool errors, but the model never read them, so that turn goes
+from the soft channel straight to the watchers ("recovery retried it to the ceiling"), not through
+"the model reads the failure" and "next turn", before the watchers end the run."""
 
 _RECOVERED = ("next-ok",)
 _SOFT = ("failed-adapt", "adapt-soft", "soft-model", "model-next", "next-watch")
 _HARD = ("failed-adapt", "adapt-hard", "hard-finalize")
 _WATCH_HARD = ("watch-hard2", "hard2-finalize")
+_CEILING = ("failed-adapt", "adapt-soft", "soft-watch", *_WATCH_HARD)
 
 
 def path_of(channel: str, producer: str | None, *, after_soft: bool = False) -> tuple[str, ...]:
@@ -88,8 +93,9 @@ def path_of(channel: str, producer: str | None, *, after_soft: bool = False) -> 
     An ``ok`` turn right after a soft one (``after_soft``) is "model recovered on its own"; any
     other ok turn lights nothing (nothing failed). A ``soft`` turn takes the soft branch up to the
     safety systems. A hard stop from a safety system (loop detector, convergence) goes
-    watch -> hard2 -> finalize, and the recovery ceiling's turn first takes the soft branch (its
-    failed attempts were soft tool errors that recovery retried). Every other hard error
+    watch -> hard2 -> finalize, and the recovery ceiling's turn reaches the watchers from the soft
+    channel (its failed attempts were soft tool errors that recovery retried, none of them read by
+    the model). Every other hard error
     (cancelled, context, fallback) is "no: nothing to adapt to" -> hard -> finalize.
     """
     if channel == "ok":
@@ -98,7 +104,7 @@ def path_of(channel: str, producer: str | None, *, after_soft: bool = False) -> 
         return _SOFT
     if channel == "hard":
         if producer in SELF_WATCHED:
-            return _SOFT + _WATCH_HARD
+            return _CEILING
         return _WATCH_HARD if producer in WATCH_STOPS else _HARD
     raise ValueError(f"path_of: unknown channel {channel!r}; expected ok, soft or hard")
 
@@ -117,7 +123,11 @@ class FlowCount:
       turn follows directly; an ok turn after an ok turn lights nothing;
     - a run that ended hard adds one to watch -> hard2 -> finalize when a safety system stopped it
       (``WATCH_STOPS``), else to adapt -> hard -> finalize (and failed -> adapt); the turn that hit
-      the recovery ceiling also takes the soft branch, as a soft turn does.
+      the recovery ceiling goes failed -> adapt -> soft -> watch ("recovery retried it to the
+      ceiling") -> hard2, never through "the model reads" or "next turn", which it did not reach.
+
+    What enters a box leaves it on the path of a turn that goes through it: soft -> (model | watch),
+    watch -> hard2 for the stopping turn.
     """
 
     __slots__ = ("_hard", "_soft", "counts")

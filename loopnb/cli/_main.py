@@ -275,28 +275,34 @@ def _unknown_format(command: str, name: str | None) -> bool:
     return True
 
 
-def _audit(args: argparse.Namespace, out: TextIO) -> int:
+_DOING = {"audit": "auditing", "compare": "comparing", "convert": "converting"}
+
+
+def _reading(command: str, args: argparse.Namespace) -> Any:
+    """The commands that read recordings (``loopnb.cli._commands``, pandas behind it), once
+    ``--format`` is checked; ``None`` when the command cannot run (said on stderr: exit 2)."""
     try:
-        from loopnb.cli._commands import audit_command
+        from loopnb.cli import _commands
     except ImportError as exc:
-        print(f"loopnb audit: auditing is unavailable ({exc})", file=sys.stderr)
+        print(f"loopnb {command}: {_DOING[command]} is unavailable ({exc})", file=sys.stderr)
+        return None
+    return None if _unknown_format(command, args.format) else _commands
+
+
+def _audit(args: argparse.Namespace, out: TextIO) -> int:
+    commands = _reading("audit", args)
+    if commands is None:
         return 2
-    if _unknown_format("audit", args.format):
-        return 2
-    code: int = audit_command(args.paths, out=out, width=args.width, format=args.format)
+    code: int = commands.audit_command(args.paths, out=out, width=args.width, format=args.format)
     return code
 
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        from loopnb.cli._commands import compare_command
-    except ImportError as exc:
-        print(f"loopnb compare: comparing is unavailable ({exc})", file=sys.stderr)
-        return 2
-    if _unknown_format("compare", args.format):
+    commands = _reading("compare", args)
+    if commands is None:
         return 2
     labels = tuple(args.labels) if args.labels else ("a", "b")
-    code: int = compare_command(
+    code: int = commands.compare_command(
         args.a, args.b, runs=args.run or (), labels=(labels[0], labels[1]), context=args.context,
         html=args.html, out=out, width=args.width, format=args.format,
     )  # fmt: skip
@@ -304,14 +310,10 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        from loopnb.cli._commands import convert_command
-    except ImportError as exc:
-        print(f"loopnb convert: converting is unavailable ({exc})", file=sys.stderr)
+    commands = _reading("convert", args)
+    if commands is None:
         return 2
-    if _unknown_format("convert", args.format):
-        return 2
-    code: int = convert_command(args.src, args.dst, out=out, format=args.format)
+    code: int = commands.convert_command(args.src, args.dst, out=out, format=args.format)
     return code
 
 

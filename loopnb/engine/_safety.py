@@ -184,12 +184,13 @@ class LoopWatch(SafetyWatch):
         if streak is None:
             return None
         text, count, _ = streak
+        repeats = count + 1  # this call is one of them: the 6th ends the run, as the README says
         if count >= self.detector.stop_after:
-            return SafetySignal("stop", detection_text(call_key(call), count, text), count + 1)
+            return SafetySignal("stop", detection_text(call_key(call), repeats, text), repeats)
         if count >= self.detector.warn_after:
-            streaks[key] = (text, count + 1, self.calls)
+            streaks[key] = (text, repeats, self.calls)
             streaks.move_to_end(key)
-            return SafetySignal("refuse", detection_text(call_key(call), count, text), count + 1)
+            return SafetySignal("refuse", detection_text(call_key(call), repeats, text), repeats)
         return None
 
     def after_result(self, call: ToolCall, result: ToolResult) -> None:

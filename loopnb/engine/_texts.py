@@ -113,7 +113,8 @@ def refusal_text(detection: str) -> str:
 
 
 def detection_text(key: str, count: int, text: str) -> str:
-    """The loop detector's finding: the call (``key``) repeated ``count`` times failing as ``text``."""
+    """The loop detector's finding: the call (``key``) made ``count`` times in a row, this one
+    included, the others failing as ``text`` (the count the view and the audit show too)."""
     failure = text if len(text) <= 200 else text[:197] + "..."
     return (
         f"loop detected: {key} is being repeated ({count} identical calls in a row) "

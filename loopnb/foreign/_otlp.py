@@ -62,6 +62,7 @@ MARKS: dict[str, Mark] = {
     "UNSET": "ok",
     "OK": "ok",
     "ERROR": "error",
+    "ERROR:handled": "retry",
     "soft": "retry",
     "missing": "missing",
     "output": "ok",
@@ -71,7 +72,9 @@ MARKS: dict[str, Mark] = {
     "unanswered": "ended",
 }
 """Every ``source_status`` this reader writes (after ``"otlp:"``) and what it means: a span's
-status code (on a call, and on a turn for its model request's span); ``soft`` for a call whose
+status code (on a call, and on a turn for its model request's span); ``ERROR:handled`` for a
+call whose tool span is ``ERROR`` under an agent span that is not (the conventions' mark of a
+failure the run handled: the source tells soft from hard); ``soft`` for a call whose
 span loopnb's own exporter marked as an error given back to the model; ``missing`` for a call
 with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded on the agent
 span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
@@ -319,7 +322,7 @@ class RunReader:
         responses = None if following is None else results_read(self._read(following)[0], wanted)
         offered = self._offered(chat)[0]
         for call, t in pairs:
-            write_result(turn, call, t, responses, later, offered, self.outputs, self.unread)
+            write_result(turn, call, t, responses, later, offered, self.outputs, agent, self.unread)
         rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
@@ -335,15 +338,19 @@ def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None
 
 
 def _error_text(span: Span) -> tuple[str, str]:
-    """An error span's exception class and the message that ended the run (saying plainly that
-    the trace does not say why, when the span says nothing more than its status)."""
+    """An error span's class (its ``error.type``, else its exception's) and the message that ended
+    the run (saying plainly that the trace does not say why, when the span says nothing more than
+    its status)."""
     exc = g.exception(span)
-    kind = (exc[0] if exc else "").rsplit(".", 1)[-1] or "Error"
+    typed = span.attributes.get("error.type")
+    kind = (typed if isinstance(typed, str) and typed else (exc[0] if exc else "")).rsplit(".", 1)[
+        -1
+    ] or "Error"
     if span.description:
         return kind, span.description
-    if exc is None:
+    if exc is None and not (isinstance(typed, str) and typed):
         return kind, f"span {span.name!r} is ERROR and says nothing more: {unexplained()}"
-    return kind, f"{kind}: {exc[1]}" if exc[1] else kind
+    return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind
 
 
 def _producer(kind: str, message: str) -> HardProducer | SourceProducer:

@@ -9,7 +9,7 @@ table read from what the span says; a call with no tool span is ``missing``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast, get_args
 
 from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
@@ -18,6 +18,8 @@ from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._formats import Unread
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._transcript import TurnWriter, status
+
+_SOFT: frozenset[str] = frozenset(get_args(SoftProducer))
 
 NAME = "otlp"
 ATTEMPT = "pydantic_ai.tool.retry.attempt"
@@ -73,6 +75,8 @@ def _soft(t: g.ToolSpan) -> SoftProducer:
     if own is not None:
         return own[0]
     a = t.span.attributes
+    if a.get("error.type") in _SOFT:  # the conventions' own words (MCP's tool_error), or loopnb's producers
+        return cast(SoftProducer, a["error.type"])
     cause = a.get("pydantic_ai.tool.retry.cause")
     if a.get("pydantic_ai.tool.failure_stage") == "validation" or cause == "validation_error":
         return "invalid_arguments"
@@ -124,10 +128,12 @@ def write_result(
     later: bool,
     offered: list[str] | None,
     outputs: set[str],
+    agent: Span | None,
     unread: Unread,
 ) -> None:
-    """Write what the model read for ``call``, and what the trace said of it (a retry counter
-    that cannot be read goes to ``unread``)."""
+    """Write what the model read for ``call``, and what the trace said of it (``agent``: the run's
+    agent span as known when the turn is written, open or ended, ``None`` when it has none; a
+    retry counter that cannot be read goes to ``unread``)."""
     read = responses.get(call.id) if responses is not None else None
     withheld = read is None and responses is not None and call.id in responses
     producer: SoftProducer | None = None
@@ -165,12 +171,22 @@ def write_result(
         text,
         name=call.name,
         producer=producer,
-        source_status=status(NAME, "soft" if own is not None else span.status),
+        source_status=status(NAME, "soft" if own is not None else _said(span, agent, later)),
         attempt=attempt,
         executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
         at=span.end,
         latency_ms=span_ms(span),
     )
+
+
+def _said(span: Span, agent: Span | None, later: bool) -> str:
+    """What a tool span's status says. ``ERROR`` under an agent span that is not ``ERROR`` (or that
+    went on to another model request) is a failure the run handled, as the GenAI conventions'
+    "Recording Errors" marks one: ``ERROR:handled``. ``ERROR`` with no agent span to tell, or under
+    an agent span that ended ``ERROR`` on this very turn, is the mark a run-ending failure has too."""
+    if span.status == "ERROR" and agent is not None and (agent.status != "ERROR" or later):
+        return "ERROR:handled"
+    return span.status
 
 
 def _attempt(span: Span, unread: Unread) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Literal, cast, get_args
 
 from loopnb.engine import Usage
 from loopnb.engine._errors import SoftProducer
-from loopnb.foreign._otlp_profile import ERROR_TEXT, PRODUCER, SOFT_ERROR
+from loopnb.foreign._otlp_profile import CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._otlp_values import Bad, describe, integer
 from loopnb.record import RecordingError
@@ -287,7 +287,14 @@ def loopnb_producer(span: Span) -> str | None:
 
 
 def loopnb_soft(span: Span) -> tuple[SoftProducer, str] | None:
-    """The soft error loopnb's exporter recorded on a span: its producer and the text the model read."""
+    """The soft error loopnb's exporter recorded on a span: its producer and the text the model read
+    (``loopnb.channel`` ``soft`` with ``loopnb.error_text``; before the third round, a
+    ``loopnb.soft_error`` event)."""
+    a = span.attributes
+    if a.get(CHANNEL) == "soft" and isinstance(a.get(ERROR_TEXT), str):
+        producer = loopnb_producer(span)
+        if producer in _SOFT:
+            return cast(SoftProducer, producer), a[ERROR_TEXT]
     for event in span.events:
         if event.name == SOFT_ERROR:
             producer = event.attributes.get(PRODUCER) or loopnb_producer(span)

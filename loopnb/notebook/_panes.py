@@ -87,7 +87,7 @@ class TimelinePane(ViewPane):
     name, frame, width = "timeline", "loopnb.Recording.turns", "64%"
 
     def draw(self, state: None, view: ViewState, selected: int | None) -> Html:
-        return timeline_svg(view.turns, None, selected=selected)
+        return timeline_svg(view.turns, None, selected=selected, simulated=view.run.simulated)
 
 
 class GaugePane(ViewPane):

@@ -24,7 +24,7 @@ from loopnb.notebook._page import REPORT_STYLE, page
 from loopnb.notebook._panes import Pane, checked_panes, drawn, folded
 from loopnb.notebook._replay import EventSource, events_of
 from loopnb.notebook._state import BreakerView, ReadView, TurnView, ViewState
-from loopnb.notebook._svg import flow_svg, gauge_svg
+from loopnb.notebook._svg import flow_svg, gauge_of_view, gauge_svg
 from loopnb.notebook._timeline import timeline_svg
 from loopnb.notebook._viewmodel import ViewModel, runs_of
 
@@ -206,9 +206,9 @@ def _section(index: int, run_id: str, state: ViewState) -> Html:
         run_cut=esc(run_id, NAME_LIMIT),
         status=_status(state),
         flow=flow_svg(state),
-        gauge=gauge_svg(state.gauge),
+        gauge=_last_gauge(state),
         board=_board(state),
-        timeline=timeline_svg(state.turns, anchor),
+        timeline=timeline_svg(state.turns, anchor, simulated=state.run.simulated),
         turns=_turns(state.turns, anchor),
     )
 
@@ -219,6 +219,13 @@ def _own_panes(panes: tuple[Pane, ...], events: list[Event], state: ViewState) -
         Html('<div class="loopnb-pane-{}">{}</div>').format(pane.name, drawn(pane, pane_state, state, None))
         for pane, pane_state in zip(panes, folded(panes, events), strict=True)
     )
+
+
+def _last_gauge(state: ViewState) -> Html:
+    """The gauge of the run's last turn that called a tool (as the live view shows it with that
+    turn selected); "no tool call yet" only for a run that made none."""
+    called = [t for t in state.turns if t.gauge.tool is not None]
+    return gauge_svg(gauge_of_view(state, called[-1].turn) if called else state.gauge)
 
 
 def _contents(states: list[tuple[str, ViewState]]) -> Html:

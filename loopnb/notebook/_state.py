@@ -41,6 +41,8 @@ class RunView:
     error: str | None = None
     message: str | None = None
     scratchpad_discarded: bool = False
+    simulated: bool = False
+    """The run ran on a simulated clock (a ``FakeClock``): its times are simulated, not waited."""
 
 
 @dataclass(frozen=True, slots=True)

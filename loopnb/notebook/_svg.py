@@ -11,6 +11,7 @@ a ``<style>``): text and boxes in the theme's colours (``_layout``), marks in th
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,9 +83,15 @@ def _at(node_id: str) -> tuple[float, float]:
     return 140 + (node.x + 2.7) * 186, 44 + (7.0 - node.y) * 62
 
 
+_LEAVES_AT = {"soft-watch": 118.0}
+"""Edges that leave their source box off its centre line, by this much to the right: the soft
+channel's way to the watchers starts at its box's corner, clear of the boxes below it."""
+
+
 def _ends(edge: Edge) -> tuple[float, float, float, float]:
     """Where an edge's line leaves its source box and meets its target's (box edges, not centres)."""
     (x0, y0), (x1, y1) = _at(edge.source), _at(edge.target)
+    x0 += _LEAVES_AT.get(edge.id, 0.0)
     dx, dy = x1 - x0, y1 - y0
     hw, hh = _BOX_W / 2 + 3, _BOX_H / 2 + 3
     t = min(hw / abs(dx) if dx else 1e9, hh / abs(dy) if dy else 1e9)
@@ -97,6 +104,7 @@ _LABEL_AT = {  # where an edge's label and count go: a share along the edge, an 
     "next-ok": (0.5, -16, -6, "end"),
     "watch-hard2": (0.5, 10, 4, "start"),
     "next-watch": (0.5, 6, 18, "start"),
+    "soft-watch": (0.45, 12, -4, "start"),
 }
 
 
@@ -279,9 +287,23 @@ def gauge_svg(g: Gauge, words: Sequence[str] | None = None) -> Html:
         status = _STATUS_WORD[g.status] + (f" ({g.decision})" if g.status == "gave_up" else "")
         lines = [f"{g.tool} · turn {g.turn}", f"attempt {g.attempt} of {g.max_attempts} retries · {status}"]
     limit = 64 if words is None else 140
+    rows = _wrapped(lines, limit, _COLUMNS)  # a long line wraps: the picture keeps its width
+    total = max(x0 + cells * (width + 4) + 40, 24 + 7 * max(len(row) for row in rows))
     parts += [
-        Html('<text x="12" y="{}">{}</text>').format(94 + 16 * i, esc(line, limit))
-        for i, line in enumerate(lines)
+        Html('<text x="12" y="{}">{}</text>').format(94 + 16 * i, esc(row)) for i, row in enumerate(rows)
     ]
-    total = max(x0 + cells * (width + 4) + 40, 24 + 7 * max(min(len(line), limit) for line in lines))
-    return svg(total, 90 + 16 * len(lines), "loopnb-gauge", "recovery gauge", _NONE.join(parts))
+    return svg(total, 90 + 16 * len(rows), "loopnb-gauge", "recovery gauge", _NONE.join(parts))
+
+
+_COLUMNS = 64
+"""The gauge's widest line, in characters (about 7 px each): wider text wraps."""
+
+
+def _wrapped(lines: Sequence[str], limit: int, columns: int) -> list[str]:
+    """``lines``, each cut to ``limit`` characters, wrapped at ``columns`` (about 7 px a character
+    at the gauge's size): the picture keeps its width, so its text keeps its size."""
+    rows: list[str] = []
+    for line in lines:
+        cut = line if len(line) <= limit else line[: limit - 1] + "…"
+        rows += textwrap.wrap(cut, columns, break_long_words=True, break_on_hyphens=False) or [""]
+    return rows

@@ -92,7 +92,12 @@ def _ms(value: float) -> str:
 
 
 def timeline_svg(
-    turns: Sequence[TurnView], anchor: str | None, *, selected: int | None = None, marked: int | None = None
+    turns: Sequence[TurnView],
+    anchor: str | None,
+    *,
+    selected: int | None = None,
+    marked: int | None = None,
+    simulated: bool = False,
 ) -> Html:
     """Every turn of the run as its channel's mark, at its latency; hover a mark for its turn.
 
@@ -100,7 +105,8 @@ def timeline_svg(
     turn), as in the report; without, a mark is a group with its ``data-turn`` (a bin's worst
     turn), which the live view selects when it is clicked. ``selected`` rings that turn (or its
     bin) and greys the turns after it; ``marked`` draws a dashed rule at that turn (or its bin),
-    where a comparison's two runs first diverge.
+    where a comparison's two runs first diverge. A run on a simulated clock (``simulated``) says
+    so, on its axis and in its caption: a ``FakeClock``'s 30-second wait is no latency.
     """
     n = len(turns)
     bins, per = _bins(turns)
@@ -108,6 +114,8 @@ def timeline_svg(
     if per > 1:
         said += f" in marks of {per:,}, each its worst turn"
     said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
+    if simulated:
+        said += " · simulated clock: times are simulated, not waited"
     parts = [
         Html('<text class="cap" x="12" y="20">turn timeline</text><text x="130" y="20">{}</text>{}').format(
             said, legend(_W - 180, 20)
@@ -129,7 +137,7 @@ def timeline_svg(
     def y_of(ms: float) -> float:
         return low - (low - high) * min(ms, ceiling) / ceiling
 
-    parts.append(_axes(turns, ceiling, x_of, y_of))
+    parts.append(_axes(turns, ceiling, x_of, y_of, simulated))
     for b in bins:
         parts.append(_mark(b, x_of(b.first + (len(b.turns) - 1) / 2), y_of(b.latency), size,
                            slot * len(b.turns), anchor, selected))  # fmt: skip
@@ -159,7 +167,9 @@ _TICK = Html(
 )
 
 
-def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale) -> Html:
+def _axes(
+    turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale, simulated: bool = False
+) -> Html:
     first, n = turns[0].turn, len(turns)
     out = []
     for ms in (0.0, ceiling / 2, ceiling):
@@ -169,9 +179,9 @@ def _axes(turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale)
     out.append(
         Html(
             '<text class="small" x="14" y="{mid:g}" text-anchor="middle" '
-            'transform="rotate(-90 14 {mid:g})">latency (ms)</text>'
+            'transform="rotate(-90 14 {mid:g})">{what}</text>'
             '<line class="axis" x1="{x0}" y1="{y}" x2="{x1}" y2="{y}"/>'
-        ).format(mid=mid, x0=_X0, y=_BOTTOM, x1=_X1)
+        ).format(mid=mid, x0=_X0, y=_BOTTOM, x1=_X1, what="simulated ms" if simulated else "latency (ms)")
     )
     step = _tick_step(n)
     for turn in range(step * math.ceil(first / step), first + n, step):

@@ -143,7 +143,14 @@ class ViewModel:
 
     def _start(self, e: RunStarted) -> None:
         self._reset(e)
-        self._run = RunView(run_id=e.run_id, task=e.task, models=e.models, tools=e.tools, phase="running")
+        self._run = RunView(
+            run_id=e.run_id,
+            task=e.task,
+            models=e.models,
+            tools=e.tools,
+            phase="running",
+            simulated=e.settings.get("clock") == "simulated",  # as the audit tells it (simulated_runs)
+        )
         self._recovery.start(e.settings)
         self._board.start(e.models, tool_breakers(e.settings), e.breakers)
         self._start_board = self._board_at(e.at)

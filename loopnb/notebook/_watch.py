@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine._events import Event
 from loopnb.notebook._live import LiveView
 from loopnb.notebook._panes import Pane
-from loopnb.otel._live import LiveSpans
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from loopnb.otel._live import LiveSpans
     from loopnb.record import Recorder, Recording
 
 
@@ -136,6 +136,8 @@ def watch(
             "loopnb.watch: tracer_provider must be an OpenTelemetry SDK TracerProvider "
             f"(opentelemetry.sdk.trace.TracerProvider), got {type(provider).__name__}"
         )
+    from loopnb.otel._live import LiveSpans  # the OpenTelemetry SDK, an extra: loaded when watching
+
     spans = LiveSpans(recorder=recorder)
     view = WatchView(spans, max_fps=max_fps, title="loopnb · watching OpenTelemetry spans", panes=panes)
     view.provider = provider

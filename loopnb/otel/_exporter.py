@@ -1,32 +1,34 @@
-"""loopnb's runs as OpenTelemetry spans, with the soft/hard distinction kept.
+"""loopnb's runs as OpenTelemetry spans, the soft/hard line drawn between the spans.
 
 The profile (GenAI semantic conventions, plus loopnb's own attributes where they have none):
 
 - one ``invoke_agent`` span per run (``gen_ai.operation.name = "invoke_agent"``), its children:
 - one ``chat {model}`` span per model request (``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed request carries ``error.type``
-  ``ModelUnavailable`` and, when it had one, ``http.response.status_code``);
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``);
 - one ``execute_tool {name}`` span per dispatch attempt of a tool call (``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``loopnb.recovery.attempt``, ``loopnb.recovery.ceiling``,
   ``loopnb.breaker.state``).
 
-Every span carries ``loopnb.channel`` (ok / soft / hard: what reached the model) and, when not
-ok, ``loopnb.producer``. A soft error keeps its span's status **unset**: the model read it and
-the run went on. The span of the attempt whose result went back to the model (a call's last)
-carries a ``loopnb.soft_error`` event whose ``loopnb.error_text`` is exactly what the model read
-(a final answer the run turned down: on the turn's ``chat`` span, ended with the turn). An
-attempt's error the model never read (a recovery strategy retried the call, or the run ended
-first) is a ``loopnb.attempt_error`` event instead, with the attempt's text, producer and
-``loopnb.recovery.attempt`` (and ``loopnb.recovery.decision``), on a span whose channel is then
-ok (or hard, on the turn the run ended on). Only a hard ending sets ``ERROR``, on the run's
-span, with the LoopError's message and ``error.type`` its class name. Today's conventions have
-no attribute for "an error returned to the model", so any trace viewer shows this difference
-only through these attributes.
+Errors are recorded as the conventions' "Recording Errors" says: an operation that failed has
+status ``ERROR`` and ``error.type``; an error handled so that the enclosing operation goes on is
+not recorded on the enclosing span. So a tool call that failed (every soft producer: the tool's
+error, a panic, invalid arguments, a timeout, a hook's veto, an open breaker, the loop detector's
+refusal, a registry miss) is an ``execute_tool`` span with status ``ERROR`` and ``error.type`` its
+producer, and so is each failed attempt a recovery strategy retried; the run that went on is an
+``invoke_agent`` span that is never ``ERROR`` because of a tool. Only a hard ending sets ``ERROR``
+on ``invoke_agent``, with ``error.type`` the ``LoopError`` variant's name and the message as the
+status description. A failed model request is a ``chat`` span with status ``ERROR`` and
+``error.type`` ``ModelUnavailable`` (and ``http.response.status_code`` when it had one); a final
+answer the run turned down is not a failed request: its ``chat`` span stays unset.
 
-``error.type`` is a class name from a small fixed set, never part of a failure's text (a
-server's refusal may quote the key it refused). Every text leaves through the recorder's default
-redactor, as a saved recording's does: span names, attributes and events, tools' and models' names
-too (a model chooses the names it calls; a model's name may be a proxy's URL).
+Every tool and agent span carries ``loopnb.channel`` (ok / soft / hard: what reached the model)
+and, when not ok, ``loopnb.producer``; the text the model read is the attribute
+``loopnb.error_text`` (an attempt the model never read keeps its own text there too, with
+``loopnb.recovery.decision``), never an exception event. ``error.type`` is a producer or a class
+name from a small fixed set, never part of a failure's text (a server's refusal may quote the key
+it refused). Every text leaves through the recorder's default redactor, as a saved recording's
+does: span names, attributes, tools' and models' names too (a model chooses the names it calls; a
+model's name may be a proxy's URL).
 """
 
 from __future__ import annotations
@@ -50,14 +52,12 @@ from loopnb.engine._events import (
 )
 from loopnb.foreign._otlp_profile import (
     ATTEMPT,
-    ATTEMPT_ERROR,
     BREAKER,
     CEILING,
     CHANNEL,
     DECISION,
     ERROR_TEXT,
     PRODUCER,
-    SOFT_ERROR,
 )
 
 MODEL_ERROR = "ModelUnavailable"
@@ -133,9 +133,6 @@ class Exporter:
         if isinstance(value, str):
             return self._text(value)
         return [self._value(v) for v in value] if isinstance(value, list | tuple) else value
-
-    def _event(self, span: Any, name: str, attributes: dict[str, Any], timestamp: int) -> None:
-        span.add_event(name, self._clean(attributes), timestamp=timestamp)
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -251,14 +248,13 @@ class Exporter:
         run.reply = self._child(run, f"chat {model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
 
     def _rejected(self, e: SoftErrorReturned) -> None:
-        """A soft error no call made (a final answer the run turned down), on the turn's ``chat`` span."""
+        """A soft error no call made (a final answer the run turned down), on the turn's ``chat``
+        span: the request did not fail, so its status stays unset; what the model read is said."""
         run = self._runs.get(e.run_id)
         if run is None or run.reply is None:
             return
-        span, end = run.reply
-        span.set_attribute(CHANNEL, "soft")
-        span.set_attribute(PRODUCER, e.producer)
-        self._event(span, SOFT_ERROR, {ERROR_TEXT: e.text, PRODUCER: e.producer}, end)
+        span, _ = run.reply
+        span.set_attributes(self._clean({CHANNEL: "soft", PRODUCER: e.producer, ERROR_TEXT: e.text}))
 
     def _failed(self, e: ModelFailed) -> None:
         run = self._runs.get(e.run_id)
@@ -269,12 +265,13 @@ class Exporter:
             "gen_ai.request.model": e.model,
             "error.type": MODEL_ERROR,
             "loopnb.turn": e.turn,
+            "loopnb.error": e.error,
             CHANNEL: "ok",  # the fallback chain answers for it; no error reached the model
         }
         if e.status is not None:
             attributes["http.response.status_code"] = e.status
         span, end = self._child(run, f"chat {e.model}", e.at - e.latency_ms / 1000.0, e.at, attributes)
-        self._event(span, "loopnb.model_failed", {"loopnb.error": e.error}, end)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))  # error.type says which
         span.end(end_time=end)
 
     def _dispatched(self, e: ToolDispatched) -> None:
@@ -311,10 +308,15 @@ class Exporter:
         if run is None or e.call_id is None or e.call_id not in run.failed:
             return
         span, end, _ = run.failed.pop(e.call_id)
-        span.set_attribute(CHANNEL, "soft")
-        span.set_attribute(PRODUCER, e.producer)
-        self._event(span, SOFT_ERROR, {ERROR_TEXT: e.text, PRODUCER: e.producer}, end)
+        span.set_attributes(self._clean({CHANNEL: "soft", PRODUCER: e.producer, ERROR_TEXT: e.text}))
+        self._error(span, e.producer)
         span.end(end_time=end)
+
+    def _error(self, span: Any, error_type: str) -> None:
+        """A failed operation as "Recording Errors" says: status ERROR and ``error.type`` (a
+        producer or a class name, never free text)."""
+        span.set_attribute("error.type", error_type)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
 
     def _unread(
         self,
@@ -327,17 +329,13 @@ class Exporter:
     ) -> None:
         """A failed attempt the model never read (retried, or the run ended first), ended as such."""
         span, end, e = run.failed.pop(call_id)
-        span.set_attribute(CHANNEL, channel)
+        attributes: dict[str, Any] = {CHANNEL: channel, ERROR_TEXT: e.result.content}
         if channel != "ok" and producer is not None:
-            span.set_attribute(PRODUCER, producer)
-        attributes: dict[str, Any] = {
-            ERROR_TEXT: e.result.content,
-            PRODUCER: e.result.producer or "",
-            ATTEMPT: e.attempt,
-        }
+            attributes[PRODUCER] = producer
         if decision is not None:
             attributes[DECISION] = decision
-        self._event(span, ATTEMPT_ERROR, attributes, end)
+        span.set_attributes(self._clean(attributes))
+        self._error(span, e.result.producer or "tool_error")  # the attempt failed, read or not
         span.end(end_time=end)
 
     def _finished(self, e: RunFinished) -> None:
@@ -361,9 +359,6 @@ class Exporter:
                 span.set_attribute(PRODUCER, e.producer)
             kind = e.error if e.error in LOOP_ERRORS else "LoopError"
             span.set_attribute("error.type", kind)
-            span.add_event(
-                "exception", {"exception.type": kind, "exception.message": message}, timestamp=_ns(e.at)
-            )
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message))
         elif e.output is not None:
             span.set_attribute("loopnb.output", self._text(e.output))

@@ -37,6 +37,7 @@ def gauge(view: LiveView) -> tuple[int, bool, str]:
     found = re.search(r'data-attempt="(\d+)" data-status="\w+"( data-greyed)?', value)
     assert found, value
     words = html.unescape(re.sub(r"<[^>]+>", "\n", value))
+    words = re.sub(r"(?<=\S)\n\n(?=\S)", " ", words)  # a line the gauge wrapped reads as one
     return int(found[1]), bool(found[2]), words
 
 

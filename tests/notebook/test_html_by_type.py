@@ -121,6 +121,9 @@ def test_every_builder_shows_a_plain_string_given_to_it_as_text() -> None:
         "gauge status": _attr(gauge_svg(Gauge(status=HOSTILE)), "data-status")[0],
     }
     for where, text in shown.items():
+        if where == "gauge words":  # the gauge wraps a long line: its words are there, line by line
+            assert "".join(VISIBLE.split()) in "".join(text.split()), where
+            continue
         assert VISIBLE in text, where
     turns = replay(_run(ToolCall("good", {"q": "x"}), "done")).state.turns
     links = _attr(timeline_svg(turns, HOSTILE), "href")

@@ -35,7 +35,16 @@ def test_the_chart_is_the_specs():
         "next-ok": "model recovered on its own",
         "watch-hard2": "repeated past a threshold",
         "adapt-hard": "no: nothing to adapt to",
+        "soft-watch": "recovery retried it to the ceiling",  # loopnb's, not the spec's: see below
     }
+
+
+def test_a_recovery_exhausted_turn_never_passes_through_the_model_reading_it():
+    """Notebook 03's one-turn ToolRecoveryExhausted run: the inspector says the model never read
+    the failure, so the flow must not count "the model reads the failure and adapts" for it."""
+    path = path_of("hard", "tool_recovery_exhausted")
+    assert nodes_on(path) == ("failed", "adapt", "soft", "watch", "hard2", "finalize")
+    assert "soft-model" not in path and "model-next" not in path
 
 
 def test_only_an_ok_turn_after_a_soft_one_takes_the_recovered_edge():
@@ -58,7 +67,7 @@ def test_every_soft_producer_takes_the_soft_branch_to_the_watchers(producer):
         ("fallback_exhausted", HARD_PATH),
         ("loop_detected", WATCH_PATH),
         ("user_input_required", WATCH_PATH),
-        ("tool_recovery_exhausted", SOFT_PATH + WATCH_PATH),
+        ("tool_recovery_exhausted", ("failed-adapt", "adapt-soft", "soft-watch", *WATCH_PATH)),
     ],
 )
 def test_hard_producers_end_at_finalize_by_their_own_door(producer, path):

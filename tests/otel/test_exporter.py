@@ -1,4 +1,6 @@
-"""loopnb's runs exported as OpenTelemetry spans: soft errors stay unset, only a hard end is ERROR."""
+"""loopnb's runs exported as OpenTelemetry spans, errors recorded as the GenAI conventions say: a
+failed tool call is ERROR on its own span, the run that went on is not, a hard end is ERROR on the
+run's span."""
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -7,8 +9,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 import loopnb
-from loopnb.foreign._otlp_profile import ATTEMPT_ERROR, DECISION
-from loopnb.otel import ATTEMPT, CHANNEL, ERROR_TEXT, PRODUCER, SOFT_ERROR, Exporter, exporter_for
+from loopnb.foreign._otlp_profile import DECISION
+from loopnb.otel import ATTEMPT, CHANNEL, ERROR_TEXT, PRODUCER, Exporter, exporter_for
 from loopnb.scenarios import SCENARIOS
 
 
@@ -32,7 +34,7 @@ def _by_operation(spans, operation):
     return [s for s in spans if s.attributes.get("gen_ai.operation.name") == operation]
 
 
-def test_a_soft_tool_error_keeps_its_span_unset_with_the_text_the_model_read(sink):
+def test_a_soft_tool_error_is_an_error_on_its_own_span_with_the_text_the_model_read(sink):
     provider, memory = sink
     outcome = _export("mistyped_path", provider)
     spans = memory.get_finished_spans()
@@ -42,10 +44,10 @@ def test_a_soft_tool_error_keeps_its_span_unset_with_the_text_the_model_read(sin
     soft = [s for s in tools if s.attributes[CHANNEL] == "soft"]
     assert soft, "the scenario's slip is exported as a soft tool span"
     for span in soft:
-        assert span.status.status_code is StatusCode.UNSET
-        (event,) = [e for e in span.events if e.name == SOFT_ERROR]
-        assert event.attributes[PRODUCER] == span.attributes[PRODUCER] == "tool_error"
-        assert "not found" in event.attributes[ERROR_TEXT]
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.attributes["error.type"] == span.attributes[PRODUCER] == "tool_error"
+        assert "not found" in span.attributes[ERROR_TEXT]
+        assert not span.events  # the text is an attribute, never an exception event
         assert span.parent.span_id == run.context.span_id
     assert run.status.status_code is StatusCode.UNSET and run.attributes[CHANNEL] == "ok"
     assert len(chats) == outcome.run.turns
@@ -53,7 +55,7 @@ def test_a_soft_tool_error_keeps_its_span_unset_with_the_text_the_model_read(sin
 
 
 @pytest.mark.parametrize("name", ["stubborn_loop", "recovery_ceiling", "cancelled_run"])
-def test_only_a_hard_ending_is_an_error_and_only_on_the_runs_span(sink, name):
+def test_a_hard_ending_is_an_error_on_the_runs_span_and_a_chat_never_is(sink, name):
     provider, memory = sink
     _export(name, provider)
     spans = memory.get_finished_spans()
@@ -61,9 +63,13 @@ def test_only_a_hard_ending_is_an_error_and_only_on_the_runs_span(sink, name):
     assert run.status.status_code is StatusCode.ERROR
     assert run.attributes[CHANNEL] == "hard"
     assert run.attributes[PRODUCER] == SCENARIOS[name].run().ending
-    assert [e.name for e in run.events] == ["exception"]
-    others = [s for s in spans if s is not run]
-    assert others and all(s.status.status_code is StatusCode.UNSET for s in others)
+    assert run.attributes["error.type"] in {cls.__name__ for cls in loopnb.LoopError.__subclasses__()}
+    assert not run.events
+    chats = _by_operation(spans, "chat")
+    assert chats and all(s.status.status_code is StatusCode.UNSET for s in chats)
+    for tool in _by_operation(spans, "execute_tool"):  # an ERROR tool span is a failed call, by producer
+        failed = tool.status.status_code is StatusCode.ERROR
+        assert failed == ("error.type" in tool.attributes)
 
 
 def test_recovery_attempts_carry_the_ceiling(sink):
@@ -88,7 +94,7 @@ def test_an_engine_exports_as_it_runs_and_texts_are_redacted(sink):
     engine.subscribe(exporter_for(provider))
     engine.run("find a")
     (tool,) = _by_operation(memory.get_finished_spans(), "execute_tool")
-    text = tool.events[0].attributes[ERROR_TEXT]
+    text = tool.attributes[ERROR_TEXT]
     assert text.startswith("no key a") and "sk-live-abcdefghijklmnopqrstuvwx" not in text
 
 
@@ -117,7 +123,7 @@ def test_a_notebook_runner_sends_its_runs_over_otlp_http():
     assert run.status.code == Status.STATUS_CODE_ERROR
     tools = [s for s in spans if s.name.startswith("execute_tool")]
     channels = {a.key: a.value.string_value for s in tools for a in s.attributes if a.key == CHANNEL}
-    assert channels == {CHANNEL: "soft"} and all(s.status.code == Status.STATUS_CODE_UNSET for s in tools)
+    assert channels == {CHANNEL: "soft"} and all(s.status.code == Status.STATUS_CODE_ERROR for s in tools)
 
 
 def test_loopnb_demo_sends_its_runs_to_an_otlp_endpoint(capsys):
@@ -141,23 +147,16 @@ def test_loopnb_demo_refuses_an_endpoint_that_is_no_url(capsys):
 
 
 def _soft_texts(spans):
-    """``(call id, producer, text)`` of every tool span's ``loopnb.soft_error`` event."""
-    out = []
-    for span in _by_operation(spans, "execute_tool"):
-        for event in span.events:
-            if event.name == SOFT_ERROR:
-                out.append(
-                    (
-                        span.attributes["gen_ai.tool.call.id"],
-                        event.attributes[PRODUCER],
-                        event.attributes[ERROR_TEXT],
-                    )
-                )
-    return out
+    """``(call id, producer, text)`` of every tool span whose error the model read."""
+    return [
+        (s.attributes["gen_ai.tool.call.id"], s.attributes[PRODUCER], s.attributes[ERROR_TEXT])
+        for s in _by_operation(spans, "execute_tool")
+        if s.attributes[CHANNEL] == "soft"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_the_soft_error_events_hold_exactly_what_the_model_read(sink, name):
+def test_the_soft_tool_spans_hold_exactly_what_the_model_read(sink, name):
     provider, memory = sink
     outcome = _export(name, provider)
     read = [
@@ -168,19 +167,16 @@ def test_the_soft_error_events_hold_exactly_what_the_model_read(sink, name):
     assert sorted(_soft_texts(memory.get_finished_spans())) == sorted(read)
 
 
-def test_an_attempt_a_recovery_strategy_retried_is_no_soft_error(sink):
+def test_an_attempt_a_recovery_strategy_retried_is_a_failed_span_but_no_soft_error(sink):
     provider, memory = sink
     _export("recovery_success", provider)
     first, second = sorted(
         _by_operation(memory.get_finished_spans(), "execute_tool"), key=lambda s: s.attributes[ATTEMPT]
     )
-    assert [e.name for e in first.events] == [ATTEMPT_ERROR] and not second.events
-    assert dict(first.events[0].attributes) == {
-        ERROR_TEXT: "file src/lib.sr not found",
-        PRODUCER: "tool_error",
-        ATTEMPT: 0,
-        DECISION: "retry",
-    }
+    assert first.status.status_code is StatusCode.ERROR and second.status.status_code is StatusCode.UNSET
+    assert first.attributes["error.type"] == "tool_error" and first.attributes[ATTEMPT] == 0
+    assert first.attributes[ERROR_TEXT] == "file src/lib.sr not found"
+    assert first.attributes[DECISION] == "retry" and not first.events and not second.events
     assert (
         first.attributes[CHANNEL] == second.attributes[CHANNEL] == "ok" and PRODUCER not in first.attributes
     )
@@ -190,9 +186,9 @@ def test_an_attempt_a_recovery_strategy_retried_is_no_soft_error(sink):
     _export("recovery_ceiling", provider)
     tools = _by_operation(memory.get_finished_spans(), "execute_tool")
     assert not _soft_texts(tools)
-    assert sorted(e.attributes[ATTEMPT] for s in tools for e in s.events if e.name == ATTEMPT_ERROR) == list(
-        range(6)
-    )
+    failed = [s for s in tools if s.status.status_code is StatusCode.ERROR]
+    assert sorted(s.attributes[ATTEMPT] for s in failed) == list(range(6))
+    assert all(ERROR_TEXT in s.attributes for s in failed)
 
 
 class _OnceThenSkip:
@@ -221,8 +217,8 @@ def test_a_strategy_that_gives_up_shows_the_model_the_first_failure_on_the_last_
     engine.run("fetch a")
     spans = memory.get_finished_spans()
     first, last = sorted(_by_operation(spans, "execute_tool"), key=lambda s: s.attributes[ATTEMPT])
-    assert [e.name for e in first.events] == [ATTEMPT_ERROR]
-    assert first.events[0].attributes[ERROR_TEXT] == "a: attempt 1 failed"
+    assert first.status.status_code is StatusCode.ERROR and not first.events
+    assert first.attributes[ERROR_TEXT] == "a: attempt 1 failed"
     assert _soft_texts(spans) == [("f1", "recovery_gave_up", "a: attempt 1 failed")]  # what the model read
     assert last.attributes[CHANNEL] == "soft" and last.attributes[PRODUCER] == "recovery_gave_up"
     read = loopnb.from_otel(spans).turns  # and read back: the turn the model read it in

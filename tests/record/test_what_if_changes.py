@@ -61,7 +61,7 @@ def test_a_tighter_detector_stops_the_run_three_turns_sooner(stubborn):
     assert found.turn == 3 and found.ended == "loop_detected"
     assert found.how == "soft (tool_error) -> hard (loop_detected)"
     assert found.read_then == f"read_file -> error (tool_error): {NOT_FOUND}"
-    assert found.read_now is not None and "(2 identical calls in a row)" in found.read_now
+    assert found.read_now is not None and "(3 identical calls in a row)" in found.read_now
     saved = found.saved
     assert saved is not None
     assert (saved.turns, saved.calls, saved.executions) == (3, 3, 1)  # turn 3's call never ran
