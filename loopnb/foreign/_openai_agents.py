@@ -30,7 +30,6 @@ out, a span field of the wrong shape (a reply, a usage, a name) is read as absen
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -115,40 +114,48 @@ class _Run:
         self.agents = [s for s in self.spans if s.kind == "agent"]
         self.outer = [s for s in self.spans if s.kind in ("agent", "task")]
         self.turns = turns_of(self.spans)
-        self.seen: dict[str, str] = {}
-        none: dict[str, str] = {}
-        for span in self.spans:
-            self.seen.update(self._read(span, functools.partial(read_back, (span,)), none))
+        try:  # every span at once; span by span only to tell which cannot be read
+            self.seen = read_back(self.spans)
+        except RecordingError:
+            self.seen = {}
+            none: dict[str, str] = {}
+            for span in self.spans:
+                self.seen.update(self._read(span, none, read_back, (span,)))
         tools: dict[str, None] = {}
         nameless: list[str] = []
         for agent in self.agents:
-            tools.update(dict.fromkeys(self._read(agent, functools.partial(agent.names, "tools"), nameless)))
-            handoffs = self._read(agent, functools.partial(agent.names, "handoffs"), nameless)
+            tools.update(dict.fromkeys(self._read(agent, nameless, agent.names, "tools")))
+            handoffs = self._read(agent, nameless, agent.names, "handoffs")
             tools.update(dict.fromkeys(map(handoff_tool, handoffs)))
         self.tools = tuple(tools)
 
-    def _read(self, span: Span, read: Callable[[], T], absent: T) -> T:
-        """What ``read`` reads of ``span``; ``absent`` when it cannot be read (``unread`` says why)."""
+    def _read(self, span: Span, absent: T, read: Callable[..., T], *args: Any) -> T:
+        """What ``read(*args)`` reads of ``span``; ``absent`` when it cannot be read (``unread``
+        says why)."""
         try:
-            return read()
+            return read(*args)
         except RecordingError as exc:
             self.unread.skip(span.label, exc)
             return absent
 
     def _name(self, span: Span) -> str:
-        return self._read(span, functools.partial(_tool_name, span), "")
+        try:  # not through _read: a hot path, called for each call of each turn
+            return _tool_name(span)
+        except RecordingError as exc:
+            self.unread.skip(span.label, exc)
+            return ""
 
     def _reply(self, turn: Turn) -> Reply:
-        if not turn.models:
-            return Reply()
-        return self._read(turn.models[-1], functools.partial(reply_of, turn.models[-1]), Reply())
+        return self._read(turn.models[-1], Reply(), reply_of, turn.models[-1]) if turn.models else Reply()
 
     def _usage(self, turn: Turn) -> Usage | None:
-        found = [
-            u for s in turn.models if (u := self._read(s, functools.partial(usage_of, s), None)) is not None
-        ]  # each checked, used or not
         span = turn.span
-        usage = None if span is None else self._read(span, functools.partial(usage_of, span), None)
+        try:  # each checked, used or not
+            found = [u for u in map(usage_of, turn.models) if u is not None]
+            usage = usage_of(span) if span is not None else None
+        except RecordingError:  # read again a span at a time, to leave out only what cannot be read
+            found = [u for s in turn.models if (u := self._read(s, None, usage_of, s)) is not None]
+            usage = None if span is None else self._read(span, None, usage_of, span)
         if usage is not None or not found:
             return usage
         return Usage(sum(u.input_tokens for u in found), sum(u.output_tokens for u in found))
@@ -184,7 +191,7 @@ class _Run:
             return read or "", None, "missing", False
         said = "ok" if span.error is None else "error"
         if span.kind == "handoff":
-            to = self._read(span, functools.partial(span.text, "to_agent"), None)
+            to = self._read(span, None, span.text, "to_agent")
             return read or json.dumps({"assistant": to}), None, said, True
         output = span.data.get("output")
         content = read if read is not None else "" if output is None else str(output)
@@ -244,7 +251,7 @@ class _Run:
         return None
 
     def _start(self, replies: list[Reply]) -> RunWriter:
-        prompts = (self._read(s, functools.partial(prompt_in, s), None) for s in self.spans)
+        prompts = (self._read(s, None, prompt_in, s) for s in self.spans if s.kind == "generation")
         task, system = next((found for found in prompts if found is not None), ("", None))
         starts = [s.start for s in self.spans if s.start is not None]
         info = self.trace.info
@@ -252,11 +259,7 @@ class _Run:
             "workflow_name": info.get("workflow_name"),
             "group_id": info.get("group_id"),
             "metadata": info.get("metadata"),
-            "agents": list(
-                dict.fromkeys(
-                    str(self._read(a, functools.partial(a.text, "name"), None)) for a in self.agents
-                )
-            )
+            "agents": list(dict.fromkeys(str(self._read(a, None, a.text, "name")) for a in self.agents))
             or None,
         }
         return RunWriter(
