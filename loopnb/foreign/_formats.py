@@ -41,10 +41,11 @@ class Format(Protocol):
     ``sniff`` looks only at what the format always has near its start (``head`` is a file's first
     64 KiB) and never raises; ``read`` raises ``RecordingError`` naming the path for a file it
     cannot read. ``errors`` is ``"warn"`` (``load``'s default: skip an item that cannot be read
-    with a ``RecordingWarning``) or ``"raise"``; a reader that cannot skip items keeps its rules
-    either way (loopnb's own JSON Lines and Parquet do). Optional members: ``write(recording, path)`` where
-    the format can be written (``loopnb convert`` picks it by suffix), and ``marks`` (what each
-    status the reader writes in ``source_status`` means, for ``audit(rec).disagreements()``).
+    with a ``RecordingWarning``, listing it in ``meta["unread"]``) or ``"raise"``; a reader that
+    cannot skip items keeps its rules either way (loopnb's own JSON Lines and Parquet do).
+    Optional members: ``write(recording, path)`` where the format can be written (``loopnb
+    convert`` picks it by suffix), and ``marks`` (what each status the reader writes in
+    ``source_status`` means, for ``audit(rec).disagreements()``).
     """
 
     @property

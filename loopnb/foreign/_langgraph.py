@@ -251,20 +251,18 @@ def _producer(text: str, said: str) -> SoftProducer | None:
 
 
 def _latest(thread: Thread, unread: Unread) -> tuple[Checkpoint, dict[str, Any]] | None:
-    """The thread's latest checkpoint that can be read, and its channel values (each later one
-    goes to ``unread``); ``None`` when none can be. A thread read from an earlier checkpoint than
-    its last went on past what can be read (checkpoint ids sort by time: uuid6)."""
-    path = unread.path or Path()
+    """The thread's latest checkpoint that can be read and its channel values (each later one goes
+    to ``unread``), or ``None``. Checkpoint ids sort by time (uuid6): a later one is past it."""
     for latest in reversed(thread.checkpoints):
         where = f"thread {thread.thread_id}, checkpoint {latest.id}"
         try:
-            values = checkpoint(latest, where, path).get("channel_values") or {}
-            if not isinstance(values, dict):
-                raise RecordingError(f"{where}: channel_values should be a map", path=path)
+            values = checkpoint(latest, where, unread.path or Path()).get("channel_values") or {}
         except RecordingError as exc:
             unread.skip(where, exc)
             continue
-        return latest, values
+        if isinstance(values, dict):
+            return latest, values
+        unread.skip(where, "channel_values should be a map")
     return None
 
 
