@@ -21,8 +21,11 @@ peak resident size (``/proc/self/clear_refs``, Linux) and reads ``resource.getru
 ``ru_maxrss`` after each step: the figure is the peak over the resident size before the step
 (what the step itself needed), and the resident size with the inputs loaded is printed too.
 Measured, in order: ``compare(rec_a, rec_b)`` (with events: calls compared with their
-arguments), ``Comparison.to_html``, the notebook picture (``_repr_html_``), ``loopnb compare``'s
-lines, and ``compare`` of the two bare turns frames. Medians [min-max] over the rounds (fewer
+arguments), ``Comparison.to_html`` (its time includes importing the notebook layer, about 0.3 s,
+as a script's first page does), the notebook picture (``_repr_html_``), ``loopnb compare``'s
+lines, and ``compare`` of the two bare turns frames. ``compare``'s peak is the clean one (the
+first step of a fresh process); a later step may reuse memory an earlier one freed, so its peak
+is a lower bound. Medians [min-max] over the rounds (fewer
 at 10^6, where a round takes minutes: the count is printed), and the machine's load average.
 With ``--baseline``, each round runs the same subprocess on that checkout's ``loopnb`` too,
 interleaved with this one's (a before/after in one run); sizes the baseline cannot do in
