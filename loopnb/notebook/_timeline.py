@@ -199,9 +199,7 @@ _TICK = Html(
 )
 
 
-def _axes(
-    first: int, n: int, ceiling: float, x_of: _Scale, y_of: _Scale, simulated: bool = False
-) -> Html:
+def _axes(first: int, n: int, ceiling: float, x_of: _Scale, y_of: _Scale, simulated: bool = False) -> Html:
     out = []
     for ms in (0.0, ceiling / 2, ceiling):
         y = y_of(ms)
