@@ -109,7 +109,8 @@ class Sweep:
         data = ds.dataset(
             [str(p) for p in files], format="parquet", partitioning=hive, partition_base_dir=str(self.path)
         )
-        table = data.to_table(columns=["config", "seed", *TURN_COLUMNS])
+        present = set(data.schema.names)  # a column added since a batch was written reads as missing
+        table = data.to_table(columns=["config", "seed", *(c for c in TURN_COLUMNS if c in present)])
         configs = table.column("config").to_pylist()
         seeds = table.column("seed").to_pylist()
         return self._keyed(to_frame(table.drop_columns(["config", "seed"]), TURNS), configs, seeds)

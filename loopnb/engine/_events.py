@@ -92,6 +92,8 @@ class ModelFailed:
     error: str
     status: int | None
     latency_ms: float
+    injected: str | None = None
+    """The label of the fault ``loopnb.inject`` made this failure with; ``None`` for a real one."""
     kind: Literal["model_failed"] = "model_failed"
 
 

@@ -6,6 +6,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -16,13 +17,35 @@ from loopnb.engine._texts import not_an_object_text, not_json_text
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+@dataclass(frozen=True, slots=True)
+class StandIn:
+    """What runs in a tool's place for one call: a fault ``loopnb.inject`` put there.
+
+    The dispatcher waits ``delay`` seconds on the run's clock (a timeout shorter than that fires
+    instead, as it would for a tool that slow), then calls ``fn`` with the call's arguments in
+    place of the tool's own function (``None``: the tool's own, late), and words what it does as
+    it would the tool's: a ``ToolError`` is the text, another exception a panic, a value the result.
+    The result is marked ``injected=label``.
+    """
+
+    label: str
+    fn: Callable[..., Any] | None
+    delay: float = 0.0
+
+
+StandInFor = Callable[[dict[str, Any], str, str], "StandIn | None"]
+"""``stand_in(arguments, call_id, run_id)``: what runs in the tool's place for this call, or ``None``."""
+
+
 class Tool:
     """A function the model can call, with the pydantic model that validates its arguments.
 
     Calling the ``Tool`` object calls the function directly (handy in notebooks and tests).
+    ``stand_in`` is ``None`` but for a tool faults were injected into (``loopnb.inject``): the
+    dispatcher asks it, with the call's validated arguments, what runs in the tool's place.
     """
 
-    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
+    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec", "stand_in")
 
     _any_name: ClassVar[bool] = False
     """Whether any name is taken, not only one a model's API takes: true only of tools that never
@@ -44,6 +67,7 @@ class Tool:
             prop.pop("title", None)
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
         self._simple = _simple_signature(self.args_model)
+        self.stand_in: StandInFor | None = None
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises pydantic's ``ValidationError`` when they do not fit.

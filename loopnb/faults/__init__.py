@@ -22,14 +22,14 @@ of target to ``inject``, asked before loopnb's own.
 """
 
 import loopnb._face as _face
-from loopnb.faults import _callables, _inject
+from loopnb.faults import _callables, _inject, _models, _tools
 from loopnb.faults._fault import Fault, FaultKind, crash, empty, error, hang, slow, unavailable, wrong
 from loopnb.faults._inject import Target, inject, register_target
 from loopnb.faults._label import FaultSyntaxError, parse
 from loopnb.faults._perform import aperform, perform
 from loopnb.faults._plan import FaultPlan, Injection
 
-_inject.own_targets(_callables.Callables())
+_inject.own_targets(_tools.Tools(), _models.Models(), _tools.ToolLists(), _callables.Callables())
 
 __all__ = [
     "Fault",

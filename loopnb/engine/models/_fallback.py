@@ -308,6 +308,7 @@ class FallbackChain:
                     error=text,
                     status=_status(exc),
                     latency_ms=round((self.clock.monotonic() - t0) * 1000.0, 3),
+                    injected=_injected(exc),
                 )
             )
         state.note_breaker(breaker, before, "model")
@@ -356,6 +357,12 @@ def _attribute(exc: BaseException, name: str) -> object:
         return getattr(exc, name, None)
     except Exception:
         return None
+
+
+def _injected(exc: BaseException) -> str | None:
+    """The label a failure ``loopnb.inject`` made carries (``None`` for a real failure)."""
+    label = _attribute(exc, "injected")
+    return str.__str__(label) if isinstance(label, str) else None
 
 
 def _status(exc: BaseException) -> int | None:
