@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _NEEDED = ("run_id", "turn", "channel", "producer")
 
 
-def flow_counts(data: Any) -> pd.DataFrame:
+def flow_counts(data: Any, *, injected: bool | None = None) -> pd.DataFrame:
     """How many times each arrow of the spec's flowchart was taken, over every run of ``data``.
 
     One row per edge of the chart, in the chart's order, with columns ``edge`` (its id),
@@ -42,6 +42,9 @@ def flow_counts(data: Any) -> pd.DataFrame:
         data: a ``Recording``, a ``Recorder``, or a turns frame of one or many runs (runs are
             told apart by ``run_id``, and by ``source`` too when ``load_many`` added it). With a
             turns frame alone, a run that ended hard before any turn finished is not seen.
+        injected: ``None`` counts every turn; ``True`` only the turns a fault ``loopnb.inject``
+            put there (the turns frame's ``injected``), ``False`` only the others: the natural
+            failures. A recovery (next -> ok) counts with the soft turn it recovered from.
 
     Raises:
         TypeError: ``data`` is none of those.
@@ -53,10 +56,10 @@ def flow_counts(data: Any) -> pd.DataFrame:
 
     turns, events = frames_of(data)
     keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]
-    counts = _turn_counts(turns.sort_values([*keys, "turn"], kind="stable"), keys)
+    counts = _turn_counts(turns.sort_values([*keys, "turn"], kind="stable"), keys, injected)
     hard_runs = set(_run_keys(turns[turns["channel"].eq("hard").fillna(False).to_numpy()], keys))
     for run, producer in _hard_endings(events, keys).items():
-        if run not in hard_runs:  # a run that ended hard on no turn of its own: its ending lights the path
+        if run not in hard_runs and not injected:  # a run that ended hard on no turn of its own
             _add(counts, path_of("hard", producer))
     return pd.DataFrame(
         {
@@ -69,10 +72,11 @@ def flow_counts(data: Any) -> pd.DataFrame:
     )
 
 
-def _turn_counts(order: pd.DataFrame, keys: list[str]) -> list[int]:
+def _turn_counts(order: pd.DataFrame, keys: list[str], injected: bool | None = None) -> list[int]:
     """The edge counts of the turns of ``order`` (sorted by run, then turn), by ``FlowCount``'s
     rule: a turn's path depends only on its channel, its producer and whether the turn before it
-    in its run was soft, so each such triple is counted once and its path added that many times."""
+    in its run was soft, so each such triple is counted once and its path added that many times.
+    With ``injected`` given, only the turns whose fault was (``True``) or was not injected count."""
     import numpy as np
     import pandas as pd
 
@@ -90,11 +94,26 @@ def _turn_counts(order: pd.DataFrame, keys: list[str]) -> list[int]:
     after_soft = np.zeros(len(order), dtype=bool)
     after_soft[1:] = (channel[:-1] == "soft") & ~new_run[1:]
     triples = pd.DataFrame({"c": channel, "p": _objects(order["producer"]), "s": after_soft})
+    if injected is not None:
+        triples = triples[_injected(order, channel, after_soft) == injected]
     counts = [0] * len(EDGES)
     for key, n in triples.value_counts(dropna=False, sort=False).items():
         c, p, soft = cast("tuple[str, Any, bool]", key)  # a frame's counts are keyed by its rows
         _add(counts, path_of(c, _producer(p), after_soft=bool(soft)), int(n))
     return counts
+
+
+def _injected(order: pd.DataFrame, channel: Any, after_soft: Any) -> Any:
+    """Per turn, whether a fault was injected there; a recovery counts with the turn before it."""
+    import numpy as np
+
+    if "injected" not in order.columns:  # a frame written before the column existed: none was
+        return np.zeros(len(order), dtype=bool)
+    marked = order["injected"].notna().to_numpy(dtype=bool)
+    before = np.zeros(len(order), dtype=bool)
+    before[1:] = marked[:-1]
+    recovered = after_soft & (channel == "ok")
+    return np.where(recovered, before, marked)
 
 
 def _objects(column: pd.Series) -> Any:

@@ -92,7 +92,9 @@ def _turn_tip(t: TurnView) -> str:
     what = t.producer or ("final reply" if not t.tools else "tool calls ok")
     tools = f" · {', '.join(t.tools)}" if t.tools else ""
     ms = f"{t.latency_ms:,.1f} ms" if t.latency_ms is not None else "latency unknown"
-    return f"turn {t.turn}: {t.channel} ({what}){tools} · {ms}"
+    injected = t.injected
+    fault = "" if injected is None else f" · injected {injected.replace(chr(10), '; ')}"
+    return f"turn {t.turn}: {t.channel} ({what}){tools}{fault} · {ms}"
 
 
 def nice(value: float) -> float:
@@ -253,6 +255,10 @@ _GROUP = Html(
     '{0}<g class="loopnb-mark{13}" data-turn="{1}" data-channel="{2}"{3}{14}>' + _BODY + "</g>" + _TIP
 )
 _LATER, _GREY = Html(" loopnb-later"), Html(' opacity="0.3"')
+_INJECTED = Html(
+    '<circle class="loopnb-injected" cx="{:.1f}" cy="{:.1f}" r="{:.1f}" fill="none" stroke="currentColor" '
+    'stroke-width="1.2" stroke-dasharray="2 1.6"><title>injected</title></circle>'
+)
 _CHANNEL = {c: Html.escape(c) for c in _WORST}
 
 
@@ -275,7 +281,10 @@ def _mark(
         x - width / 2,
         width,
     )
-    drawn += (mark(t.channel, x, y, size), tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
+    shape = mark(t.channel, x, y, size)
+    if t.injected is not None:  # a fault put there on purpose: ringed, dashed
+        shape += _INJECTED.format(x, y, size / 2 + 2.5)
+    drawn += (shape, tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
     if anchor is not None:
         return _LINKED.format(*drawn, anchor)
     if selected is not None and b.first_turn > selected:  # after the selected turn: greyed
