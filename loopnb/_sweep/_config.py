@@ -33,6 +33,8 @@ from loopnb.engine import (
 )
 from loopnb.engine._state import Observer
 from loopnb.engine.models import FallibleModel, Model, model_from_spec
+from loopnb.faults import Fault, inject
+from loopnb.faults._plan import faults_of
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 """A config's name: it is a folder name (``config=NAME``) and part of every run id."""
@@ -74,6 +76,8 @@ class SweepConfig:
             template with ``{error}`` (the tool's text) and the call's arguments (``{path}``).
         fake_clock: run on a ``FakeClock`` (back-off and cooldowns take no time); ``None`` keeps the
             scenario's choice (a task runs on the system clock).
+        faults: tool name -> a fault (``loopnb.faults``) or its label (``'error("x").first(2)'``),
+            injected into the engine's tools with the run's seed (``loopnb.inject``); written by label.
     """
 
     name: str
@@ -88,6 +92,7 @@ class SweepConfig:
     timeout: float | None = None
     error_text: Mapping[str, str] = field(default_factory=dict)
     fake_clock: bool | None = None
+    faults: Mapping[str, Fault | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
@@ -97,6 +102,7 @@ class SweepConfig:
             )
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "error_text", dict(self.error_text))
+        object.__setattr__(self, "faults", faults_of(self.faults, f"SweepConfig {self.name}"))
         for tool in self.tools:
             if not isinstance(tool, str | Tool):
                 raise TypeError(
@@ -119,6 +125,7 @@ class SweepConfig:
         """The config as JSON data (tools by name)."""
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}
         data["tools"] = [t if isinstance(t, str) else t.name for t in self.tools]
+        data["faults"] = {name: fault.label for name, fault in self.faults.items()}  # type: ignore[union-attr]
         plain: dict[str, Any] = _plain(data)
         return plain
 
@@ -164,8 +171,18 @@ def build(
     if config.model is not None:
         kwargs["model"] = _model(config, seed)
     _apply(config, kwargs)
+    if config.faults:
+        kwargs["tools"] = _injected(config, list(kwargs.get("tools", ())), seed)
     kwargs["observers"] = [*kwargs.get("observers", ()), *observers]
     return Engine(**kwargs), task
+
+
+def _injected(config: SweepConfig, tools: list[Any], seed: int) -> Any:
+    """The engine's tools with the config's faults injected, seeded by the run's seed."""
+    try:
+        return inject(tools, config.faults, seed=seed)
+    except ValueError as exc:
+        raise ValueError(f"SweepConfig {config.name}: faults: {exc}") from None
 
 
 def _tools(config: SweepConfig) -> list[Tool]:

@@ -161,12 +161,16 @@ class Sweep:
     def by_config(self) -> pd.DataFrame:
         """Per config: ``runs``, ``turns``, ``soft_turns``, runs ``ended_ok`` and ``ended_hard``, soft
         streaks (``episodes``), how many the model ``recovered`` from on its own, and ``recovery_rate``
-        (recovered / episodes, 0 to 1; missing without episodes)."""
+        (recovered / episodes, 0 to 1; missing without episodes): self-recovery. Beside it, per tool
+        error (``Audit.recovery_rate``): ``tool_errors``, how many a later success of the same tool
+        followed (``tool_recovered``), ``tool_recovery_rate``; and ``false_successes``, the runs that
+        ended with an answer after a tool error never recovered (``Audit.false_success``)."""
         import pandas as pd
 
         from loopnb.analysis import Audit
 
         turns = self.turns
+        events = self.events
         rows = []
         for config in self.configs:
             t = turns[turns["config"] == config]
@@ -174,6 +178,7 @@ class Sweep:
             episodes = Audit(t.drop(columns=["config", "seed"])).recovery_episodes() if len(t) else None
             n_episodes = 0 if episodes is None else len(episodes)
             recovered = 0 if episodes is None else int((episodes["outcome"] == "recovered").sum())
+            per_error = _per_error(t, events[events["config"] == config]) if len(t) else (0, 0, 0)
             rows.append(
                 {
                     "config": config,
@@ -185,12 +190,18 @@ class Sweep:
                     "episodes": n_episodes,
                     "recovered": recovered,
                     "recovery_rate": recovered / n_episodes if n_episodes else None,
+                    "tool_errors": per_error[0],
+                    "tool_recovered": per_error[1],
+                    "tool_recovery_rate": per_error[1] / per_error[0] if per_error[0] else None,
+                    "false_successes": per_error[2],
                 }
             )
         frame = pd.DataFrame(rows)
-        for name in ("runs", "turns", "soft_turns", "ended_ok", "ended_hard", "episodes", "recovered"):
+        counts = ("runs", "turns", "soft_turns", "ended_ok", "ended_hard", "episodes", "recovered")
+        for name in (*counts, "tool_errors", "tool_recovered", "false_successes"):
             frame[name] = frame[name].astype("Int64")
-        frame["recovery_rate"] = frame["recovery_rate"].astype("Float64")
+        for name in ("recovery_rate", "tool_recovery_rate"):
+            frame[name] = frame[name].astype("Float64")
         frame["config"] = pd.Categorical(frame["config"], categories=self.configs)
         return frame
 
@@ -215,3 +226,13 @@ class Sweep:
             f"Sweep({self.name!r}: {len(self.configs)} configs x {len(self.seeds)} seeds, "
             f"{n - len(self.missing())}/{n} batches written, at {str(self.path)!r})"
         )
+
+
+def _per_error(turns: pd.DataFrame, events: pd.DataFrame) -> tuple[int, int, int]:
+    """One config's tool errors, how many were recovered, and its runs that falsely succeeded."""
+    from loopnb.analysis import Audit
+
+    audit = Audit(turns.drop(columns=["config", "seed"]), events.drop(columns=["config", "seed"]))
+    rates = audit.recovery_rate(by="run")
+    false = audit.false_success()
+    return int(rates["soft_errors"].sum()), int(rates["recovered"].sum()), int(false["run_id"].nunique())

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loopnb import scenarios
 from loopnb._version import __version__
 from loopnb.cli import _terminal as terminal
+from loopnb.cli._faults import fault_spec, planned, tools_with
 from loopnb.cli._outcome_text import outcome_lines, summary_line
 from loopnb.engine.models import ModelConfigError, from_env
 from loopnb.scenarios import Scenario
@@ -66,7 +67,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     try:
         chosen = _chosen(args.names)
-        overrides = _model_overrides(args)
+        overrides = {**_model_overrides(args), **_fault_overrides(args, chosen)}
         recorder_for = _recorders(args.record, chosen)
     except _UsageError as exc:
         print(f"loopnb demo: {exc}", file=sys.stderr)
@@ -97,7 +98,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
                 if recorder is not None and callable(getattr(recorder, "close", None)):
                     recorder.close()
             outcomes.append(outcome)
-            for line in outcome_lines(outcome, width=width):
+            for line in outcome_lines(outcome, width=width, injected=bool(args.fault)):
                 terminal.write(con, line)
             terminal.write(con, "")
             if interrupted:  # the engine ended this run as Cancelled; the user wants out
@@ -111,7 +112,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.record is not None:
         for note in _recorded(args.record, len(outcomes)):
             terminal.write(con, note)
-    return 0 if all(o.as_expected for o in outcomes) else 1
+    return 0 if args.fault or all(o.as_expected for o in outcomes) else 1
 
 
 def _recorded(folder: str, n: int) -> list[str]:
@@ -200,6 +201,17 @@ def _model_overrides(args: argparse.Namespace) -> dict[str, Any]:
         return {"model": from_env(args.model, base_url=args.base_url)}
     except (ModelConfigError, ImportError) as exc:
         raise _UsageError(str(exc)) from exc
+
+
+def _fault_overrides(args: argparse.Namespace, chosen: Sequence[Scenario]) -> dict[str, Any]:
+    """``--fault``: the scenarios' tools with the faults injected (a usage error names a tool no
+    chosen scenario has)."""
+    if not args.fault:
+        return {}
+    try:
+        return {"with_tools": tools_with(planned(args.fault, chosen), args.seed)}
+    except ValueError as exc:
+        raise _UsageError(f"error: {exc}") from exc
 
 
 def _recorders(
@@ -359,8 +371,8 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the built-in scenarios and print a per-turn table tagged ok/soft/hard",
         description="Run the built-in teaching scenarios on the embedded models (no API key). "
-        "Exit code: 0 when every scenario ended as it declares, 1 when one did not, 2 for bad "
-        "input, 130 on Ctrl-C.",
+        "Exit code: 0 when every scenario ended as it declares (with --fault: when every run ran), "
+        "1 when one did not, 2 for bad input, 130 on Ctrl-C.",
     )
     demo.add_argument("names", nargs="*", metavar="NAME", help="scenarios to run (default: all)")
     demo.add_argument("--seed", type=int, default=None, help="seed of the simulated model")
@@ -388,6 +400,16 @@ def _parser() -> argparse.ArgumentParser:
         "--base-url",
         default=None,
         help="the model server's address (OpenAI-compatible); without --model, LOOPNB_MODEL names the model",
+    )
+    demo.add_argument(
+        "--fault",
+        action="append",
+        type=fault_spec,
+        default=[],
+        metavar="TOOL=FAULT",
+        help="inject a fault into a tool of the scenarios, in the labels' language (read, never "
+        'evaluated): read_file=error.first(2), read_file=error("disk busy").first(2), search=hang(30), '
+        'read_file=wrong("").sometimes(0.5); repeatable',
     )
     demo.set_defaults(handler=_demo)
     audit = commands.add_parser(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from loopnb.scenarios import Outcome
 
-_COLUMNS = ("turn", "channel", "producer", "model", "retries", "tools", "what the model read")
+_COLUMNS = ("turn", "channel", "producer", "model", "retries", "injected", "tools", "what the model read")
 
 
 def turn_rows(outcome: Outcome) -> list[dict[str, str]]:
@@ -41,6 +41,7 @@ def _row(turn: Turn) -> dict[str, str]:
         "producer": turn.producer or "-",
         "model": turn.model or "-",
         "retries": str(turn.recovery_attempts),
+        "injected": (turn.injected or "-").replace("\n", "; "),
         "tools": ", ".join(call.name for call in calls) or "-",
         "what the model read": read,
     }
@@ -55,8 +56,9 @@ def format_outcome(outcome: Outcome, *, width: int = 100) -> str:
     return "\n".join(line.plain for line in outcome_lines(outcome, width=width))
 
 
-def outcome_lines(outcome: Outcome, *, width: int = 100) -> list[Text]:
-    """``format_outcome``'s lines as rich ``Text``, each channel's word in its palette colour."""
+def outcome_lines(outcome: Outcome, *, width: int = 100, injected: bool = False) -> list[Text]:
+    """``format_outcome``'s lines as rich ``Text``, each channel's word in its palette colour. With
+    faults ``injected``, the ending is the experiment's result, not compared with the declaration."""
     from rich.text import Text
 
     s = outcome.scenario
@@ -69,6 +71,7 @@ def outcome_lines(outcome: Outcome, *, width: int = 100) -> list[Text]:
         for c in _COLUMNS
         if (c != "model" or len({r["model"] for r in rows} - {"-"}) > 1)
         and (c != "retries" or any(r["retries"] != "0" for r in rows))
+        and (c != "injected" or any(r["injected"] != "-" for r in rows))
     ]
     fixed, last = columns[:-1], columns[-1]
     widths = [max(len(c), *(len(r[c]) for r in rows)) for c in fixed]
@@ -93,7 +96,9 @@ def outcome_lines(outcome: Outcome, *, width: int = 100) -> list[Text]:
     else:
         ending = terminal.channel("ended hard", "hard")
         ending.append(f": {type(outcome.error).__name__} ({outcome.ending})")
-    if outcome.as_expected:
+    if injected:
+        ending.append(", with faults injected")
+    elif outcome.as_expected:
         ending.append(", as declared")
     else:
         ending.append(", ")

@@ -78,13 +78,18 @@ class Scenario:
         clock: Clock | None = None,
         observers: Iterable[Observer] = (),
         seed: int | None = None,
+        with_tools: Callable[[list[Any]], list[Any]] | None = None,
         **overrides: Any,
     ) -> Engine:
-        """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments."""
+        """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments, and
+        ``with_tools`` is given its tools and returns those the engine gets (e.g.
+        ``lambda tools: loopnb.inject(tools, {"read_file": faults.error("busy")})``)."""
         _check_seed(self.name, seed)
         clock = clock if clock is not None else (FakeClock() if self.fake_clock else None)
         build = Build(clock=clock or SystemClock(), seed=self.seed if seed is None else seed)
         kwargs = {**self.builder(build), **overrides}
+        if with_tools is not None:
+            kwargs["tools"] = with_tools(list(kwargs.get("tools", ())))
         kwargs.setdefault("clock", build.clock)
         kwargs["observers"] = [*kwargs.get("observers", ()), *observers]
         return Engine(**kwargs)
@@ -96,11 +101,14 @@ class Scenario:
         observers: Iterable[Observer] = (),
         seed: int | None = None,
         cancel: CancelToken | None = None,
+        with_tools: Callable[[list[Any]], list[Any]] | None = None,
         **overrides: Any,
     ) -> Outcome:
         """Run the scenario once; a hard ending is returned (``outcome.error``), not raised."""
         events: list[Event] = []
-        engine = self.engine(clock=clock, observers=[events.append, *observers], seed=seed, **overrides)
+        engine = self.engine(
+            clock=clock, observers=[events.append, *observers], seed=seed, with_tools=with_tools, **overrides
+        )
         try:
             result = engine.run(self.task, cancel=cancel)
         except LoopError as err:
