@@ -54,6 +54,8 @@ def injected_function(fn: Callable[..., Any], name: str, plan: FaultPlan, clock:
     def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         if positional is None:  # no .when to check: the call's arguments are not needed
             return None
+        if not args:
+            return kwargs
         named = dict(zip(positional, args, strict=False))
         named.update(kwargs)
         return named

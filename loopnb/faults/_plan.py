@@ -126,12 +126,18 @@ class FaultPlan:
         return f"FaultPlan({shown}; seed={self.seed}, {len(self.injections)} injected)"
 
 
+_MISSING = object()
+
+
 def _matches(match: tuple[tuple[str, Any], ...], arguments: Mapping[str, Any] | None) -> bool:
     """Whether the call's arguments hold each of ``match`` (an argument whose ``==`` raises: no)."""
     if arguments is None:
         return False
-    missing = object()
+    get = arguments.get
     try:
-        return all(arguments.get(name, missing) == value for name, value in match)
+        for name, value in match:
+            if get(name, _MISSING) != value:
+                return False
     except Exception:
         return False
+    return True
