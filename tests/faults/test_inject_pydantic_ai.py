@@ -7,6 +7,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+import loopnb
 from loopnb import faults, from_pydantic_ai, inject
 
 
@@ -41,8 +42,12 @@ def test_an_injected_error_is_a_retry_the_agent_gets_past_and_each_is_logged_wit
     ]
     calls = [p.tool_call_id for m in result.all_messages() for p in m.parts if isinstance(p, ToolCallPart)]
     assert [i.call_id for i in flaky.injections] == calls[:2]
-    rec = from_pydantic_ai(result.all_messages())
+    rec = from_pydantic_ai(result.all_messages(), injected=flaky.injections)
     assert rec.turns["channel"].tolist()[:3] == ["soft", "soft", "ok"]
+    assert rec.turns["injected"].tolist()[:2] == ['error("disk busy").first(2)'] * 2
+    assert rec.turns["injected"].isna().tolist()[2:] == [True] * (len(rec.turns) - 2)
+    rates = loopnb.audit(rec).recovery_rate(by="fault").set_index("fault")
+    assert rates.loc['error("disk busy").first(2)', "rate"] == 1.0
     assert "disk busy" in rec.turns["error_text"].iloc[0]
     assert agent.run_sync("read a.txt").output == "it says: contents of a.txt"  # the original is untouched
 
