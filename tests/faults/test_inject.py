@@ -206,3 +206,15 @@ def test_injected_survives_jsonl_and_parquet(tmp_path):
         back = load(path)
         assert back.turns["injected"].tolist()[:1] == ['error("disk busy").first(1)']
         assert back.turns["injected"].isna().tolist()[1:] == [True, True]
+
+
+def test_flow_counts_split_injected_from_natural_failures():
+    from loopnb import flow_counts, scenarios
+
+    rec = Recorder()
+    scenarios.get("mistyped_path").run(observers=[rec], faults={"read_file": faults.error("busy").first(2)})
+    flows = flow_counts(rec, split_injected=True).set_index("edge")
+    soft = flows.loc[flows["source"].eq("adapt") & flows["target"].eq("soft")].iloc[0]
+    assert (soft["count"], soft["injected"], soft["natural"]) == (3, 2, 1)  # two injected, the typo natural
+    assert (flows["injected"] + flows["natural"]).equals(flows["count"])
+    assert "injected" not in flow_counts(rec).columns
