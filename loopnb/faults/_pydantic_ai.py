@@ -35,6 +35,18 @@ def _tool_names(agent: Any) -> list[str]:
     return names
 
 
+def _mark_span(label: str) -> None:
+    """Put the fault's label on the span pydantic-ai runs the tool in (``loopnb.injected``), where
+    the run is traced: ``watch()`` and ``from_otel`` read it back as the call's ``injected``."""
+    try:
+        from opentelemetry import trace
+    except ImportError:  # no tracing installed: the wrapper's injections still log it
+        return
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute(INJECTED, label)
+
+
 def _wrap(agent: Any, faults: Faults, seed: int, clock: Any) -> Any:
     from pydantic_ai import ModelRetry
     from pydantic_ai.agent import WrapperAgent
@@ -55,6 +67,7 @@ def _wrap(agent: Any, faults: Faults, seed: int, clock: Any) -> Any:
             fault = None if schedule is None else schedule.decide(tool_args, call_id=ctx.tool_call_id)
             if fault is None:
                 return await super().call_tool(name, tool_args, ctx, tool)
+            _mark_span(fault.label)
             then = outcome(fault)
             if then.then_run:
                 await wait_async(then.wait, clock)
@@ -81,5 +94,8 @@ def _wrap(agent: Any, faults: Faults, seed: int, clock: Any) -> Any:
 
     return InjectedAgent(agent)
 
+
+INJECTED = "loopnb.injected"
+"""The tool span attribute the OTLP reader reads a call's injected fault from (its profile's name)."""
 
 register_target(_is_agent, _wrap)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+INJECTED = "loopnb.injected"
+"""On a tool span: the label of the fault ``loopnb.inject`` put into the call (its wrappers and the
+exporter write it)."""
 CHANNEL = "loopnb.channel"
 PRODUCER = "loopnb.producer"
 ATTEMPT = "loopnb.recovery.attempt"

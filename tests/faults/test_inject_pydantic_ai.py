@@ -68,3 +68,23 @@ def test_implicit_and_crash_faults_and_a_missing_tool():
         crashing.run_sync("read a.txt")
     with pytest.raises(KeyError, match="did you mean 'read_file'"):
         inject(make_agent(), {"read_fil": faults.error("x")})
+
+
+def test_the_traced_run_marks_the_injected_tool_spans_and_from_otel_reads_them():
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    agent = make_agent()
+    agent.instrument = InstrumentationSettings(tracer_provider=provider)
+    flaky = inject(agent, {"read_file": faults.error("disk busy").first(1)})
+    flaky.run_sync("read a.txt")
+    spans = memory.get_finished_spans()
+    marked = [s for s in spans if (s.attributes or {}).get("loopnb.injected")]
+    assert [s.attributes["loopnb.injected"] for s in marked] == ['error("disk busy").first(1)']
+    rec = loopnb.from_otel(spans)
+    assert rec.turns["injected"].dropna().tolist() == ['error("disk busy").first(1)']
