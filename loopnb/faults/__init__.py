@@ -18,7 +18,7 @@ decision every wrapper shares, and ``register_target`` teaches ``inject`` a new 
 """
 
 import loopnb._face as _face
-from loopnb.faults import _langchain, _pydantic_ai  # noqa: F401  (teach inject their targets)
+from loopnb.faults import _langchain, _openai_agents, _pydantic_ai  # noqa: F401  (teach inject their targets)
 from loopnb.faults._fault import (
     KINDS,
     Fault,
