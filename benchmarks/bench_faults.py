@@ -3,6 +3,7 @@
 A script that prints figures (not a timed test).
 
     PYTHONPATH=. python benchmarks/bench_faults.py [--calls 100000] [--rounds 9]
+    PYTHONPATH=. python benchmarks/bench_faults.py --sweep     # the ToolMaze 2x2 x 200 seeds on 2 workers
 
 What is timed is the engine's own path for one attempt of a sync tool (``Invocation._attempt``'s
 lines for it): a ``FaultMark`` and the tool's ``marked(mark)`` function when the tool
@@ -11,6 +12,11 @@ garbage collected before each: the bare tool, an injected one whose ``.when`` ne
 arguments are compared), and one whose ``.first(1)`` is spent (the schedule is counted). The
 figure is CPU time per call (``time.process_time``): medians [min-max] over the rounds, each
 injected one also as the extra over the bare tool's median. Budget (issue #28): at most 2 µs.
+
+``--sweep`` times the notebook 11 grid as a sweep: four ``SweepConfig``s of ``mistyped_path`` (an
+error and an empty result, each for the first two calls and for every call) over 200 seeds on a
+Dask ``LocalCluster`` of 2 workers, started inside the timing (wall time, one run: budget 60 s),
+and prints ``by_config()``'s recovery columns.
 """
 
 from __future__ import annotations
@@ -59,11 +65,41 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
 
 
+def sweep_grid() -> None:
+    """The 2x2 x 200-seed sweep on 2 workers, timed whole."""
+    import tempfile
+
+    import loopnb
+
+    cells = {
+        "explicit-transient": faults.error("disk busy").first(2),
+        "explicit-permanent": faults.error("disk busy"),
+        "implicit-transient": faults.empty().first(2),
+        "implicit-permanent": faults.empty(),
+    }
+    grid = [
+        loopnb.SweepConfig(n, scenario="mistyped_path", faults={"read_file": f}) for n, f in cells.items()
+    ]
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = loopnb.sweep(configs=grid, seeds=200, out=f"{out}/maze", workers=2, progress=False)
+        took = time.perf_counter() - start
+        table = result.by_config()
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f}; 4 configs x 200 seeds on 2 workers: {took:.1f} s (budget 60 s)")
+    columns = ["config", "runs", "soft_errors", "errors_recovered", "tool_recovery_rate", "false_successes"]
+    print(table[columns].to_string(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--sweep", action="store_true", help="time the 2x2 x 200-seed sweep instead")
     args = parser.parse_args()
+    if args.sweep:
+        sweep_grid()
+        return
     tools = candidates()
     times: dict[str, list[float]] = {name: [] for name in tools}
     measure: Callable[[Tool], float] = lambda t: per_call(t, args.calls)  # noqa: E731
