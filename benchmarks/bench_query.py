@@ -1,8 +1,11 @@
-"""Benchmark ``loopnb.query`` over a sweep's Parquet dataset of 10,000,000 recorded turns, against
-the same DuckDB query over the same rows written as one plain Parquet table.
+"""Benchmark ``loopnb.query`` over a sweep's Parquet dataset of 10,000,000 recorded turns, as the
+sweep writes it and compacted (``Sweep.compact``), against the same DuckDB query over the same rows
+written as one plain Parquet table.
 
-A script that prints figures (not a timed test); each time is the median of several repeats,
-the two sides alternating, every file read once before timing (both warm in the page cache).
+A script that prints figures (not a timed test). Every file is read once before timing (all warm
+in the page cache); then each round times every candidate once, in turn (interleaved, so a load
+that comes and goes touches them alike), each after a ``gc.collect()``. It prints the median and
+[min-max] over the rounds (at least 7), and the machine's load average before and after.
 
     PYTHONPATH=. python benchmarks/bench_query.py            # 10,000,000 turns (a few minutes)
     PYTHONPATH=. python benchmarks/bench_query.py --quick    # 1,000,000 turns, a smoke run
@@ -12,18 +15,21 @@ batches of 2,000 runs (the largest batch loopnb chooses, the one it chooses for 
 big), gives 5 batch files, one per config, each a loopnb recording (turns table and events).
 Those files are then copied byte for byte under new batch numbers, config by config, until the
 dataset holds at least 10,000,000 turns: the layout a sweep of some 3,000,000 runs over 5 configs
-has (``config=NAME/part-*.parquet``, some 1,500 files). The copies repeat run ids, which a
-``group by channel, producer`` does not see. The plain table is the same rows (``config`` as a
-column) written with ``pyarrow.dataset.write_dataset`` as one file of 1,048,576-row groups.
+writes (``config=NAME/part-*.parquet``, some 1,000 files). The copies repeat run ids, which a
+``group by channel, producer`` does not see. The compacted sweep is a copy of that folder after
+``Sweep(copy).compact()`` (what ``loopnb.sweep`` does itself when a sweep of that many files
+completes). The plain table is the same rows (``config`` as a column) written with
+``pyarrow.dataset.write_dataset`` as one file of 1,048,576-row groups.
 
 The query: ``select channel, producer, count(*) n from turns group by channel, producer``, by
 ``loopnb.query(sql, folder)`` (finding the files, the views, DuckDB, the pandas frame), against
-a fresh DuckDB connection running it over ``read_parquet('plain.parquet')`` into a pandas frame.
+a fresh DuckDB connection running it over ``read_parquet(...)`` into a pandas frame.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import shutil
@@ -45,9 +51,21 @@ SQL = "select channel, producer, count(*) n from turns group by channel, produce
 
 
 def timed(fn: Callable[[], object]) -> float:
+    """Seconds ``fn`` takes, the garbage of what ran before collected first."""
+    gc.collect()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def spread(values: list[float]) -> str:
+    """``median [min-max]`` of ``values`` (seconds)."""
+    return f"{statistics.median(values):.3f} s [{min(values):.3f}-{max(values):.3f}]"
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 def make_sweep(root: Path, seeds: int) -> loopnb.Sweep:
@@ -86,25 +104,56 @@ def plain_table(root: Path, where: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     logging.getLogger("distributed").setLevel(logging.ERROR)
     target = 1_000_000 if args.quick else 10_000_000
     seeds = 400 if args.quick else 2000
     tmp = Path(tempfile.mkdtemp(prefix="bench-query-"))
     try:
-        run(tmp, target, seeds, args.repeats)
+        run(tmp, target, seeds, max(args.rounds, 7))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(tmp: Path, target: int, seeds: int, repeats: int) -> None:
-    one, five, _ = os.getloadavg()
-    print(f"loopnb query benchmark: {target:,} turns; load average {one:.2f} (1 min), {five:.2f} (5 min)")
+def compacted(root: Path, where: Path) -> Path | None:
+    """A copy of the sweep's folder, compacted (``None`` where ``Sweep`` cannot compact)."""
+    if not hasattr(loopnb.Sweep, "compact"):
+        return None
+    shutil.copytree(root, where)
+    start = time.perf_counter()
+    loopnb.Sweep(where).compact()
+    files = sorted(where.glob("config=*/part-*.parquet"))
+    groups = sum(pq.ParquetFile(p).metadata.num_row_groups for p in files)
+    print(
+        f"  compacted: {len(files)} files, {groups} row groups "
+        f"({sum(p.stat().st_size for p in files) / 2**20:,.0f} MiB) in {time.perf_counter() - start:.1f} s"
+    )
+    return where
+
+
+def duck(sql: str) -> object:
+    con = duckdb.connect()
+    try:
+        return con.sql(sql).df()
+    finally:
+        con.close()
+
+
+def hive(folder: Path) -> str:
+    """The query over a sweep's files read by DuckDB itself, as ``loopnb.query`` reads them."""
+    return SQL.replace(
+        "from turns",
+        f"from read_parquet('{folder}/config=*/part-*.parquet', hive_partitioning = true, "
+        "hive_types = {'config': VARCHAR})",
+    )
+
+
+def run(tmp: Path, target: int, seeds: int, rounds: int) -> None:
+    print(f"loopnb query benchmark: {target:,} turns; {load()}")
     root = tmp / "sweep"
     took = timed(lambda: make_sweep(root, seeds))
-    base = loopnb.Sweep(root)
-    n_base = len(base.turns)
+    n_base = len(loopnb.Sweep(root).turns)
     print(f"  a real sweep: {len(SCENARIOS)} configs x {seeds} seeds, {n_base:,} turns in {took:.1f} s")
     start = time.perf_counter()
     turns, files = replicate(root, target)
@@ -118,40 +167,36 @@ def run(tmp: Path, target: int, seeds: int, repeats: int) -> None:
         f"  the plain table: {meta.num_rows:,} rows in {meta.num_row_groups} row groups "
         f"({plain.stat().st_size / 2**20:,.0f} MiB) in {time.perf_counter() - start:.1f} s"
     )
+    small = compacted(root, tmp / "compacted")
     plain_sql = SQL.replace("from turns", f"from read_parquet('{plain}')")
-    hive_sql = SQL.replace(
-        "from turns",
-        f"from read_parquet('{root}/config=*/part-*.parquet', hive_partitioning = true, "
-        "hive_types = {'config': VARCHAR})",
-    )
-
-    def duck(sql: str) -> object:
-        con = duckdb.connect()
-        try:
-            return con.sql(sql).df()
-        finally:
-            con.close()
-
-    sides = {
-        "loopnb.query over the sweep": lambda: loopnb.query(SQL, root),
-        "DuckDB over the sweep's files (no loopnb)": lambda: duck(hive_sql),
-        "DuckDB over the plain table": lambda: duck(plain_sql),
+    sides: dict[str, Callable[[], object]] = {
+        "loopnb.query, the sweep as written": lambda: loopnb.query(SQL, root),
+        "DuckDB over those files (no loopnb)": lambda: duck(hive(root)),
     }
+    if small is not None:
+        sides["loopnb.query, the sweep compacted"] = lambda: loopnb.query(SQL, small)
+        sides["DuckDB over the compacted files"] = lambda: duck(hive(small))
+    sides["DuckDB over the plain table"] = lambda: duck(plain_sql)
     results = {name: fn() for name, fn in sides.items()}  # warm, and the answers to compare
     frames = [r.sort_values(["channel", "producer"]).reset_index(drop=True) for r in results.values()]
-    assert all(f.equals(frames[0]) for f in frames), "the three answers differ"
+    assert all(f.equals(frames[0]) for f in frames), "the answers differ"
     assert int(frames[0].n.sum()) == turns
     times: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(repeats):
+    for _ in range(rounds):
         for name, fn in sides.items():
             times[name].append(timed(fn))
-    med = {name: statistics.median(t) for name, t in times.items()}
-    print(f"\n  {SQL}\n  over {turns:,} turns, median of {repeats} (each warm):")
-    for name, t in med.items():
-        print(f"    {name:<42} {t:.3f} s  (min {min(times[name]):.3f}, max {max(times[name]):.3f})")
-    ours, plain_t = med["loopnb.query over the sweep"], med["DuckDB over the plain table"]
-    print(f"  loopnb.query / plain table: {ours / plain_t:.2f}x (target <= 2x); {ours:.2f} s (target <= 5 s)")
-    print(f"  {len(frames[0])} groups; load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"\n  {SQL}\n  over {turns:,} turns, median [min-max] of {rounds} interleaved rounds (each warm):")
+    for name, t in times.items():
+        print(f"    {name:<38} {spread(t)}")
+    plain_t = times["DuckDB over the plain table"]
+    for name in ("loopnb.query, the sweep as written", "loopnb.query, the sweep compacted"):
+        if name in times:
+            ratios = sorted(a / b for a, b in zip(times[name], plain_t, strict=True))
+            print(
+                f"  {name} / the plain table: {statistics.median(ratios):.2f}x "
+                f"[{ratios[0]:.2f}-{ratios[-1]:.2f}] (same-round ratios; target <= 1.5x)"
+            )
+    print(f"  {len(frames[0])} groups; {load()} at the end")
 
 
 if __name__ == "__main__":

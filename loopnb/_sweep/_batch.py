@@ -29,6 +29,8 @@ from loopnb.engine import LoopError
 from loopnb.record import RecordingError
 
 PART = "part-{:06d}.parquet"
+MERGED = "part-{:06d}-{:06d}.parquet"
+"""A compacted file: the batches from the first to the last number, one file (``_compact``)."""
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 """The errors of a write to a disk (or a quota) with no room left."""
 
@@ -133,19 +135,59 @@ def write_batch(batch: Batch, recorder: Any) -> int:
             "seeds": list(batch.seeds),
         },
     )
-    write_frames(batch.path, meta, [turns], [lines], extra=[pa.field("seed", pa.int64())])
+    write_frames(batch.path, meta, [turns], [lines], extra=extra_fields(pa))
     return len(turns)
 
 
+def extra_fields(pa: Any) -> list[Any]:
+    """The Arrow fields a batch file has after the turns' own: the run's ``seed``."""
+    return [pa.field("seed", pa.int64())]
+
+
 def written(out: str | Path, configs: Sequence[str]) -> set[tuple[str, int]]:
-    """The ``(config, index)`` of every batch already written under ``out``."""
-    done = set()
+    """The ``(config, index)`` of every batch already written under ``out`` (in a batch's own
+    file, or in a compacted one)."""
+    done: set[tuple[str, int]] = set()
     for config in configs:
-        folder = partition(out, config)
-        if not folder.is_dir():
-            continue
-        for path in folder.glob("part-*.parquet"):
-            stem = path.name.removeprefix("part-").removesuffix(".parquet")
-            if stem.isdigit():
-                done.add((config, int(stem)))
+        for first, last, _ in batch_files(partition(out, config), every=True):
+            done.update((config, i) for i in range(first, last + 1))
     return done
+
+
+def batches_of(path: Path) -> tuple[int, int] | None:
+    """The first and last batch a file's name says it holds (``part-000003.parquet``: 3 and 3;
+    ``part-000000-000009.parquet``: 0 to 9), or ``None`` for a name that is neither."""
+    stem = path.name.removeprefix("part-").removesuffix(".parquet")
+    first, _, last = stem.partition("-")
+    if not first.isdigit() or not (last.isdigit() or not last) or path.name == stem:
+        return None
+    span = (int(first), int(last or first))
+    return span if span[0] <= span[1] else None
+
+
+def batch_files(folder: Path, *, every: bool = False) -> list[tuple[int, int, Path]]:
+    """A config's folder's files as ``(first batch, last batch, path)``, in batch order. A file
+    whose batches all are in a wider file is left out (a compaction stopped before it removed the
+    files it had merged: the merged one is whole, and read instead), unless ``every``."""
+    if not folder.is_dir():
+        return []
+    found = sorted(
+        (span[0], -span[1], p) for p in folder.glob("part-*.parquet") if (span := batches_of(p)) is not None
+    )
+    out: list[tuple[int, int, Path]] = []
+    reach = -1  # the last batch a file kept so far holds
+    for first, minus_last, path in found:
+        if every or -minus_last > reach:
+            out.append((first, -minus_last, path))
+            reach = max(reach, -minus_last)
+    return out
+
+
+def sweep_files(root: Path) -> list[Path]:
+    """Every batch file of the sweep in ``root`` (each ``config=NAME`` folder), as ``batch_files``
+    keeps them; a ``part-*.parquet`` whose name gives no batch number is kept too."""
+    out: list[Path] = []
+    for folder in sorted(root.glob("config=*")):
+        kept = {p for _, _, p in batch_files(folder)}
+        out.extend(p for p in sorted(folder.glob("part-*.parquet")) if p in kept or batches_of(p) is None)
+    return out

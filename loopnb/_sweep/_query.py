@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from loopnb._sweep._batch import run_id
+from loopnb._sweep._batch import run_id, sweep_files
 from loopnb._sweep._plan import PLAN_FILE
 from loopnb.record import RecordingError, RecordingWarning
 
@@ -161,9 +161,10 @@ def _turns_view(con: Any, found: _Sources) -> None:
     parts = []
     hive = "hive_partitioning = true, hive_types = {'config': VARCHAR}"
     for folder in found.sweeps:  # one read per sweep: its files share one schema (union_by_name
-        # would read every file's schema before the query starts)
-        files = f"{_literal(folder)}/config=*/part-*.parquet"
-        parts.append(f"SELECT * FROM read_parquet({_list([files])}, {hive})")
+        # would read every file's schema before the query starts); named one by one, so that the
+        # files a stopped compaction left beside the file that merged them are not read twice
+        named = [_literal(p) for p in sweep_files(folder)] or [f"{_literal(folder)}/config=*/part-*.parquet"]
+        parts.append(f"SELECT * FROM read_parquet({_list(named)}, {hive})")
     if found.parquet:
         files = _list([_literal(p) for p in found.parquet])
         parts.append(f"SELECT * FROM read_parquet({files}, union_by_name = true)")
@@ -182,7 +183,7 @@ def _events_view(con: Any, found: _Sources) -> None:
 
     frames = []
     for folder in found.sweeps:
-        for part in sorted(folder.glob("config=*/part-*.parquet")):
+        for part in sweep_files(folder):
             rec = load(part)
             frame = rec.events
             info = rec.meta.get("sweep") or {}

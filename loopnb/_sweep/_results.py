@@ -1,7 +1,8 @@
 """``Sweep``: a sweep's results folder read as frames, while it is written or after.
 
 The folder is a hive-partitioned Parquet dataset (``config=NAME/part-*.parquet``, each file a
-loopnb recording of one batch) and its plan (``_sweep.json``). ``turns`` reads every batch written
+loopnb recording of one batch, or of several once compacted: ``_compact``) and its plan
+(``_sweep.json``). ``turns`` reads every batch written
 so far through ``pyarrow.dataset`` into the recorder's own turns frame, with ``config`` and
 ``seed`` in front; ``events`` reads the events each file keeps; ``audit()`` is ``loopnb.audit``
 over them, and ``query(sql)`` is ``loopnb.query`` over the folder.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopnb._sweep._batch import part_path, run_id
+from loopnb._sweep._batch import batch_files, partition, run_id, written
 from loopnb._sweep._plan import PLAN_FILE, seeds_of_json, written_plan
 
 if TYPE_CHECKING:
@@ -44,14 +45,32 @@ class Sweep:
         return str(self.plan.get("name", self.path.name))
 
     def files(self) -> list[Path]:
-        """The batch files written so far, config by config in the plan's order, batch by batch."""
+        """The batch files written so far (a compacted file holds several batches), config by
+        config in the plan's order, batch by batch."""
         n = -(-len(self.seeds) // self.batch)
-        return [p for c in self.configs for i in range(n) if (p := part_path(self.path, c, i)).is_file()]
+        return [p for c in self.configs for first, _, p in batch_files(partition(self.path, c)) if first < n]
 
     def missing(self) -> list[tuple[str, int]]:
         """The ``(config, batch)`` of every batch not written yet."""
         n = -(-len(self.seeds) // self.batch)
-        return [(c, i) for c in self.configs for i in range(n) if not part_path(self.path, c, i).is_file()]
+        done = written(self.path, self.configs)
+        return [(c, i) for c in self.configs for i in range(n) if (c, i) not in done]
+
+    def compact(self) -> None:
+        """Merge each config's batch files into a few large ones, so that a query reads the sweep
+        about as fast as one table (``loopnb.sweep`` does it itself when a sweep of many files
+        finishes). Every run, config and seed is kept; a resumed sweep goes on from the merged
+        files. Holds the folder's lock: refused (``ValueError``) while a sweep writes to it.
+
+        Raises:
+            ValueError: a sweep is writing to the folder now.
+            RecordingError: a batch file is not a whole recording (nothing is replaced then).
+        """
+        from loopnb._sweep._compact import compact
+        from loopnb._sweep._lock import holding
+
+        with holding(self.path):
+            compact(self.path, self.configs)
 
     @property
     def complete(self) -> bool:
@@ -190,9 +209,8 @@ class Sweep:
         return query(sql, self.path)
 
     def __repr__(self) -> str:
-        files = self.files()
         n = len(self.configs) * -(-len(self.seeds) // self.batch)
         return (
             f"Sweep({self.name!r}: {len(self.configs)} configs x {len(self.seeds)} seeds, "
-            f"{len(files)}/{n} batches written, at {str(self.path)!r})"
+            f"{n - len(self.missing())}/{n} batches written, at {str(self.path)!r})"
         )

@@ -1,7 +1,8 @@
 """``loopnb.sweep``: every config over every seed, on Dask distributed, into a Parquet dataset.
 
 The client plans the batches (``_plan``), skips those already written when resuming, and submits
-the rest; workers run them and write one file each (``_batch``). ``cluster=None`` starts a
+the rest; workers run them and write one file each (``_batch``); a finished sweep of many files
+is compacted into a few (``_compact``). ``cluster=None`` starts a
 ``LocalCluster`` of processes (one thread each) on this machine and closes it afterwards; an
 address or a ``distributed.Client`` uses that cluster as it is (its workers must see ``out``: a
 shared file system). Ctrl-C (a kernel interrupt) cancels what is still queued, closes a cluster
@@ -20,7 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loopnb._sweep._batch import Batch, run_batch, written
+from loopnb._sweep._batch import Batch, batch_files, partition, run_batch, written
+from loopnb._sweep._compact import COMPACT_AFTER, compact, remove_merged
 from loopnb._sweep._lock import holding
 from loopnb._sweep._plan import PLAN_FILE, Configs, Plan, Seeds, check_resumable, choose_batch, plan
 from loopnb._sweep._results import Sweep
@@ -55,6 +57,7 @@ def sweep(
         cluster: ``None`` starts a ``LocalCluster`` of ``workers`` processes (default: one per core);
             ``"tcp://host:8786"`` or a ``distributed.Client`` uses an existing cluster.
         out: the results' folder (default ``sweeps/NAME``): ``config=NAME/part-*.parquet`` and the plan.
+            A finished sweep of more than 64 batch files is compacted into a few (``Sweep.compact``).
         resume: finish a sweep begun in ``out``, skipping the batches already written.
         batch: runs per batch (per Dask task); ``None`` chooses for the cluster's size (written in
             the plan, kept on resume).
@@ -100,6 +103,11 @@ def sweep(
             if client is None:
                 client = stack.enter_context(_client(distributed, cluster, n_workers))
             _run(client, distributed, todo, len(batches), progress, figures)
+        names = [c.name for c in chosen.configs]
+        for name in names:
+            remove_merged(partition(root, name))  # what a compaction stopped before removing
+        if sum(len(batch_files(partition(root, c))) for c in names) > COMPACT_AFTER:
+            compact(root, names)  # finished: its many small files become a few large ones
     return Sweep(root, figures=figures)
 
 

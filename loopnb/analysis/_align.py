@@ -22,23 +22,41 @@ Pair = tuple[int | None, int | None]
 
 def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = WINDOW) -> list[Pair]:
     """The aligned rows of keys ``a`` and ``b`` (see the module's docstring)."""
-    rows: list[Pair] = []
+    at_a, at_b = positions(a, b, window)
+    return [(None if i < 0 else i, None if j < 0 else j) for i, j in zip(at_a, at_b, strict=True)]
+
+
+def positions(
+    a: Sequence[Hashable], b: Sequence[Hashable], window: int = WINDOW
+) -> tuple[list[int], list[int]]:
+    """``align``'s rows as two columns: each row's index into ``a`` and into ``b``, ``-1`` on the
+    side with no turn there. A stretch where the runs agree is paired in one step (no pair built
+    per row), so that two long runs that mostly agree cost little more than comparing their keys."""
+    xs: list[int] = []
+    ys: list[int] = []
     i = j = 0
     n, m = len(a), len(b)
     while i < n and j < m:
-        if a[i] == b[j]:
-            rows.append((i, j))
+        i0, j0 = i, j
+        while i < n and j < m and a[i] == b[j]:
             i, j = i + 1, j + 1
+        if i > i0:
+            xs.extend(range(i0, i))
+            ys.extend(range(j0, j))
             continue
         p, q = _resync(a, b, i, j, window)
         both = min(p, q)
-        rows.extend((i + k, j + k) for k in range(both))
-        rows.extend((i + k, None) for k in range(both, p))
-        rows.extend((None, j + k) for k in range(both, q))
+        xs.extend(range(i, i + p))  # the first ``both`` pair up, then one side's extra turns
+        ys.extend(range(j, j + both))
+        ys.extend([-1] * (p - both))
+        xs.extend([-1] * (q - both))
+        ys.extend(range(j + both, j + q))
         i, j = i + p, j + q
-    rows.extend((k, None) for k in range(i, n))
-    rows.extend((None, k) for k in range(j, m))
-    return rows
+    xs.extend(range(i, n))
+    ys.extend([-1] * (n - i))
+    xs.extend([-1] * (m - j))
+    ys.extend(range(j, m))
+    return xs, ys
 
 
 def _resync(a: Sequence[Hashable], b: Sequence[Hashable], i: int, j: int, window: int) -> tuple[int, int]:

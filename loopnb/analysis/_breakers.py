@@ -190,22 +190,29 @@ def breakers_from_turns(
 
     transitions: list[tuple[str, str]] = []
     refused: list[str] = []
+    parsed: dict[str, dict[str, str]] = {}  # a long run repeats a few texts: each is read once
     t = _chronological(turns, keys, "started_at", "turn")
     for _, run in t.groupby(keys, sort=False, observed=True):
         before: dict[str, str] = {}
         for raw, refusal, tools in zip(
-            run["breaker_states"], run["producer"].eq("breaker_open"), run["tools"], strict=True
+            run["breaker_states"].astype(object).tolist(),
+            run["producer"].eq("breaker_open").tolist(),
+            run["tools"].astype(object).tolist(),
+            strict=True,
         ):
-            now = json.loads(raw) if isinstance(raw, str) else {}
-            for target, state in now.items():
-                if state != before.get(target, "closed"):
-                    transitions.append((target, state))
+            now = parsed.get(raw) if isinstance(raw, str) else {}
+            if now is None:
+                now = parsed[raw] = json.loads(raw)
+            if now is not before:  # the same text as the turn before moved nothing
+                for target, state in now.items():
+                    if state != before.get(target, "closed"):
+                        transitions.append((target, state))
             if refusal:
                 names = str(tools).split(", ") if isinstance(tools, str) else ["?"]
                 open_ = [n for n in names if "open" in (before.get(n), now.get(n))]
                 refused.append((open_ or names)[0])
             before = now
-    called = {n for tools in turns["tools"].dropna() for n in str(tools).split(", ")}
+    called = {n for tools in turns["tools"].dropna().unique() for n in str(tools).split(", ")}
     scopes = {target: "tool" if target in called else "model" for target, _ in transitions}
     return transitions, pd.Series(refused, dtype=object).value_counts(), scopes
 

@@ -11,19 +11,20 @@ text (``loopnb compare``).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb._drawing import drawer
-from loopnb.engine import turns_of
-from loopnb.engine._errors import arguments_text
+from loopnb.engine._errors import arguments_text, text_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from loopnb.engine import ToolCall
-    from loopnb.engine._events import Event
+    from loopnb.engine._events import Event, ModelReplied
 
 _SIDES = ("a", "b")
 
@@ -44,7 +45,7 @@ class Side:
         """Each turn's calls as text, ``name(arguments)``, by turn (empty without events)."""
         if self.event_objects is None:
             return {}
-        return {t.turn: calls_text(t.calls) for t in turns_of(self.event_objects)}
+        return {turn: calls_text(calls) for turn, calls in calls_by_turn(self.event_objects).items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +88,56 @@ def _said(value: str | None) -> str:
     return "(none)" if value is None else value
 
 
+_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=text_of)
+"""``arguments_text(..., sort_keys=True)``'s encoder, made once (``json.dumps`` makes one a call)."""
+
+
 def calls_text(calls: tuple[ToolCall, ...]) -> str:
     """A turn's calls as compared: ``read_file({"path": "x"}), ls({})`` (keys sorted); empty
     when it made none."""
-    return ", ".join(f"{c.name}({arguments_text(c.arguments, sort_keys=True)})" for c in calls)
+    if len(calls) == 1:
+        return _call_text(calls[0])
+    return ", ".join(map(_call_text, calls))
+
+
+def _call_text(call: ToolCall) -> str:
+    arguments = call.arguments
+    if type(arguments) is dict:
+        try:
+            return f"{call.name}({_SORTED.encode(arguments)})"
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # arguments_text says what JSON cannot hold
+            pass
+    return f"{call.name}({arguments_text(arguments, sort_keys=True)})"
+
+
+def calls_by_turn(events: Iterable[Event]) -> dict[int, tuple[ToolCall, ...]]:
+    """The calls of each finished turn, by turn: what ``turns_of(events)``' turns' ``calls`` are
+    (the last reply inside the turn; none when no model replied), without putting every turn
+    together. The assembler's rules are followed event for event: a turn opens at its
+    ``TurnStarted`` (or at a ``HardErrorRaised`` or ``TurnFinished`` outside the open turn) and
+    keeps a reply only of its own number; a later turn of the same number replaces an earlier."""
+    open_turn: dict[str, int] = {}  # each run's open turn
+    replied: dict[str, ModelReplied] = {}  # its reply so far
+    out: dict[int, tuple[ToolCall, ...]] = {}
+    for e in events:
+        match e.kind:
+            case "turn_started":
+                open_turn[e.run_id] = e.turn
+                replied.pop(e.run_id, None)
+            case "model_replied":
+                if open_turn.get(e.run_id) == e.turn:
+                    replied[e.run_id] = e
+            case "hard_error_raised":
+                if open_turn.get(e.run_id) != e.turn:
+                    open_turn[e.run_id] = e.turn
+                    replied.pop(e.run_id, None)
+            case "turn_finished":
+                reply = replied.pop(e.run_id, None)
+                ours = open_turn.pop(e.run_id, None) == e.turn  # else it finishes a turn of its own
+                out[e.turn] = reply.reply.tool_calls if reply is not None and ours else ()
+    return out
 
 
 def compare(
@@ -153,9 +200,9 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
 
     turns, events = frames_of(data, f"compare() (side {which})")
     objects = None if isinstance(data, pd.DataFrame) else getattr(data, "event_objects", None)
-    ids = list(dict.fromkeys(turns["run_id"].dropna().astype(str).tolist()))
+    ids = _run_ids(turns["run_id"])
     if events is not None and "run_id" in events.columns:
-        ids = list(dict.fromkeys([*ids, *events["run_id"].dropna().astype(str).tolist()]))
+        ids = list(dict.fromkeys([*ids, *_run_ids(events["run_id"])]))
     if run is None:
         if not ids:
             raise ValueError(f"compare(): side {which} ({label}) holds no run: no turn and no event")
@@ -170,7 +217,7 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
     elif run not in ids:
         shown = ", ".join(map(repr, ids[:12])) + (", ..." if len(ids) > 12 else "")
         raise ValueError(f"compare(): side {which} ({label}) has no run {run!r}; its runs are {shown}")
-    mine = turns[turns["run_id"].astype("string").eq(run).fillna(False).to_numpy()]
+    mine = _of_run(turns, run)
     if "source" in mine.columns and mine["source"].nunique() > 1:
         raise ValueError(
             f"compare(): side {which} ({label}): run {run!r} is in several recordings (load_many's "
@@ -185,13 +232,23 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
         )
     t = conform(mine, TURNS)
     no_repeated_turns(t, ["run_id"])
-    t = t.sort_values("turn", kind="stable").reset_index(drop=True)
-    e = None
-    if events is not None:
-        e = conform(events[events["run_id"].astype("string").eq(run).fillna(False).to_numpy()], EVENTS)
-    if objects is not None:
+    if not t["turn"].is_monotonic_increasing:  # a run's turns come in order: sorted only when not
+        t = t.sort_values("turn", kind="stable").reset_index(drop=True)
+    e = None if events is None else conform(_of_run(events, run), EVENTS)
+    if objects is not None and len(ids) > 1:
         objects = [o for o in objects if o.run_id == run]
     return Side(label, run, t, e, objects)
+
+
+def _run_ids(column: pd.Series) -> list[str]:
+    """The run ids of a frame's ``run_id`` column, in the order they first appear."""
+    return list(dict.fromkeys(str(r) for r in column.dropna().unique()))
+
+
+def _of_run(frame: pd.DataFrame, run: str) -> pd.DataFrame:
+    """The rows of ``frame`` of run ``run``: ``frame`` itself when it holds that run alone."""
+    mine = frame["run_id"].astype("string").eq(run).fillna(False).to_numpy()
+    return frame if mine.all() else frame[mine]
 
 
 class Comparison:
@@ -214,6 +271,7 @@ class Comparison:
         self._totals = totals
         self.divergence = divergence
         """Where and how the runs first differ, or ``None`` when they agree."""
+        self._flows: pd.DataFrame | None = None
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -260,12 +318,14 @@ class Comparison:
 
         from loopnb.analysis._flows import flow_counts
 
-        fa, fb = (flow_counts(s) for s in self.sides)
-        out = fa.drop(columns=["count"])
-        out["count_a"] = fa["count"].to_numpy()
-        out["count_b"] = fb["count"].to_numpy()
-        out["difference"] = (out["count_b"] - out["count_a"]).astype("int64")
-        return out
+        if self._flows is None:  # counted once: the page, the picture and the widget each show them
+            fa, fb = (flow_counts(s) for s in self.sides)
+            out = fa.drop(columns=["count"])
+            out["count_a"] = fa["count"].to_numpy()
+            out["count_b"] = fb["count"].to_numpy()
+            out["difference"] = (out["count_b"] - out["count_a"]).astype("int64")
+            self._flows = out
+        return self._flows.copy(deep=False)
 
     def around(self, context: int = 3) -> pd.DataFrame:
         """The aligned rows around the divergence, ``context`` either side (the first rows when

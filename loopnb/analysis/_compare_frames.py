@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from loopnb.analysis._align import align
+from loopnb.analysis._align import positions
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from loopnb.analysis._compare import Divergence, Side
@@ -96,83 +97,119 @@ def _calls(side: Side, with_arguments: bool) -> list[str]:
     """Each turn's calls as compared: with their arguments when both sides have events."""
     if with_arguments:
         calls = side.calls
-        return [calls.get(int(t), "") for t in side.turns["turn"].tolist()]
+        return [calls.get(t, "") for t in side.turns["turn"].tolist()]
     return [_text(v) or "" for v in side.turns["tools"].astype(object).tolist()]
 
 
 def _keys(side: Side, calls: list[str]) -> list[Hashable]:
     """What the alignment matches: each turn's calls; a hard turn that made none (the run ended
     before the model asked for anything) matches nothing, so a final reply never pairs with it."""
-    channels = side.turns["channel"].astype(object).tolist()
-    return [object() if not c and ch == "hard" else c for c, ch in zip(calls, channels, strict=True)]
+    import numpy as np
+
+    keys: list[Hashable] = list(calls)
+    hard = side.turns["channel"].eq("hard").fillna(False).to_numpy()
+    for i in np.flatnonzero(hard).tolist():
+        if not calls[i]:
+            keys[i] = object()
+    return keys
 
 
 def aligned(a: Side, b: Side) -> pd.DataFrame:
-    """The aligned frame of sides ``a`` and ``b`` (``Comparison.turns``)."""
+    """The aligned frame of sides ``a`` and ``b`` (``Comparison.turns``), built a column at a time:
+    each side's columns taken at its rows' positions (missing on a gap), never row by row."""
+    import numpy as np
     import pandas as pd
 
     with_arguments = a.event_objects is not None and b.event_objects is not None
     keys_a, keys_b = _calls(a, with_arguments), _calls(b, with_arguments)
-    pairs = align(_keys(a, keys_a), _keys(b, keys_b))
-    at_a = [-1 if i is None else i for i, _ in pairs]
-    at_b = [-1 if j is None else j for _, j in pairs]
-    side_a = a.turns.reindex(at_a).reset_index(drop=True)
-    side_b = b.turns.reindex(at_b).reset_index(drop=True)
-    calls_a = pd.array([keys_a[i] or None if i >= 0 else None for i in at_a], dtype="string")
-    calls_b = pd.array([keys_b[j] or None if j >= 0 else None for j in at_b], dtype="string")
-    hows = _hows(pairs, side_a, side_b, calls_a, calls_b)
+    xs, ys = positions(_keys(a, keys_a), _keys(b, keys_b))
+    at_a, at_b = np.array(xs, dtype=np.intp), np.array(ys, dtype=np.intp)
+    del xs, ys
+    side_a, side_b = _taken(a.turns, at_a), _taken(b.turns, at_b)
+    side_a["call"], side_b["call"] = _taken_calls(keys_a, at_a), _taken_calls(keys_b, at_b)
+    codes = _hows(at_a, at_b, side_a, side_b)
+    n = len(at_a)
     data: dict[str, Any] = {
-        "row": pd.array(range(1, len(pairs) + 1), dtype="Int64"),
-        "turn_a": pd.array(side_a["turn"].array, dtype="Int64"),
-        "turn_b": pd.array(side_b["turn"].array, dtype="Int64"),
-        "differs": pd.array([h is not None for h in hows], dtype="bool"),
-        "how": pd.Categorical(hows, categories=pd.Index(list(HOWS), dtype="string")),
+        "row": pd.array(np.arange(1, n + 1), dtype="Int64"),
+        "turn_a": side_a["turn"],
+        "turn_b": side_b["turn"],
+        "differs": codes >= 0,
+        "how": pd.Categorical.from_codes(codes, dtype=_how_dtype()),
     }
     for column in PER_SIDE:
-        for suffix, frame, calls in (("a", side_a, calls_a), ("b", side_b, calls_b)):
-            data[f"{column}_{suffix}"] = calls if column == "call" else frame[column].array
-    return pd.DataFrame(data, columns=list(COMPARE_COLUMNS))
+        data[f"{column}_a"], data[f"{column}_b"] = side_a[column], side_b[column]
+    return pd.DataFrame(data, columns=list(COMPARE_COLUMNS), copy=False)
 
 
-def _hows(
-    pairs: list[tuple[int | None, int | None]],
-    side_a: pd.DataFrame,
-    side_b: pd.DataFrame,
-    calls_a: Any,
-    calls_b: Any,
-) -> list[str | None]:
-    last_a = max((r for r, (i, _) in enumerate(pairs) if i is not None), default=-1)
-    last_b = max((r for r, (_, j) in enumerate(pairs) if j is not None), default=-1)
-    columns = {
-        name: (side_a[name].astype(object).tolist(), side_b[name].astype(object).tolist())
-        for name in ("channel", "producer", "error_text")
-    }
-    out: list[str | None] = []
-    for r, (i, j) in enumerate(pairs):
-        if i is None:
-            out.append("ended" if r > last_a else "call")
-        elif j is None:
-            out.append("ended" if r > last_b else "call")
-        elif _text(calls_a[r]) != _text(calls_b[r]):
-            out.append("call")
-        else:
-            out.append(next((n for n, (va, vb) in columns.items() if _text(va[r]) != _text(vb[r])), None))
-    return out
+def _how_dtype() -> pd.CategoricalDtype:
+    import pandas as pd
+
+    return pd.CategoricalDtype(pd.Index(list(HOWS), dtype="string"))
+
+
+def _taken(turns: pd.DataFrame, at: np.ndarray) -> dict[str, Any]:
+    """``turns``' columns of the aligned frame taken at positions ``at`` (``-1``: missing); a side
+    with a turn on every row keeps its own arrays (no copy)."""
+    names = ["turn", *(c for c in PER_SIDE if c != "call")]
+    if len(at) == len(turns):  # each turn is on one row: as many rows as turns is no gap, in order
+        return {name: turns[name].array for name in names}
+    return {name: turns[name].array.take(at, allow_fill=True) for name in names}
+
+
+def _taken_calls(calls: list[str], at: np.ndarray) -> Any:
+    """The side's calls at positions ``at`` as a ``string`` array: missing on a gap and for none."""
+    import numpy as np
+    import pandas as pd
+
+    values = np.array([*calls, None], dtype=object)[at]  # -1 takes the None at the end
+    values[values == ""] = None
+    return pd.array(values, dtype="string")
+
+
+def _hows(at_a: np.ndarray, at_b: np.ndarray, side_a: dict[str, Any], side_b: dict[str, Any]) -> np.ndarray:
+    """Each row's ``how`` as its index in ``HOWS`` (``-1``: the row agrees): on a gap ``ended`` past
+    the side's last turn, else ``call``; on a pair the first of ``call``, ``channel``, ``producer``,
+    ``error_text`` that differs."""
+    import numpy as np
+
+    n = len(at_a)
+    rows = np.arange(n)
+    gap_a, gap_b = at_a < 0, at_b < 0
+    both = ~(gap_a | gap_b)
+    codes = np.full(n, -1, dtype=np.int8)
+    for name in ("error_text", "producer", "channel", "call"):  # the last one set wins: HOWS' order
+        differs = _values(side_a[name]) != _values(side_b[name])
+        codes[both & differs] = HOWS.index(name)
+    last_a = rows[~gap_a][-1] if (~gap_a).any() else -1
+    last_b = rows[~gap_b][-1] if (~gap_b).any() else -1
+    codes[gap_a | gap_b] = HOWS.index("call")
+    codes[(gap_a & (rows > last_a)) | (gap_b & (rows > last_b))] = HOWS.index("ended")
+    return codes
+
+
+def _values(array: Any) -> np.ndarray:
+    """An array's values as objects, ``None`` for a missing one (text compared as ``_text`` does)."""
+    import numpy as np
+
+    return np.asarray(array.to_numpy(dtype=object, na_value=None))
 
 
 def divergence_of(frame: pd.DataFrame, totals: pd.DataFrame, labels: tuple[str, str]) -> Divergence | None:
     """The first row of ``frame`` that differs, or how the runs ended when every row agrees."""
+    import numpy as np
+
     from loopnb.analysis._compare import Divergence
 
-    turns_a = frame["turn_a"].tolist()
-    last_a = max((v for v in map(_int, turns_a) if v is not None), default=0)
-    hows = frame["how"].astype(object).tolist()
-    for r, how in enumerate(hows):
-        if not isinstance(how, str):
-            continue
-        ta, tb = _int(turns_a[r]), _int(frame["turn_b"].iat[r])
-        later = next((_int(t) for t in turns_a[r:] if _int(t) is not None), None)
-        turn = ta if ta is not None else later if later is not None else last_a + 1
+    turn_a = frame["turn_a"].to_numpy(dtype=np.int64, na_value=-1)
+    known = np.flatnonzero(turn_a >= 0)
+    last_a = int(turn_a[known].max()) if len(known) else 0
+    differs = np.flatnonzero(frame["how"].cat.codes.to_numpy() >= 0)
+    if len(differs):
+        r = int(differs[0])
+        ta, tb = _int(frame["turn_a"].iat[r]), _int(frame["turn_b"].iat[r])
+        later = known[known >= r]  # a's next turn, on a row where a has none
+        turn = ta if ta is not None else int(turn_a[later[0]]) if len(later) else last_a + 1
+        how = str(frame["how"].iat[r])
         column = "call" if how in ("call", "ended") else how
         va, vb = (_text(frame[f"{column}_{s}"].iat[r]) for s in ("a", "b"))
         return Divergence(turn, r + 1, ta, tb, how, va, vb, labels)

@@ -1,13 +1,15 @@
 """``flow_counts``: the decision flow's edge counts as a frame, one row per edge of the chart.
 
-The counts are the live view's own: the turns of each run go through the view's counting rule
-(``FlowCount`` of ``loopnb.analysis._flowchart``) in turn order, so the frame of a recording equals the
-labels its replay, its HTML report and its live run showed.
+The counts are the live view's own: each turn lights the path the view's counting rule gives it
+(``path_of``, as ``FlowCount`` of ``loopnb.analysis._flowchart`` adds them in turn order), so the
+frame of a recording equals the labels its replay, its HTML report and its live run showed. A
+turn's path depends only on its channel, its producer and whether the turn before it was soft:
+the turns are counted by those, a frame at a time, not turn by turn.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,41 +49,69 @@ def flow_counts(data: Any) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from loopnb.analysis._flowchart import EDGES, FlowCount
+    from loopnb.analysis._flowchart import EDGES, path_of
 
     turns, events = frames_of(data)
     keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]
-    ended = _hard_endings(events, keys)
-    order = turns.sort_values([*keys, "turn"], kind="stable")
-    flow = FlowCount()
-    run: object = _NO_RUN
-    for key, channel, producer in zip(
-        _run_keys(order, keys), order["channel"].tolist(), order["producer"].tolist(), strict=True
-    ):
-        if key != run:
-            if run in ended:
-                flow.run_finished("hard", ended.pop(run))
-            flow.new_run()
-            run = key
-        flow.turn(_channel(channel), _producer(producer))
-    if run in ended:
-        flow.run_finished("hard", ended.pop(run))
-    for producer in ended.values():  # runs that ended hard before any of their turns finished
-        flow.new_run()
-        flow.run_finished("hard", producer)
+    counts = _turn_counts(turns.sort_values([*keys, "turn"], kind="stable"), keys)
+    hard_runs = set(_run_keys(turns[turns["channel"].eq("hard").fillna(False).to_numpy()], keys))
+    for run, producer in _hard_endings(events, keys).items():
+        if run not in hard_runs:  # a run that ended hard on no turn of its own: its ending lights the path
+            _add(counts, path_of("hard", producer))
     return pd.DataFrame(
         {
             "edge": [e.id for e in EDGES],
             "source": [e.source for e in EDGES],
             "target": [e.target for e in EDGES],
             "label": [e.label for e in EDGES],
-            "count": pd.Series(flow.counts, dtype="int64"),
+            "count": pd.Series(counts, dtype="int64"),
         }
     )
 
 
-_NO_RUN = object()
-"""The run before the first (a key no run has)."""
+def _turn_counts(order: pd.DataFrame, keys: list[str]) -> list[int]:
+    """The edge counts of the turns of ``order`` (sorted by run, then turn), by ``FlowCount``'s
+    rule: a turn's path depends only on its channel, its producer and whether the turn before it
+    in its run was soft, so each such triple is counted once and its path added that many times."""
+    import numpy as np
+    import pandas as pd
+
+    from loopnb.analysis._flowchart import EDGES, path_of
+
+    channel = order["channel"].astype(object).to_numpy()
+    bad = [c for c in channel.tolist() if not isinstance(c, str) or c not in _CHANNELS]
+    if bad:
+        path_of(_channel(bad[0]), None)  # raises, naming the first turn's channel that is none of them
+    new_run = np.zeros(len(order), dtype=bool)
+    new_run[:1] = True
+    for k in keys:
+        values = _objects(order[k])
+        new_run[1:] |= values[1:] != values[:-1]
+    after_soft = np.zeros(len(order), dtype=bool)
+    after_soft[1:] = (channel[:-1] == "soft") & ~new_run[1:]
+    triples = pd.DataFrame({"c": channel, "p": _objects(order["producer"]), "s": after_soft})
+    counts = [0] * len(EDGES)
+    for key, n in triples.value_counts(dropna=False, sort=False).items():
+        c, p, soft = cast("tuple[str, Any, bool]", key)  # a frame's counts are keyed by its rows
+        _add(counts, path_of(c, _producer(p), after_soft=bool(soft)), int(n))
+    return counts
+
+
+def _objects(column: pd.Series) -> Any:
+    """A column's values as an object array, ``None`` for a missing one."""
+    import numpy as np
+
+    return np.asarray(column.astype(object).where(column.notna(), None).to_numpy())
+
+
+_CHANNELS = ("ok", "soft", "hard")
+
+
+def _add(counts: list[int], path: tuple[str, ...], times: int = 1) -> None:
+    from loopnb.analysis._flowchart import EDGE_INDEX
+
+    for edge_id in path:
+        counts[EDGE_INDEX[edge_id]] += times
 
 
 def frames_of(data: Any, caller: str = "flow_counts()") -> tuple[pd.DataFrame, pd.DataFrame | None]:

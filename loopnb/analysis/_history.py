@@ -11,7 +11,8 @@ detector's thresholds; a tool's breaker is seen only if it ever moved.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from loopnb.analysis._breakers import BreakerFold, BreakerTurn
@@ -176,20 +177,17 @@ def _recovery_runs(data: Any) -> Iterator[tuple[dict[str, str], RecoveryFold]]:
             yield {"run_id": run_id}, fold
         return
     assert frame is not None
-    for keys, rows in _frame_runs(frame):
+    for keys, rows in _run_rows(frame, _RECOVERY_COLUMNS, kinds=_RECOVERY_KINDS):
         fold = RecoveryFold()
-        for r in rows:
-            kind = r["kind"]
+        for _, kind, turn, call_id, tool, attempt, is_error, producer, ceiling, decision, *detected in rows:
             if kind == "tool_dispatched":
-                fold.dispatched(
-                    r["turn"], r["call_id"], r["tool"], r["attempt"], r["is_error"], r["producer"]
-                )
+                fold.dispatched(turn, call_id, tool, attempt, is_error, producer)
             elif kind == "recovery_decided":
-                fold.decided(r["turn"], r["call_id"], r["attempt"], r["max_attempts"], r["decision"])
+                fold.decided(turn, call_id, attempt, ceiling, decision)
             elif kind == "detector_fired":
-                fold.detected(r["turn"], r["detector"], r["action"], r["count"])
+                fold.detected(turn, *detected)
             elif kind == "hard_error_raised":
-                fold.hard(r["producer"])
+                fold.hard(producer)
         yield keys, fold
 
 
@@ -281,15 +279,47 @@ def _by_run(events: list[Event]) -> Iterator[tuple[str, list[Event]]]:
     yield from runs.items()
 
 
+_RECOVERY_KINDS = ("tool_dispatched", "recovery_decided", "detector_fired", "hard_error_raised")
+_RECOVERY_COLUMNS = (
+    "seq", "kind", "turn", "call_id", "tool", "attempt", "is_error", "producer", "max_attempts",
+    "decision", "detector", "action", "count",
+)  # fmt: skip
+"""The events and columns ``RecoveryFold`` reads, in the order its loop unpacks them."""
+
+
 def _frame_runs(
     df: pd.DataFrame, order: str = "seq"
 ) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
     """Each run's rows of ``df`` (runs by ``source`` and ``run_id``) in ``order``, missing values None."""
+    names = list(df.columns)
+    for keys, rows in _run_rows(df, names, order):
+        yield keys, [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _run_rows(
+    df: pd.DataFrame, names: Sequence[str], order: str = "seq", *, kinds: Sequence[str] | None = None
+) -> Iterator[tuple[dict[str, str], list[tuple[Any, ...]]]]:
+    """Each run's rows of ``df`` as tuples of the columns ``names`` (``None`` for a missing value
+    or column), in ``order``; only the rows of ``kinds`` when given. Read a column at a time, so a
+    long run's other columns are never boxed."""
     keys = ["source", "run_id"] if "source" in df.columns else ["run_id"]
-    records: list[dict[str, Any]] = df.astype(object).where(df.notna(), None).to_dict("records")  # type: ignore[assignment]
-    runs: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # in the order runs first appear
-    for r in records:
-        runs.setdefault(tuple(str(r[k]) for k in keys), []).append(r)
-    for key, rows in runs.items():
-        rows.sort(key=lambda r: r[order])
-        yield dict(zip(keys, key, strict=True)), rows
+    if kinds is not None:
+        df = df[df["kind"].isin(kinds).to_numpy()]
+    rows = list(zip(*(_objects(df[n]) if n in df.columns else [None] * len(df) for n in names), strict=True))
+    ids = [_objects(df[k]) for k in keys]
+    runs: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}  # in the order runs first appear
+    if all(len(set(v)) == 1 for v in ids):  # a single run: no grouping row by row
+        runs[tuple(str(v[0]) for v in ids)] = rows
+    else:
+        for key, row in zip(zip(*ids, strict=True), rows, strict=True):
+            runs.setdefault(tuple(map(str, key)), []).append(row)
+    by = itemgetter(list(names).index(order))
+    for key, run in runs.items():
+        run.sort(key=by)
+        yield dict(zip(keys, key, strict=True)), run
+
+
+def _objects(column: pd.Series) -> list[Any]:
+    """A column's values as Python objects, ``None`` for a missing one."""
+    values: list[Any] = column.astype(object).where(column.notna(), None).tolist()
+    return values

@@ -66,9 +66,12 @@ def load(path: str | Path, format: str | None = None, *, errors: Errors = "warn"
     own. A foreign run's turns carry what its source said in ``source_status``, and
     ``meta["source"]`` names the source's format and version.
 
-    ``errors`` is handed to the format's reader: ``"warn"`` skips an item it cannot read with a
-    ``RecordingWarning``, ``"raise"`` raises. The readers loopnb ships do not look at it yet: each
-    keeps its own rules (most raise on the first item they cannot read).
+    ``errors`` is for another framework's file: with ``"warn"`` a span, message, event, sample or
+    checkpoint that cannot be read is skipped with a ``RecordingWarning`` naming it (where, why,
+    what was expected), the turn it belonged to keeps what could be read, and
+    ``recording.meta["unread"]`` lists what was skipped (``{"where": ..., "why": ...}`` each);
+    ``"raise"`` raises ``RecordingError`` on the first one. A file of which nothing can be read is a
+    ``RecordingError`` either way. loopnb's own files keep their rules.
 
     Raises ``RecordingError`` naming the path (and line) when the file is missing, empty, not a
     recording (listing the formats loopnb reads), of an unknown format version, or damaged; a

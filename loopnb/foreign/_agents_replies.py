@@ -156,21 +156,19 @@ def read_back(spans: Iterable[Span]) -> dict[str, str]:
     return seen
 
 
-def prompt_of(spans: Iterable[Span]) -> tuple[str, str | None]:
-    """The first user prompt and the system prompt the first model span with an input kept."""
-    for span in spans:
-        items = _inputs(span)
-        if isinstance(items, str):
-            return items, None
-        if items is None:
-            continue
-        roles = [
-            (m.get("role"), _text(span, f"input[{i}].content", m.get("content"))) for i, m in enumerate(items)
-        ]
-        task = next((text for role, text in roles if role == "user" and text is not None), "")
-        system = next((text for role, text in roles if role in ("system", "developer") and text), None)
-        return task, system
-    return "", None
+def prompt_in(span: Span) -> tuple[str, str | None] | None:
+    """The user prompt and the system prompt of a model span's input (``None``: it kept none)."""
+    items = _inputs(span)
+    if isinstance(items, str):
+        return items, None
+    if items is None:
+        return None
+    roles = [
+        (m.get("role"), _text(span, f"input[{i}].content", m.get("content"))) for i, m in enumerate(items)
+    ]
+    task = next((text for role, text in roles if role == "user" and text is not None), "")
+    system = next((text for role, text in roles if role in ("system", "developer") and text), None)
+    return task, system
 
 
 def arguments(raw: Any) -> dict[str, Any] | str:

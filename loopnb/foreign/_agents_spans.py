@@ -4,13 +4,15 @@ A ``TracingProcessor`` sees each finished span's ``export()`` (``"object": "trac
 ISO times, ``span_data`` with a ``type``, and ``error``) and each trace's (``"object": "trace"``:
 its id, workflow name, group and metadata). The runner's ``task`` and ``turn`` spans are
 ``custom`` spans whose data says ``sdk_span_type``. This module checks those shapes, groups the
-spans by trace and links each to its parent (what a model span kept: ``_agents_replies``). A
-value of the wrong shape is a ``RecordingError`` naming where the span is, which span, the
-field and what was expected (``Span.bad``).
+spans by trace, links each to its parent and groups a run's spans into turns (what a model span
+kept: ``_agents_replies``). A value of the wrong shape is a ``RecordingError`` naming where the
+span is, which span, the field and what was expected (``Span.bad``); a line or item that is not
+an export, and a span whose ids, type, error or times cannot be read, go to ``Unread.skip``.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import warnings
@@ -20,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from loopnb.foreign._formats import Unread
 from loopnb.foreign._otlp_values import describe
 from loopnb.record import RecordingError, RecordingWarning
 
@@ -65,11 +68,15 @@ class Span:
         data = (self.error or {}).get("data")
         return data.get(key) if isinstance(data, dict) else None
 
+    @property
+    def label(self) -> str:
+        """Where the span is and which it is, as an error names it."""
+        return f"{self.where}, span {self.id} ({self.kind})"
+
     def bad(self, at: str, expected: str, found: Any) -> RecordingError:
         """The error of a value of the wrong shape at ``at`` of the span's export."""
         return RecordingError(
-            f"{self.where}, span {self.id} ({self.kind}): {at}: expected {expected}, found {describe(found)}",
-            path=self.path,
+            f"{self.label}: {at}: expected {expected}, found {describe(found)}", path=self.path
         )
 
     def text(self, key: str, value: Any = _OWN) -> str | None:
@@ -177,26 +184,33 @@ def _error(span: Span, error: Any) -> dict[str, Any] | None:
     return error
 
 
-def traces(items: Iterable[tuple[int, Any]], *, lines: bool, path: Path | None = None) -> list[Trace]:
-    """The traces ``items`` (``(index, exported dict)`` pairs) hold, in order of first mention."""
+def traces(items: Iterable[tuple[int, Any]], *, lines: bool, unread: Unread) -> list[Trace]:
+    """The traces ``items`` (``(index, exported dict)`` pairs) hold, in order of first mention;
+    an item that cannot be read goes to ``unread``."""
     found: dict[str, Trace] = {}
+    path = unread.path
     for order, (index, item) in enumerate(items):
         where = _where(index, lines)
         kind = item.get("object") if isinstance(item, dict) else None
         trace_id = item.get("id") if kind == "trace" else item.get("trace_id") if kind else None
         if kind not in ("trace", "trace.span") or not isinstance(trace_id, str):
-            raise RecordingError(
-                f"{where}: expected a Trace.export() or Span.export() object "
+            unread.skip(
+                where,
+                "expected a Trace.export() or Span.export() object "
                 f"('object': 'trace' or 'trace.span', with a string trace id), got {_brief(item)}",
-                path=path,
             )
-        trace = found.setdefault(trace_id, Trace(trace_id))
+            continue
         if kind == "trace":
-            trace.info = item
-        else:
-            trace.spans.append(_span(item, order, where, path))
+            found.setdefault(trace_id, Trace(trace_id)).info = item
+            continue
+        try:
+            span = _span(item, order, where, path)
+        except RecordingError as exc:
+            unread.skip(where, exc)
+            continue
+        found.setdefault(trace_id, Trace(trace_id)).spans.append(span)
     for trace in found.values():
-        _link(trace)
+        _link(trace, unread)
     return list(found.values())
 
 
@@ -210,17 +224,20 @@ def _key(span: Span) -> tuple[float, int]:
     return (span.start if span.start is not None else float("inf"), span.order)
 
 
-def _link(trace: Trace) -> None:
-    """Hang each span under its parent; a parent chain that loops (so none of its spans is
-    reached from a root) is a ``RecordingError``, not spans left out."""
+def _link(trace: Trace, unread: Unread) -> None:
+    """Hang each span under its parent; the spans of a parent chain that loops (so none of them
+    is reached from a root) go to ``unread``, each named, not left out unsaid."""
     by_id = {s.id: s for s in trace.spans}
     for span in sorted(trace.spans, key=_key):
         parent = by_id.get(span.parent) if span.parent else None
         (parent.children if parent is not None and parent is not span else trace.roots).append(span)
     reached = {id(s) for s in walk(trace.roots, into_calls=True)}
-    lost = next((s for s in trace.spans if id(s) not in reached), None)
-    if lost is not None:
-        raise lost.bad("parent_id", "a parent whose own parents do not lead back to this span", lost.parent)
+    lost = [s for s in trace.spans if id(s) not in reached]
+    for span in lost:
+        expected = "a parent whose own parents do not lead back to this span"
+        unread.skip(span.label, span.bad("parent_id", expected, span.parent))
+    if lost:
+        trace.spans = [s for s in trace.spans if id(s) in reached]
 
 
 def walk(spans: Iterable[Span], *, into_calls: bool = False) -> Iterator[Span]:
@@ -240,20 +257,20 @@ def handoff_tool(agent: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", f"transfer_to_{agent}".replace(" ", "_")).lower()
 
 
-def parse_lines(data: bytes, path: Path) -> list[tuple[int, Any]]:
+def parse_lines(data: bytes, unread: Unread) -> list[tuple[int, Any]]:
     """The objects of a JSON Lines file (a torn last line, from a killed writer, is left out
-    with a ``RecordingWarning``)."""
+    with a ``RecordingWarning``; any other line that is not JSON goes to ``unread``)."""
     rows = data.split(b"\n")
     items: list[tuple[int, Any]] = []
+    path = unread.path
     for number, line in enumerate(rows, 1):
         if not line.strip():
             continue
         try:
             items.append((number, json.loads(line)))
-        except RecursionError as exc:
-            raise RecordingError(
-                "JSON nested too deeply to be a span or a trace", path=path, line=number
-            ) from exc
+        except RecursionError:
+            why = "JSON nested too deeply to be a span or a trace"
+            unread.skip(f"line {number}", why, error=RecordingError(why, path=path, line=number))
         except ValueError as exc:
             if number == len(rows) and items:
                 warnings.warn(
@@ -262,9 +279,68 @@ def parse_lines(data: bytes, path: Path) -> list[tuple[int, Any]]:
                     stacklevel=3,
                 )
                 continue
-            raise RecordingError(
-                f"not JSON ({exc.args[0]}); expected one exported span or trace a line",
-                path=path,
-                line=number,
-            ) from exc
+            why = f"not JSON ({exc.args[0]}); expected one exported span or trace a line"
+            unread.skip(f"line {number}", why, error=RecordingError(why, path=path, line=number))
     return items
+
+
+def listed(value: Any) -> list[Any] | None:
+    """The exported items of a parsed JSON document, or ``None`` when it is none of the shapes."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("data"), list):
+        return list(value["data"])
+    if isinstance(value, dict) and "object" in value:
+        return [value]
+    return None
+
+
+@dataclass(slots=True)
+class Turn:
+    """One turn of a run: the runner's ``turn`` span (if any), its model spans and its calls."""
+
+    span: Span | None
+    models: list[Span] = field(default_factory=list)
+    calls: list[Span] = field(default_factory=list)
+
+    @property
+    def start(self) -> float | None:
+        return (self.span or self.models[0]).start
+
+    @property
+    def end(self) -> float | None:
+        return (self.span or self.models[-1]).end
+
+    @property
+    def not_found(self) -> str | None:
+        """The tool the turn span says was not found, if it says one was."""
+        if self.span is None or self.span.error_message != "Tool not found":
+            return None
+        name = self.span.error_data("tool_name")
+        return str(name) if name is not None else ""
+
+
+def turns_of(spans: list[Span]) -> list[Turn]:
+    """A run's turns: its ``turn`` spans, else one per model span (older SDKs, or a run with
+    ``include_task_and_turn_spans`` off)."""
+    marked = [s for s in spans if s.kind == "turn"]
+    if marked:
+        turns = []
+        for span in marked:
+            inside = list(walk(span.children))
+            turns.append(
+                Turn(
+                    span,
+                    [s for s in inside if s.kind in MODEL_KINDS],
+                    [s for s in inside if s.kind in ("function", "handoff")],
+                )
+            )
+        return turns
+    models = sorted((s for s in spans if s.kind in MODEL_KINDS), key=lambda s: s.start or 0.0)
+    turns = [Turn(None, [s]) for s in models]
+    starts = [t.start or 0.0 for t in turns]
+    for span in spans:
+        if span.kind in ("function", "handoff") and turns:
+            after = bisect.bisect_right(starts, span.start or 0.0)  # the last model span before it
+            turns[max(after - 1, 0)].calls.append(span)
+    return turns

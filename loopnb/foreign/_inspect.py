@@ -25,9 +25,11 @@ any other error that ended the sample   hard source_error      ``inspect:error``
 
 A call whose result the log kept nowhere (no event, no tool message) is ``inspect:missing``.
 
-A value the reader cannot use is a ``RecordingError`` naming the file, the sample and where in it,
-and what was expected: a value of another type, a token count that is not a whole number from 0
-to 2**63 - 1, a value nested past Python's recursion limit (``_inspect_files`` bounds the rest).
+A value the reader cannot use (of another type, a token count that is not a whole number from 0
+to 2**63 - 1, nested past Python's recursion limit) goes to ``Unread.skip`` naming the file, the
+sample and where in it, and what was expected: an event that cannot be read is skipped and its
+sample keeps the rest; a sample whose own fields cannot be read (or an ``.eval`` member that does
+not unpack) is skipped whole. ``errors="raise"`` makes each a ``RecordingError``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopnb.engine._events import Event
 from loopnb.foreign import _sniff
-from loopnb.foreign._formats import ForeignFormat
+from loopnb.foreign._formats import Errors, ForeignFormat, Unread
 from loopnb.foreign._inspect_sample import LIMITS, NAME, Bad, SampleReader, expect
 from loopnb.foreign._transcript import too_deep
 from loopnb.record import RecordingError, RecordingWarning
@@ -75,17 +77,15 @@ def _field(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def _order(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[tuple[dict[str, Any], str]]:
+def _order(log: dict[str, Any], wheres: list[str], unread: Unread) -> list[tuple[dict[str, Any], str]]:
     """The samples in dataset order, epoch by epoch (an .eval zip holds them as they finished)."""
     samples = log.get("samples")
     if not isinstance(samples, list):
-        raise RecordingError(f"samples: expected a list, found {type(samples).__name__}", path=path)
-    wheres = wheres or [f"samples[{i}]" for i in range(len(samples))]
-    for sample, where in zip(samples, wheres, strict=True):
+        raise RecordingError(f"samples: expected a list, found {type(samples).__name__}", path=unread.path)
+    pairs = list(zip(samples, wheres or [f"samples[{i}]" for i in range(len(samples))], strict=True))
+    for sample, where in pairs:
         if not isinstance(sample, dict):
-            raise RecordingError(
-                f"{where}: expected a sample object, found {type(sample).__name__}", path=path
-            )
+            unread.skip(where, f"expected a sample object, found {type(sample).__name__}")
     ids = _field(log, "eval", "dataset", "sample_ids")
     rank = {str(s): i for i, s in enumerate(ids if isinstance(ids, list) else [])}
 
@@ -93,28 +93,29 @@ def _order(log: dict[str, Any], wheres: list[str], path: Path | None) -> list[tu
         epoch = pair[0].get("epoch")
         return (epoch if isinstance(epoch, int) else 0, rank.get(str(pair[0].get("id")), len(rank)))
 
-    return sorted(zip(samples, wheres, strict=True), key=key)
+    return sorted(((s, w) for s, w in pairs if isinstance(s, dict)), key=key)
 
 
 def _log_events(
-    log: dict[str, Any], wheres: list[str], path: Path | None, seen: set[str], twice: list[str]
+    log: dict[str, Any], wheres: list[str], unread: Unread, seen: set[str], twice: list[str]
 ) -> list[Event]:
     spec = log.get("eval")
     if not isinstance(spec, dict):
-        raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=path)
+        raise RecordingError("no 'eval' object: expected an Inspect AI log (EvalLog)", path=unread.path)
     events: list[Event] = []
-    for sample, where in _order(log, wheres, path):
+    for sample, where in _order(log, wheres, unread):
+        sid, epoch = (reprlib.repr(sample.get(key)) for key in ("id", "epoch"))  # either may be hostile
+        label = f"{where} (sample {sid}, epoch {epoch})"
         try:
-            events += _sample_events(sample, spec, seen, twice)
+            events += _sample_events(sample, spec, seen, twice, label, unread)
         except (Bad, RecursionError) as exc:
-            sid, epoch = (reprlib.repr(sample.get(key)) for key in ("id", "epoch"))  # either may be hostile
             why = too_deep("a value") if isinstance(exc, RecursionError) else str(exc)
-            raise RecordingError(f"{where} (sample {sid}, epoch {epoch}), {why}", path=path) from exc
+            unread.skip(label, why, error=RecordingError(f"{label}, {why}", path=unread.path))
     return events
 
 
 def _sample_events(
-    sample: dict[str, Any], spec: dict[str, Any], seen: set[str], twice: list[str]
+    sample: dict[str, Any], spec: dict[str, Any], seen: set[str], twice: list[str], label: str, unread: Unread
 ) -> list[Event]:
     """The events of one sample: its run, and a run per failed attempt the eval retried."""
     sid, epoch = sample.get("id"), sample.get("epoch")
@@ -125,40 +126,46 @@ def _sample_events(
     seen.add(run_id)
     settings = {"task": spec.get("task"), "sample_id": sid, "epoch": epoch, "eval_id": spec.get("eval_id")}
     events: list[Event] = []
-    reader = SampleReader(sample, spec, run_id, settings)
+    reader = SampleReader(sample, spec, run_id, settings, label, unread)
     for i, retry in enumerate(expect(sample.get("error_retries") or [], list, "error_retries")):
         if isinstance(retry, dict) and retry.get("events"):
-            attempt = SampleReader(sample, spec, f"{run_id}/attempt{i + 1}", {**settings, "attempt": i + 1})
+            again = {**settings, "attempt": i + 1}
+            attempt = SampleReader(sample, spec, f"{run_id}/attempt{i + 1}", again, label, unread)
             at = f"error_retries[{i}].events"
             events += attempt.events(expect(retry["events"], list, at), error=retry, limit=None)
     evs = expect(sample.get("events") or [], list, "events")
     return events + reader.events(evs, error=sample.get("error"), limit=sample.get("limit"))
 
 
-def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
+def _recording(logs: Iterable[tuple[dict[str, Any], list[str]]], unread: Unread) -> Recording:
     try:
-        return _read_logs(logs, path)
+        return _read_logs(logs, unread)
     except RecursionError as exc:  # a sample's own is caught where it can be named
         raise RecordingError(
-            f"{too_deep('a value of the log')}; expected an Inspect AI log", path=path
+            f"{too_deep('a value of the log')}; expected an Inspect AI log", path=unread.path
         ) from exc
 
 
-def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | None) -> Recording:
+def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], unread: Unread) -> Recording:
     from loopnb.record import Recording
 
+    path = unread.path
     events: list[Event] = []
     first: dict[str, Any] | None = None
     seen: set[str] = set()  # the runs read: a sample given twice is read once
     twice: list[str] = []
     for log, wheres in logs:
         if not log.get("samples"):
+            if unread.items:
+                raise unread.nothing_read("samples")
             why = f"status {log.get('status')!r}" + (
                 ", written without samples" if log.get("status") == "success" else ""
             )
             raise RecordingError(f"the Inspect AI log holds no samples ({why})", path=path)
         first = first or log
-        events += _log_events(log, wheres, path, seen, twice)
+        events += _log_events(log, wheres, unread, seen, twice)
+    if not events and unread.items:
+        raise unread.nothing_read("samples")
     if twice:
         shown = ", ".join(twice[:3]) + (f" and {len(twice) - 3} more" if len(twice) > 3 else "")
         where = path or "from_inspect"
@@ -166,6 +173,7 @@ def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
     version = _field(first, "eval", "packages", "inspect_ai")
     meta = {
         "source": {"format": NAME, "version": None if version is None else str(version)},
+        "unread": unread.meta(),
         "inspect": {
             "log_version": _field(first, "version"),
             "status": _field(first, "status"),
@@ -175,22 +183,27 @@ def _read_logs(logs: Iterable[tuple[dict[str, Any], list[str]]], path: Path | No
     return Recording.from_events(events, meta=meta, path=path)
 
 
-def _file_log(path: Path) -> tuple[dict[str, Any], list[str]]:
+def _file_log(path: Path, unread: Unread) -> tuple[dict[str, Any], list[str]]:
     from loopnb.foreign._inspect_files import read_eval_log, read_json_log
 
     with path.open("rb") as f:
         zipped = f.read(4) == b"PK\x03\x04"
-    return read_eval_log(path) if zipped else read_json_log(path)
+    return read_eval_log(path, unread) if zipped else read_json_log(path)
 
 
-def read(path: Path) -> Recording:
-    """The runs of an Inspect AI log file (``.eval`` or ``.json``), one per sample."""
-    return _recording([_file_log(path)], path)
+def read(path: Path, unread: Unread | None = None) -> Recording:
+    """The runs of an Inspect AI log file (``.eval`` or ``.json``), one per sample. An
+    item that cannot be read goes to ``unread`` (by default, skipped with a warning)."""
+    unread = unread or Unread("warn", path)
+    return _recording([_file_log(path, unread)], unread)
 
 
-def from_inspect(log: Any) -> Recording:
+def from_inspect(log: Any, *, errors: Errors = "warn") -> Recording:
     """The runs of an Inspect AI ``EvalLog`` in memory (or its ``model_dump()``, or a list of
-    either), one per sample; a log returned without its samples is read from its file."""
+    either), one per sample; a log returned without its samples is read from its file.
+    ``errors="warn"`` skips a sample or event that cannot be read with a ``RecordingWarning``
+    (``meta["unread"]`` lists it); ``"raise"`` raises ``RecordingError``."""
+    unread = Unread(errors)
     logs = list(log) if isinstance(log, list | tuple) else [log]
     dumped: list[tuple[dict[str, Any], list[str]]] = []
     for one in logs:
@@ -202,10 +215,10 @@ def from_inspect(log: Any) -> Recording:
                 f"got {type(one).__name__}"
             )
         elif getattr(one, "samples", None) is None and getattr(one, "location", None):
-            dumped.append(_file_log(Path(one.location)))
+            dumped.append(_file_log(Path(one.location), unread))
         else:
             dumped.append((one.model_dump(mode="json"), []))
-    return _recording(dumped, None)
+    return _recording(dumped, unread)
 
 
 FORMAT = ForeignFormat(

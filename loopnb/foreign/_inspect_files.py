@@ -10,7 +10,8 @@ Only ``header.json`` (or ``_journal/start.json`` for a log still being written) 
 A member is decompressed a chunk at a time and refused as soon as it passes the size the zip
 declares for it, so memory grows with what a member truly holds, never with what a hostile one
 unpacks to (a megabyte of zstandard can unpack to tens of gigabytes). JSON nested past Python's
-recursion limit is a ``RecordingError`` naming the file or member.
+recursion limit is a ``RecordingError`` naming the file or member; a sample member that cannot be
+read goes to ``Unread.skip`` (the other samples are read).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from loopnb.foreign._formats import Unread
 from loopnb.foreign._transcript import too_deep
 from loopnb.record import RecordingError
 
@@ -136,9 +138,11 @@ def _member(zf: zipfile.ZipFile, raw: Any, info: zipfile.ZipInfo, path: Path) ->
     return data
 
 
-def read_eval_log(path: Path) -> tuple[dict[str, Any], list[str]]:
+def read_eval_log(path: Path, unread: Unread | None = None) -> tuple[dict[str, Any], list[str]]:
     """The log object of an ``.eval`` log (its header, with ``samples`` from its sample members),
-    and the member each sample came from."""
+    and the member each sample came from; a member that cannot be read goes to ``unread`` (by
+    default, raised)."""
+    unread = unread or Unread(path=path)
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -158,9 +162,13 @@ def read_eval_log(path: Path) -> tuple[dict[str, Any], list[str]]:
         samples, members = [], []
         for name, info in infos.items():
             if name.startswith("samples/") and name.endswith(".json"):
-                sample = _loads(_member(zf, raw, info, path), path, f"member {name}")
-                if not isinstance(sample, dict):
-                    raise RecordingError(f"member {name} is not a JSON object (a sample)", path=path)
+                try:
+                    sample = _loads(_member(zf, raw, info, path), path, f"member {name}")
+                    if not isinstance(sample, dict):
+                        raise RecordingError(f"member {name} is not a JSON object (a sample)", path=path)
+                except RecordingError as exc:
+                    unread.skip(f"member {name}", exc)
+                    continue
                 samples.append(sample)
                 members.append(f"member {name}")
     return {**log, "samples": samples}, members

@@ -2,7 +2,8 @@
 
 The agent's turns are the sample's ``ModelEvent``s outside the scorers and outside any tool (a
 sub-agent's or a scorer's model calls are not the agent's turns); the ``ToolEvent``s that follow
-carry its calls' results. A sample whose events are gone is read from its messages.
+carry its calls' results. A sample whose events are gone is read from its messages. An event
+that cannot be read goes to ``Unread.skip`` and the sample keeps the rest.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
+from loopnb.foreign._formats import Unread
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, token_problem
+from loopnb.record import RecordingError
 
 NAME = "inspect"
 
@@ -59,6 +62,14 @@ def _time(value: Any, where: str) -> float | None:
         raise Bad(f"{where}: expected an ISO 8601 time, found {value!r}") from exc
 
 
+def _time_or_none(value: Any) -> float | None:
+    """``_time`` of ``value``, ``None`` for no time (its event says so when it is read)."""
+    try:
+        return _time(value, "")
+    except Bad:
+        return None
+
+
 def _millis(start: float | None, end: float | None) -> float:
     return max(0.0, (end - start) * 1000.0) if start is not None and end is not None else 0.0
 
@@ -76,10 +87,20 @@ def producer(kind: str, text: str, function: str, offered: set[str] | None) -> S
 
 
 class SampleReader:
-    """The events of one sample (or one failed attempt of it): ``events(...)`` walks it once."""
+    """The events of one sample (or one failed attempt of it): ``events(...)`` walks it once;
+    ``label`` names the sample for ``unread``, which takes each event that cannot be read."""
 
-    def __init__(self, sample: dict[str, Any], spec: dict[str, Any], run_id: str, settings: dict[str, Any]):
+    def __init__(
+        self,
+        sample: dict[str, Any],
+        spec: dict[str, Any],
+        run_id: str,
+        settings: dict[str, Any],
+        label: str = "the sample",
+        unread: Unread | None = None,
+    ):
         self.sample, self.spec, self.run_id, self.settings = sample, spec, run_id, settings
+        self.label, self.unread = label, unread or Unread()
         attachments = sample.get("attachments")
         self.attachments: dict[str, Any] = attachments if isinstance(attachments, dict) else {}
         self.messages = [
@@ -115,7 +136,10 @@ class SampleReader:
         depth = 0  # older logs mark the scorers with step events instead of spans
         kept: list[tuple[str, dict[str, Any]]] = []
         for i, ev in enumerate(events):
-            kind = expect(ev, dict, f"events[{i}]").get("event")
+            if not isinstance(ev, dict):
+                self._skip(f"events[{i}]", Bad(f"events[{i}]: expected dict, found {type(ev).__name__}"))
+                continue
+            kind = ev.get("event")
             if kind == "span_begin":
                 if str(ev.get("type")) in _SKIPPED_SPANS or str(ev.get("parent_id")) in skipped:
                     skipped.add(str(ev.get("id")))
@@ -156,7 +180,7 @@ class SampleReader:
             for t in offered if isinstance(offered, list) else []:
                 if isinstance(t, dict) and str(t.get("name")) not in tools:
                     tools.append(str(t.get("name")))
-        first = next((t for t in (_time(e.get("timestamp"), f"{w}.timestamp") for w, e in agent) if t), 0.0)
+        first = next((t for t in (_time_or_none(e.get("timestamp")) for _, e in agent) if t), 0.0)
         run = RunWriter(
             self.run_id,
             task=self.text(_prompt(self.sample.get("input"))),
@@ -170,26 +194,45 @@ class SampleReader:
         )
         raised = self._raised(agent, error)
         for where, ev in agent:
-            if ev["event"] == "model":
-                self._settle()
-                self.turn = run.turn(at=_time(ev.get("timestamp"), f"{where}.timestamp"))
-                self.waiting, self.crashed, self.said = {}, False, None
-                offered = ev.get("tools")
-                self.offered = (
-                    {str(t.get("name")) for t in offered if isinstance(t, dict)}
-                    if isinstance(offered, list)
-                    else None
-                )
-                if not ev.get("error"):
-                    self._reply(ev, where)
-            elif self.turn is not None:
-                call_id = str(expect(ev.get("id"), str, f"{where}.id"))
-                self.waiting.pop(call_id, None)
-                if ev is raised:
-                    self.crashed = True  # the tool raised: the sample ends on this turn, with no result
-                else:
-                    self._result(call_id, ev.get("function"), ev.get("result"), ev.get("error"), ev, where)
+            try:
+                self._event(run, where, ev, raised)
+            except Bad as exc:
+                self._skip(where, exc)
         return self._end(run, events, error, limit)
+
+    def _skip(self, where: str, exc: Bad) -> None:
+        """Skip event ``where``, which cannot be read (``exc`` says why): the sample reads on."""
+        said = str(exc)
+        why = said[len(where) :].lstrip(".: ") if said.startswith(where) else said
+        error = RecordingError(f"{self.label}, {said}", path=self.unread.path)
+        self.unread.skip(f"{self.label}, {where}", why or said, error=error)
+
+    def _event(self, run: RunWriter, where: str, ev: dict[str, Any], raised: dict[str, Any] | None) -> None:
+        """One model or tool event of the agent: a turn begins, or a call's result comes."""
+        if ev["event"] == "model":
+            try:
+                at = _time(ev.get("timestamp"), f"{where}.timestamp")
+            except Bad as exc:  # the turn is read without its time
+                self._skip(where, exc)
+                at = None
+            self._settle()
+            self.turn = run.turn(at=at)
+            self.waiting, self.crashed, self.said = {}, False, None
+            offered = ev.get("tools")
+            self.offered = (
+                {str(t.get("name")) for t in offered if isinstance(t, dict)}
+                if isinstance(offered, list)
+                else None
+            )
+            if not ev.get("error"):
+                self._reply(ev, where, at)
+        elif self.turn is not None:
+            call_id = str(expect(ev.get("id"), str, f"{where}.id"))
+            self.waiting.pop(call_id, None)
+            if ev is raised:
+                self.crashed = True  # the tool raised: the sample ends on this turn, with no result
+            else:
+                self._result(call_id, ev.get("function"), ev.get("result"), ev.get("error"), ev, where)
 
     def _raised(self, agent: list[tuple[str, dict[str, Any]]], error: Any) -> dict[str, Any] | None:
         """The tool event whose tool raised and ended the sample: the one marked ``failed`` (its
@@ -237,7 +280,8 @@ class SampleReader:
             LIMITS.get(kind, "source_error"), said, at=end, source_status=status(NAME, f"{kind}_limit")
         )
 
-    def _reply(self, ev: dict[str, Any], where: str) -> None:
+    def _reply(self, ev: dict[str, Any], where: str, start: float | None) -> None:
+        """The model's answer of model event ``ev`` (``start``: its time, already read)."""
         assert self.turn is not None
         output = expect(ev.get("output") or {}, dict, f"{where}.output")
         choices = expect(output.get("choices") or [{}], list, f"{where}.output.choices")
@@ -253,7 +297,6 @@ class SampleReader:
             )
             calls.append(ToolCall(name, args if isinstance(args, dict | str) else {}, id=call_id))
         usage = output.get("usage")
-        start = _time(ev.get("timestamp"), f"{where}.timestamp")
         model = ev.get("model") or output.get("model")
         self.turn.reply(
             self.text(message.get("content")) or None,

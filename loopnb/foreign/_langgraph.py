@@ -11,8 +11,10 @@ the table: an unknown tool is ``not_advertised``, arguments it could not invoke 
 ``invalid_arguments``; either under ``status="success"`` (older ``ToolNode``s set no status) is
 ``langgraph:success`` (``soft_shown_as_success``).
 
-What the database's damage gets is listed in ``_langgraph_db``; in the messages, a thread with
-none, and token counts that are not counts, load with a ``RecordingWarning`` naming them.
+What the database's damage gets is listed in ``_langgraph_db``: a thread whose latest checkpoint
+cannot be read is read up to the latest that can, its end unknown (``unanswered``, as a thread that
+stops with nothing pending to say why). A thread with no messages loads with a ``RecordingWarning``;
+token counts that are not counts go to ``Unread.skip`` (read as no usage).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.foreign import _sniff
-from loopnb.foreign._formats import ForeignFormat
-from loopnb.foreign._langgraph_db import Obj, Thread, Write, checkpoint, threads
-from loopnb.foreign._transcript import RunWriter, TurnWriter, status
+from loopnb.foreign._formats import ForeignFormat, Unread
+from loopnb.foreign._langgraph_db import Checkpoint, Obj, Thread, Write, checkpoint, threads
+from loopnb.foreign._transcript import RunWriter, TurnWriter, status, unexplained
 from loopnb.record import Recording, RecordingError, RecordingWarning
 from loopnb.record._disagree import Mark
 
@@ -74,16 +76,20 @@ class _Message:
         return None if value is None else str(value)
 
 
-def read(path: Path) -> Recording:
-    """The threads of a LangGraph ``SqliteSaver`` database, one run each."""
+def read(path: Path, unread: Unread | None = None) -> Recording:
+    """The threads of a LangGraph ``SqliteSaver`` database, one run each. A checkpoint or write
+    that cannot be read goes to ``unread`` (by default, skipped with a warning)."""
     path = Path(path)
-    found, versions = threads(path)
+    unread = unread or Unread("warn", path)
+    found, versions = threads(path, unread)
     events: list[Event] = []
     for thread in found:
-        events.extend(_write_thread(thread, path))
+        events.extend(_write_thread(thread, unread))
+    if not events:
+        raise unread.nothing_read("checkpoints")
     known = sorted(str(v) for v in versions if v is not None)
-    version = f"checkpoint v{known[-1]}" if known else None
-    return Recording.from_events(events, meta={"source": {"format": NAME, "version": version}}, path=path)
+    source = {"format": NAME, "version": f"checkpoint v{known[-1]}" if known else None}
+    return Recording.from_events(events, meta={"source": source, "unread": unread.meta()}, path=path)
 
 
 def message(obj: Any) -> _Message | None:
@@ -184,19 +190,15 @@ def _tokens(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < 2**63 else None
 
 
-def _usage(value: dict[str, Any], where: str, path: Path) -> Usage | None:
+def _usage(value: dict[str, Any], where: str, unread: Unread) -> Usage | None:
     usage = value.get("usage_metadata")
     if not isinstance(usage, dict):
         return None
     counts = [_tokens(usage.get(key)) for key in ("input_tokens", "output_tokens")]
     if counts[0] is None or counts[1] is None:
-        warnings.warn(
-            f"{path}: {where}: usage_metadata should hold counts of tokens, found input_tokens "
-            f"{usage.get('input_tokens')!r:.40} and output_tokens {usage.get('output_tokens')!r:.40}; "
-            "its usage is not counted",
-            RecordingWarning,
-            stacklevel=5,
-        )
+        found = f"{usage.get('input_tokens')!r:.40} and output_tokens {usage.get('output_tokens')!r:.40}"
+        said = f"usage_metadata should hold counts of tokens, found input_tokens {found}"
+        unread.skip(where, said, left="its usage is not counted")
         return None
     return Usage(input_tokens=counts[0], output_tokens=counts[1])
 
@@ -248,12 +250,30 @@ def _producer(text: str, said: str) -> SoftProducer | None:
     return "tool_error" if said == "error" else None
 
 
-def _write_thread(thread: Thread, path: Path) -> list[Event]:
-    latest = thread.checkpoints[-1]
+def _latest(thread: Thread, unread: Unread) -> tuple[Checkpoint, dict[str, Any]] | None:
+    """The thread's latest checkpoint that can be read and its channel values (each later one goes
+    to ``unread``), or ``None``. Checkpoint ids sort by time (uuid6): a later one is past it."""
+    for latest in reversed(thread.checkpoints):
+        where = f"thread {thread.thread_id}, checkpoint {latest.id}"
+        try:
+            values = checkpoint(latest, where, unread.path or Path()).get("channel_values") or {}
+        except RecordingError as exc:
+            unread.skip(where, exc)
+            continue
+        if isinstance(values, dict):
+            return latest, values
+        unread.skip(where, "channel_values should be a map")
+    return None
+
+
+def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
+    path = unread.path or Path()
+    found = _latest(thread, unread)
+    if found is None:
+        return []
+    latest, values = found
+    cut = latest is not thread.checkpoints[-1] or any(cid > latest.id for cid in thread.unread)
     where = f"thread {thread.thread_id}, checkpoint {latest.id}"
-    values = checkpoint(latest, where, path).get("channel_values") or {}
-    if not isinstance(values, dict):
-        raise RecordingError(f"{where}: channel_values should be a map", path=path)
     channel, msgs = _messages(values)
     settings: dict[str, Any] = {"thread_id": thread.thread_id}
     if channel is None:
@@ -262,12 +282,8 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
     if channel is not None:
         settings["channel"] = channel
     if not msgs:
-        warnings.warn(
-            f"{path}: {where}: no messages, neither in the checkpoint's channels nor in the writes: "
-            "a run with no turns",
-            RecordingWarning,
-            stacklevel=4,
-        )
+        said = "no messages, neither in the checkpoint's channels nor in the writes: a run with no turns"
+        warnings.warn(f"{path}: {where}: {said}", RecordingWarning, stacklevel=4)
     seen = _seen(thread, channel)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
@@ -294,17 +310,17 @@ def _write_thread(thread: Thread, path: Path) -> list[Event]:
         turn = writer.turn(at=seen.get(ai.id or ""))
         calls = _calls(ai.value)
         text = text_of(ai.value.get("content")) or None
-        usage = _usage(ai.value, f"thread {thread.thread_id}, message {ai.id}", path)
+        usage = _usage(ai.value, f"thread {thread.thread_id}, message {ai.id}", unread)
         turn.reply(text, calls, model=_model(ai.value), usage=usage, at=seen.get(ai.id or ""))
         unanswered = [c for c in calls if c.id not in answers]
-        if index == last_ai and unanswered and (pending or index == len(msgs) - 1):
-            return _end(writer, pending, in_flight=True, latest_ts=latest.ts)
+        if index == last_ai and unanswered and (pending or cut or index == len(msgs) - 1):
+            return _end(writer, pending, in_flight=True, latest_ts=latest.ts, cut=cut)
         for call in calls:
             _result(turn, call, answers.get(call.id), seen)
         turn.finish()
     tail = msgs[last_ai + 1 :] if last_ai >= 0 else msgs
-    if pending or any(m.kind != "ai" for m in tail) or (last_ai >= 0 and _calls(msgs[last_ai].value)):
-        return _end(writer, pending, in_flight=False, latest_ts=latest.ts)
+    if cut or pending or any(m.kind != "ai" for m in tail) or (last_ai >= 0 and _calls(msgs[last_ai].value)):
+        return _end(writer, pending, in_flight=False, latest_ts=latest.ts, cut=cut)
     return writer.finish(text_of(msgs[last_ai].value.get("content")) if last_ai >= 0 else None, at=latest.ts)
 
 
@@ -332,8 +348,11 @@ def _error_class(text: str) -> str:
     return match.group(1).rsplit(".", 1)[-1] if match else "Error"
 
 
-def _end(writer: RunWriter, pending: list[Write], *, in_flight: bool, latest_ts: float | None) -> list[Event]:
-    """End the run hard on what the pending writes say (or on the open turn's unanswered calls)."""
+def _end(
+    writer: RunWriter, pending: list[Write], *, in_flight: bool, latest_ts: float | None, cut: bool = False
+) -> list[Event]:
+    """End the run hard on what the pending writes say (or on the open turn's unanswered calls;
+    ``cut``: the thread's later checkpoints could not be read)."""
     error = next((w for w in pending if w.channel == "__error__"), None)
     interrupt = next((w for w in pending if w.channel == "__interrupt__"), None)
     producer: HardProducer | SourceProducer
@@ -352,11 +371,13 @@ def _end(writer: RunWriter, pending: list[Write], *, in_flight: bool, latest_ts:
             at=latest_ts,
             source_status=status(NAME, "__interrupt__"),
         )
-    message = (
-        "the thread stops with tool calls no tool answered, and no pending write says why"
-        if in_flight
-        else "the thread stops before the model answered, and no pending write says why"
-    )
+    if cut:
+        message = "the thread's later checkpoints could not be read (meta['unread'] lists them)"
+    elif in_flight:
+        message = "the thread stops with calls no tool answered"
+    else:
+        message = "the thread stops before the model answered"
+    message = f"{unexplained()}: {message}, and no pending write says more"
     return writer.end_hard("source_error", message, at=latest_ts, source_status=status(NAME, "unanswered"))
 
 

@@ -11,20 +11,20 @@ no SQL in it runs either).
 What a damaged or hostile file gets, by what is damaged:
 
 - **The database** (not SQLite; no stored ``checkpoints`` table, a view or a virtual table in its
-  place being none; no checkpoint in the root namespace; a generated column; a query past its
-  budget): ``RecordingError`` naming the file.
+  place being none, or one without the columns every layout has; no checkpoint in the root
+  namespace; a generated column; a query past its budget): ``RecordingError`` naming the file.
 - **A checkpoint** that cannot be read (``checkpoint`` not a BLOB, a blob that does not decode,
-  ``pickle``, lists, maps or ext types nested deeper than ``MAX_DEPTH``): ``RecordingError``
-  naming the thread, the checkpoint and (when it is not a blob) the column. A thread's messages,
-  and its place among the others, live in its checkpoints: without one it would be a different
-  run, not a shorter one.
-- **A write** that cannot be read (the same faults in ``value``, or an ``idx`` that is not an
-  integer): skipped with a ``RecordingWarning`` naming the thread, checkpoint, channel, task and
-  column; the thread keeps its other writes and its checkpoints.
-- **What makes a load poorer without breaking it**: no stored ``writes`` table (the errors and
-  interrupts that ended runs, message times, and messages kept only as writes are lost), or
-  checkpoints whose ``ts`` is not an ISO time (their turns lose their times): a
-  ``RecordingWarning`` naming the database and what is missing or odd; the load goes on.
+  ``pickle``, lists, maps or ext types nested deeper than ``MAX_DEPTH``) and **a write** that
+  cannot be read (the same faults in ``value``, or an ``idx`` that is not an integer) go to
+  ``Unread.skip``, naming the thread, the checkpoint (the write's channel and task) and the column:
+  skipped with a ``RecordingWarning`` (``errors="raise"``: a ``RecordingError``). A thread whose
+  latest checkpoint is skipped is read from the latest one that can be (``_langgraph`` says the
+  run's end is unknown).
+- **What makes a load poorer without breaking it**: no stored ``writes`` table, or one without a
+  column every layout has (the errors and interrupts that ended runs, message times, and messages
+  kept only as writes are lost), or checkpoints whose ``ts`` is not an ISO time (their turns lose
+  their times): a ``RecordingWarning`` naming the database and what is missing or odd; the load
+  goes on. A column only newer layouts have (``task_path``) is read as its default.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, stored
+from loopnb.foreign._formats import Unread
+from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, select, stored
 from loopnb.record import RecordingError, RecordingWarning
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0
@@ -97,6 +98,8 @@ class Thread:
     thread_id: str
     checkpoints: list[Checkpoint] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    """The ids of its checkpoints that could not be read."""
 
 
 _MSGPACK: list[Any] = []
@@ -293,25 +296,27 @@ def _warn(path: Path, text: str) -> None:
     warnings.warn(f"{path}: {text}", RecordingWarning, stacklevel=5)
 
 
-def threads(path: Path) -> tuple[list[Thread], set[Any]]:
+def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set[Any]]:
     """Every thread of the root namespace (subgraphs' checkpoints are their parents' business),
-    in order of first checkpoint, and the checkpoint format versions found."""
+    in order of first checkpoint, and the checkpoint format versions found; a checkpoint or a
+    write that cannot be read goes to ``unread`` (by default, raised)."""
+    unread = unread or Unread(path=path)
     budget = budget_for(path)
     conn, kinds = connect(path, budget)
     found: dict[str, Thread] = {}
     versions: set[Any] = set()
     odd: list[str] = []
     try:
-        stored(conn, budget, "checkpoints", path)
-        rows = query(
-            conn,
-            budget,
-            "SELECT thread_id, checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints"
-            " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id",
-        )
-        for thread_id, cid, parent, kind, blob in rows:
+        columns = stored(conn, budget, "checkpoints", path)
+        sql = select("checkpoints", columns, path) + " ORDER BY thread_id, checkpoint_id"
+        for thread_id, cid, parent, kind, blob in query(conn, budget, sql):
             where = f"thread {thread_id}, checkpoint {cid}"
-            ts, version = _header(kind, blob, where, path)
+            try:
+                ts, version = _header(kind, blob, where, path)
+            except RecordingError as exc:
+                unread.skip(where, exc)
+                found.setdefault(str(thread_id), Thread(str(thread_id))).unread.append(str(cid))
+                continue
             if isinstance(version, bool) or not isinstance(version, int | float | str):
                 version = None
             cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version)
@@ -319,22 +324,19 @@ def threads(path: Path) -> tuple[list[Thread], set[Any]]:
                 odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + _shown(ts)}")
             versions.add(version)
             found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
+        if not any(t.checkpoints for t in found.values()) and unread.items:
+            raise unread.nothing_read("checkpoints")
         if not found:
             raise RecordingError("no checkpoint in the root namespace: nothing to read", path=path)
         if kinds.get("writes") == "table":
-            stored(conn, budget, "writes", path)
-            _writes(conn, budget, found, path)
+            _writes(conn, budget, found, stored(conn, budget, "writes", path), unread)
         else:
             what = (
                 f"writes is a {kinds['writes']}, not a stored table"
                 if "writes" in kinds
                 else "no writes table"
             )
-            _warn(
-                path,
-                f"{what}: not read, so the errors and interrupts that ended runs, when each message "
-                "came, and messages kept only as writes are missing",
-            )
+            _warn(path, f"{what}: {_POORER}")
     except sqlite3.Error as exc:
         if budget.spent:
             raise budget.error(path) from exc
@@ -348,31 +350,46 @@ def threads(path: Path) -> tuple[list[Thread], set[Any]]:
             f"{len(odd)} checkpoint(s) without a readable time: {odd[0]}{more}, where ts should be an "
             "ISO 8601 time; the turns they made have no time of their own",
         )
-    ordered = sorted(found.values(), key=lambda t: (t.checkpoints[0].ts or 0.0, t.checkpoints[0].id))
+    ordered = sorted(
+        (t for t in found.values() if t.checkpoints),
+        key=lambda t: (t.checkpoints[0].ts or 0.0, t.checkpoints[0].id),
+    )
     return ordered, versions
 
 
-def _writes(conn: sqlite3.Connection, budget: Budget, found: dict[str, Thread], path: Path) -> None:
-    """Each thread's writes; one that cannot be read is skipped with a warning naming it."""
-    rows = query(
-        conn,
-        budget,
-        "SELECT thread_id, checkpoint_id, task_id, task_path, idx, channel, type, value FROM writes"
-        " WHERE checkpoint_ns = '' ORDER BY thread_id, checkpoint_id, task_path, task_id, idx",
-    )
-    for thread_id, cid, task, task_path, idx, channel, kind, value in rows:
+_WRITE_SKIPPED = "the write is skipped"
+_POORER = (
+    "not read, so the errors and interrupts that ended runs, when each message came, and messages "
+    "kept only as writes are missing"
+)
+
+
+def _writes(
+    conn: sqlite3.Connection, budget: Budget, found: dict[str, Thread], columns: set[str], unread: Unread
+) -> None:
+    """Each thread's writes; one that cannot be read goes to ``unread``."""
+    path = unread.path or Path()
+    try:
+        sql = select("writes", columns, path)
+    except RecordingError as exc:  # another table of that name
+        _warn(path, f"{exc.reason}: {_POORER}")
+        return
+    sql += " ORDER BY thread_id, checkpoint_id, task_path, task_id, idx"
+    for thread_id, cid, task, task_path, idx, channel, kind, value in query(conn, budget, sql):
         thread = found.get(str(thread_id))
         if thread is None:
             continue
         where = f"thread {thread_id}, checkpoint {cid}, write {channel!r} of task {task}"
         if kind == "pickle":
-            _warn(path, f"{where}: a pickle blob, skipped (loopnb never unpickles a file)")
+            unread.skip(where, "a pickle blob (loopnb never unpickles a file)", left=_WRITE_SKIPPED)
             continue
         try:
             if isinstance(idx, bool) or not isinstance(idx, int):
-                raise RecordingError(f"{where}: column idx holds {_column(idx)}, expected an INTEGER")
+                raise RecordingError(
+                    f"{where}: column idx holds {_column(idx)}, expected an INTEGER", path=path
+                )
             decoded = typed(kind, value, where, path, column="value")
         except RecordingError as exc:
-            _warn(path, f"{exc.reason}; the write is skipped")
+            unread.skip(where, exc, left=_WRITE_SKIPPED)
             continue
         thread.writes.append(Write(str(cid), str(task), str(task_path or ""), idx, str(channel), decoded))

@@ -5,7 +5,9 @@ The file is opened read-only (``mode=ro``, and ``query_only``), with extension l
 query), a virtual table (run by a module's code) or a generated column (computed as it is read)
 under the name of a table loopnb reads is refused. Every query runs under a ``Budget``, SQLite's
 progress handler: a query that does more work than the file's size can account for is stopped,
-and ``load`` says so instead of running forever.
+and ``load`` says so instead of running forever. ``stored`` also tells which columns a table has:
+``SqliteSaver``'s layout changed over its versions (``writes.task_path`` came in 3.1.2), and a
+column a version never wrote is read as its default.
 """
 
 from __future__ import annotations
@@ -121,9 +123,10 @@ def connect(path: Path, budget: Budget) -> tuple[sqlite3.Connection, dict[str, s
     return conn, kinds
 
 
-def stored(conn: sqlite3.Connection, budget: Budget, table: str, path: Path) -> None:
-    """Refuse ``table`` if a column of it is computed as it is read (a generated column): loopnb
-    reads stored values only, never an expression the file chose."""
+def stored(conn: sqlite3.Connection, budget: Budget, table: str, path: Path) -> set[str]:
+    """The columns of ``table``; refused if one of them is computed as it is read (a generated
+    column): loopnb reads stored values only, never an expression the file chose."""
+    columns: set[str] = set()
     for row in query(conn, budget, f"PRAGMA table_xinfo({table})"):
         if row[6] == 2:  # hidden = 2: generated, VIRTUAL (3, STORED, was computed when written)
             raise RecordingError(
@@ -131,3 +134,33 @@ def stored(conn: sqlite3.Connection, budget: Budget, table: str, path: Path) -> 
                 "column); loopnb reads stored values only",
                 path=path,
             )
+        columns.add(str(row[1]))
+    return columns
+
+
+READ = {
+    "checkpoints": ("thread_id", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint"),
+    "writes": ("thread_id", "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "value"),
+}
+"""The columns read of each table, in the order ``select`` gives them."""
+DEFAULTS = {"task_path": "''", "parent_checkpoint_id": "NULL"}
+"""What a column some layouts lack reads as (an SQL literal): ``task_path`` came with
+langgraph-checkpoint-sqlite 3.1.2, whose ``setup`` adds it to an older database unless that one
+is read-only."""
+
+
+def select(table: str, columns: set[str], path: Path) -> str:
+    """The ``SELECT`` of the columns ``READ`` of ``table`` (which has ``columns``), a column it
+    lacks read as its default, in the root namespace (all rows, where there are no namespaces);
+    a ``RecordingError`` when it lacks one that has no default (not ``SqliteSaver``'s table)."""
+    wanted = READ[table]
+    lacking = [name for name in wanted if name not in columns and name not in DEFAULTS]
+    if lacking:
+        raise RecordingError(
+            f"table {table} has no column {', '.join(lacking)}: not the layout of LangGraph's SqliteSaver"
+            f" (expected {', '.join(wanted)})",
+            path=path,
+        )
+    picked = ", ".join(name if name in columns else f"{DEFAULTS[name]} AS {name}" for name in wanted)
+    where = " WHERE checkpoint_ns = ''" if "checkpoint_ns" in columns else ""
+    return f"SELECT {picked} FROM {table}{where}"

@@ -20,27 +20,41 @@ the function and handoff spans in it. What the SDK does, and how it reads here:
 - ``MaxTurnsExceeded``: hard ``loop_detected`` (loopnb's own ``max_turns`` ends that way) on the
   turn the runner refused to start; a guardrail's tripwire, a failed model call or an exception
   that escaped: hard ``source_error``; a tool's exception that escaped
-  (``failure_error_function=None``): hard ``source_error``, status ``crashed``.
+  (``failure_error_function=None``): hard ``source_error``, status ``crashed``; a trace that ends
+  on calls no span ran does not say why the run stopped (``unanswered``).
+
+A line, span or value that cannot be read goes to ``Unread.skip`` (a ``RecordingWarning`` naming
+it, or with ``errors="raise"`` a ``RecordingError``): a span whose ids or times are damaged is left
+out, a span field of the wrong shape (a reply, a usage, a name) is read as absent.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopnb.engine import ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.foreign import _sniff
-from loopnb.foreign._agents_replies import Reply, arguments, prompt_of, read_back, reply_of, usage_of
-from loopnb.foreign._agents_spans import MODEL_KINDS, Span, Trace, handoff_tool, parse_lines, traces, walk
-from loopnb.foreign._formats import ForeignFormat
-from loopnb.foreign._transcript import RunWriter, status
+from loopnb.foreign._agents_replies import Reply, arguments, prompt_in, read_back, reply_of, usage_of
+from loopnb.foreign._agents_spans import (
+    Span,
+    Trace,
+    Turn,
+    handoff_tool,
+    listed,
+    parse_lines,
+    traces,
+    turns_of,
+    walk,
+)
+from loopnb.foreign._formats import Errors, ForeignFormat, Unread
+from loopnb.foreign._transcript import RunWriter, status, unexplained
 from loopnb.record import RecordingError
 
 if TYPE_CHECKING:
@@ -66,31 +80,10 @@ span); per turn ``ok`` / ``error`` (the turn span's), and on the hard turn what 
 (``tool_not_found``: the default ``ModelBehaviorError`` on an unknown tool, which the table makes
 soft; ``unanswered``: the trace ends on calls no span answers)."""
 
+T = TypeVar("T")
+
 _TIMEOUT = re.compile(r"Tool '.*' timed out after [0-9.]+ seconds\.", re.DOTALL)
 _BAD_ARGUMENTS = "Invalid JSON input for tool"
-
-
-@dataclass(slots=True)
-class _Turn:
-    span: Span | None
-    models: list[Span] = field(default_factory=list)
-    calls: list[Span] = field(default_factory=list)
-
-    @property
-    def start(self) -> float | None:
-        return (self.span or self.models[0]).start
-
-    @property
-    def end(self) -> float | None:
-        return (self.span or self.models[-1]).end
-
-    @property
-    def not_found(self) -> str | None:
-        """The tool the turn span says was not found, if it says one was."""
-        if self.span is None or self.span.error_message != "Tool not found":
-            return None
-        name = self.span.error_data("tool_name")
-        return str(name) if name is not None else ""
 
 
 @dataclass(slots=True)
@@ -103,32 +96,6 @@ class _End:
     at: float | None = None
 
 
-def _turns(spans: list[Span]) -> list[_Turn]:
-    """The run's turns: its ``turn`` spans, else one per model span (older SDKs, or a run with
-    ``include_task_and_turn_spans`` off)."""
-    marked = [s for s in spans if s.kind == "turn"]
-    if marked:
-        turns = []
-        for span in marked:
-            inside = list(walk(span.children))
-            turns.append(
-                _Turn(
-                    span,
-                    [s for s in inside if s.kind in MODEL_KINDS],
-                    [s for s in inside if s.kind in ("function", "handoff")],
-                )
-            )
-        return turns
-    models = sorted((s for s in spans if s.kind in MODEL_KINDS), key=lambda s: s.start or 0.0)
-    turns = [_Turn(None, [s]) for s in models]
-    starts = [t.start or 0.0 for t in turns]
-    for span in spans:
-        if span.kind in ("function", "handoff") and turns:
-            after = bisect.bisect_right(starts, span.start or 0.0)  # the last model span before it
-            turns[max(after - 1, 0)].calls.append(span)
-    return turns
-
-
 def _tool_name(span: Span) -> str:
     if span.kind == "handoff":
         return handoff_tool(span.text("to_agent") or "")
@@ -136,52 +103,83 @@ def _tool_name(span: Span) -> str:
 
 
 class _Run:
-    """One run's spans, written down as loopnb events."""
+    """One run's spans, written down as loopnb events; a span's field that cannot be read goes
+    to ``unread`` and is read as absent."""
 
-    def __init__(self, trace: Trace, run_id: str, roots: list[Span]) -> None:
+    def __init__(self, trace: Trace, run_id: str, roots: list[Span], unread: Unread) -> None:
         self.trace = trace
         self.run_id = run_id
+        self.unread = unread
         self.spans = list(walk(roots))
         self.agents = [s for s in self.spans if s.kind == "agent"]
         self.outer = [s for s in self.spans if s.kind in ("agent", "task")]
-        self.turns = _turns(self.spans)
-        self.seen = read_back(self.spans)
+        self.turns = turns_of(self.spans)
+        try:  # every span at once; span by span only to tell which cannot be read
+            self.seen = read_back(self.spans)
+        except RecordingError:
+            self.seen = {}
+            none: dict[str, str] = {}
+            for span in self.spans:
+                self.seen.update(self._read(span, none, read_back, (span,)))
         tools: dict[str, None] = {}
+        nameless: list[str] = []
         for agent in self.agents:
-            tools.update(dict.fromkeys(agent.names("tools")))
-            tools.update(dict.fromkeys(map(handoff_tool, agent.names("handoffs"))))
+            tools.update(dict.fromkeys(self._read(agent, nameless, agent.names, "tools")))
+            handoffs = self._read(agent, nameless, agent.names, "handoffs")
+            tools.update(dict.fromkeys(map(handoff_tool, handoffs)))
         self.tools = tuple(tools)
 
-    def _reply(self, turn: _Turn) -> Reply:
-        return reply_of(turn.models[-1]) if turn.models else Reply()
+    def _read(self, span: Span, absent: T, read: Callable[..., T], *args: Any) -> T:
+        """What ``read(*args)`` reads of ``span``; ``absent`` when it cannot be read (``unread``
+        says why)."""
+        try:
+            return read(*args)
+        except RecordingError as exc:
+            self.unread.skip(span.label, exc)
+            return absent
 
-    def _usage(self, turn: _Turn) -> Usage | None:
-        found = [u for u in map(usage_of, turn.models) if u is not None]  # each checked, used or not
-        usage = usage_of(turn.span) if turn.span is not None else None
+    def _name(self, span: Span) -> str:
+        try:  # not through _read: a hot path, called for each call of each turn
+            return _tool_name(span)
+        except RecordingError as exc:
+            self.unread.skip(span.label, exc)
+            return ""
+
+    def _reply(self, turn: Turn) -> Reply:
+        return self._read(turn.models[-1], Reply(), reply_of, turn.models[-1]) if turn.models else Reply()
+
+    def _usage(self, turn: Turn) -> Usage | None:
+        span = turn.span
+        try:  # each checked, used or not
+            found = [u for u in map(usage_of, turn.models) if u is not None]
+            usage = usage_of(span) if span is not None else None
+        except RecordingError:  # read again a span at a time, to leave out only what cannot be read
+            found = [u for s in turn.models if (u := self._read(s, None, usage_of, s)) is not None]
+            usage = None if span is None else self._read(span, None, usage_of, span)
         if usage is not None or not found:
             return usage
         return Usage(sum(u.input_tokens for u in found), sum(u.output_tokens for u in found))
 
-    def _calls(self, turn: _Turn, reply: Reply) -> list[tuple[ToolCall, Span | None]]:
+    def _calls(self, turn: Turn, reply: Reply) -> list[tuple[ToolCall, Span | None]]:
         """The turn's calls, each with its span: the reply's calls in order, matched by name to
         the spans in start order; spans no reply call claims follow (all of them when the model
         span kept no reply)."""
         pool = list(turn.calls)
         pairs: list[tuple[ToolCall, Span | None]] = []
         for call_id, name, raw in reply.calls:
-            span = next((s for s in pool if _tool_name(s) == name), None)
+            span = next((s for s in pool if self._name(s) == name), None)
             if span is not None:
                 pool.remove(span)
             pairs.append((ToolCall(name, arguments(raw), id=call_id or (span.id if span else "")), span))
         for span in pool:
-            pairs.append((ToolCall(_tool_name(span), arguments(span.data.get("input")), id=span.id), span))
+            pairs.append((ToolCall(self._name(span), arguments(span.data.get("input")), id=span.id), span))
         missing = turn.not_found
         if missing and not reply.kept and all(call.name != missing for call, _ in pairs):
             pairs.append((ToolCall(missing, {}, id=f"{turn.span.id if turn.span else ''}:{missing}"), None))
         return pairs
 
     def _result(
-        self, turn: _Turn, call: ToolCall, span: Span | None
+        self, turn: Turn, call: ToolCall, span: Span | None
     ) -> tuple[str, SoftProducer | None, str, bool]:
         """What the model read for ``call``, the table's producer, the source's status, and
         whether the tool ran."""
@@ -193,7 +191,8 @@ class _Run:
             return read or "", None, "missing", False
         said = "ok" if span.error is None else "error"
         if span.kind == "handoff":
-            return read or json.dumps({"assistant": span.text("to_agent")}), None, said, True
+            to = self._read(span, None, span.text, "to_agent")
+            return read or json.dumps({"assistant": to}), None, said, True
         output = span.data.get("output")
         content = read if read is not None else "" if output is None else str(output)
         if span.error is None:
@@ -247,19 +246,21 @@ class _Run:
             return _End("source_error", escaped, "agent_error", True, at=failed.end)
         unanswered = [call.name for call, span in self._calls(last, self._reply(last)) if span is None]
         if unanswered:  # a trace without turn spans, or one cut short: the run ended on these calls
-            message = f"the trace ends before {', '.join(unanswered)} ran"
+            message = f"the trace ends before {', '.join(unanswered)} ran: {unexplained()}"
             return _End("source_error", message, "unanswered", True, at=last.end)
         return None
 
     def _start(self, replies: list[Reply]) -> RunWriter:
-        task, system = prompt_of(self.spans)
+        prompts = (self._read(s, None, prompt_in, s) for s in self.spans if s.kind == "generation")
+        task, system = next((found for found in prompts if found is not None), ("", None))
         starts = [s.start for s in self.spans if s.start is not None]
         info = self.trace.info
         settings = {
             "workflow_name": info.get("workflow_name"),
             "group_id": info.get("group_id"),
             "metadata": info.get("metadata"),
-            "agents": list(dict.fromkeys(str(a.text("name")) for a in self.agents)) or None,
+            "agents": list(dict.fromkeys(str(self._read(a, None, a.text, "name")) for a in self.agents))
+            or None,
         }
         return RunWriter(
             self.run_id,
@@ -271,7 +272,7 @@ class _Run:
             settings={k: v for k, v in settings.items() if v is not None},
         )
 
-    def _write_turn(self, run: RunWriter, turn: _Turn, reply: Reply, *, hard: bool) -> None:
+    def _write_turn(self, run: RunWriter, turn: Turn, reply: Reply, *, hard: bool) -> None:
         """One turn: the reply, then (unless the run ended on it) each call's result."""
         writer = run.turn(at=turn.start)
         pairs = self._calls(turn, reply)
@@ -325,56 +326,53 @@ def _runs(trace: Trace) -> list[tuple[str, list[Span]]]:
     return [(f"{trace.id}:{n}", [task]) for n, task in enumerate(tasks, 1)]
 
 
-def _recording(found: list[Trace], path: Path | None) -> Recording:
+def _recording(found: list[Trace], unread: Unread) -> Recording:
     from loopnb.record import Recording
 
+    if not any(trace.spans for trace in found) and unread.items:
+        raise unread.nothing_read("spans and traces")
     if not found:
         raise RecordingError(
-            "no spans or traces found (expected Span.export() / Trace.export() dicts)", path=path
+            "no spans or traces found (expected Span.export() / Trace.export() dicts)", path=unread.path
         )
     events: list[Event] = []
     for trace in found:
         for run_id, roots in _runs(trace):
-            events += _Run(trace, run_id, roots).events()
-    return Recording.from_events(events, meta={"source": {"format": NAME, "version": None}}, path=path)
+            events += _Run(trace, run_id, roots, unread).events()
+    meta = {"source": {"format": NAME, "version": None}, "unread": unread.meta()}
+    return Recording.from_events(events, meta=meta, path=unread.path)
 
 
-def _listed(value: Any) -> list[Any] | None:
-    """The exported items of a parsed JSON document, or ``None`` when it is none of the shapes."""
-    if isinstance(value, list):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("data"), list):
-        return list(value["data"])
-    if isinstance(value, dict) and "object" in value:
-        return [value]
-    return None
-
-
-def read(path: Path) -> Recording:
-    """The runs in an Agents SDK trace file (JSON Lines, a JSON list, or ``{"data": [...]}``)."""
+def read(path: Path, unread: Unread | None = None) -> Recording:
+    """The runs in an Agents SDK trace file (JSON Lines, a JSON list, or ``{"data": [...]}``). An
+    item that cannot be read goes to ``unread`` (by default, skipped with a warning)."""
     from loopnb.record._frames import collector_paused
 
+    unread = unread or Unread("warn", path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise RecordingError(f"cannot read: {exc}", path=path) from exc
     with collector_paused():  # spans and events hold no cycles: see collector_paused
         try:
-            whole = _listed(json.loads(data))
+            whole = listed(json.loads(data))
         except RecursionError as exc:
             raise RecordingError("JSON nested too deeply to be spans or traces", path=path) from exc
         except ValueError:
             whole = None  # JSON Lines: more than one document
         if whole is not None:
-            return _recording(traces(enumerate(whole, 1), lines=False, path=path), path)
-        return _recording(traces(parse_lines(data, path), lines=True, path=path), path)
+            return _recording(traces(enumerate(whole, 1), lines=False, unread=unread), unread)
+        return _recording(traces(parse_lines(data, unread), lines=True, unread=unread), unread)
 
 
-def from_openai_agents(spans: Iterable[Any]) -> Recording:
+def from_openai_agents(spans: Iterable[Any], *, errors: Errors = "warn") -> Recording:
     """A recording of Agents SDK spans and traces: ``Span`` / ``Trace`` objects (a processor's,
-    in the order it saw them end) or their ``export()`` dicts."""
+    in the order it saw them end) or their ``export()`` dicts. ``errors="warn"`` skips a span
+    that cannot be read with a ``RecordingWarning`` (``meta["unread"]`` lists it); ``"raise"``
+    raises ``RecordingError``."""
     from loopnb.record._frames import collector_paused
 
+    unread = Unread(errors)
     items: list[tuple[int, Any]] = []
     for index, item in enumerate(spans, 1):
         exported = item if isinstance(item, dict) else getattr(item, "export", None)
@@ -383,7 +381,7 @@ def from_openai_agents(spans: Iterable[Any]) -> Recording:
         if exported is not None:  # the SDK's no-op spans and traces export nothing
             items.append((index, exported))
     with collector_paused():
-        return _recording(traces(items, lines=False), None)
+        return _recording(traces(items, lines=False, unread=unread), unread)
 
 
 FORMAT = ForeignFormat(

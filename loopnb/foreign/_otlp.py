@@ -19,7 +19,13 @@ event or ``error.type`` on a span left unset) is soft, kept as ``otlp:UNSET``
 (``soft_shown_as_success``); a call the model made with no tool span at all (pydantic-ai's unknown
 tool) is ``otlp:missing``. The run is hard when its agent span is ``ERROR``:
 ``otlp:ERROR:execute_tool`` when the exception came out of a tool span (``crash``), else
-``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``).
+``otlp:ERROR:invoke_agent`` or ``otlp:ERROR:chat`` (``ended``). An end the trace does not
+explain (no agent span says how the run ended, or one says ``ERROR`` and nothing more) is said
+so, never given a guessed cause.
+
+A span, event or value that cannot be read goes to ``Unread.skip`` (a ``RecordingWarning``, or a
+``RecordingError`` with ``errors="raise"``): a span is left out, a request's messages, usage or
+tools are read as absent, and the turn keeps the rest.
 
 Spans loopnb's own ``loopnb.otel.Exporter`` wrote say more, and are read for it:
 ``loopnb.channel`` ``soft`` with ``loopnb.producer`` and ``loopnb.error_text`` (before the third
@@ -39,13 +45,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from loopnb.engine import LoopError, ToolCall
+from loopnb.engine import LoopError, ToolCall, Usage
 from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign import _sniff
-from loopnb.foreign._formats import ForeignFormat
+from loopnb.foreign._formats import Errors, ForeignFormat, Unread
 from loopnb.foreign._otlp_calls import (
     NAME,
     pair_spans,
@@ -56,7 +62,7 @@ from loopnb.foreign._otlp_calls import (
 )
 from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
-from loopnb.foreign._transcript import RunWriter, status
+from loopnb.foreign._transcript import RunWriter, status, unexplained
 from loopnb.record import Recording, RecordingError
 from loopnb.record._disagree import Mark
 
@@ -104,23 +110,31 @@ Messages = tuple[list[m.Message] | None, list[m.Message] | None]
 """A model request's input and output messages, as ``m.messages`` reads them."""
 
 
-def read(path: Path) -> Recording:
-    """The runs in an OTLP/JSON, protobuf JSON or ``span.to_json()`` file."""
+def read(path: Path, unread: Unread | None = None) -> Recording:
+    """The runs in an OTLP/JSON, protobuf JSON or ``span.to_json()`` file. An item that cannot
+    be read goes to ``unread`` (by default, skipped with a warning)."""
     path = Path(path)
-    return _recording(read_file(path), path)
+    unread = unread or Unread("warn", path)
+    return _recording(read_file(path, unread), unread)
 
 
-def from_otel(spans: Iterable[Any]) -> Recording:
+def from_otel(spans: Iterable[Any], *, errors: Errors = "warn") -> Recording:
     """The runs in OpenTelemetry SDK spans (``ReadableSpan``s, e.g. ``InMemorySpanExporter``'s
-    ``get_finished_spans()``), or in their dicts of any encoding ``read`` knows."""
-    return _recording(decode_objects(spans), None)
+    ``get_finished_spans()``), or in their dicts of any encoding ``read`` knows. ``errors="warn"``
+    skips a span or value that cannot be read with a ``RecordingWarning`` (``meta["unread"]``
+    lists it); ``"raise"`` raises ``RecordingError``."""
+    unread = Unread(errors)
+    return _recording(decode_objects(spans, unread), unread)
 
 
-def _recording(decoded: Decoded, path: Path | None) -> Recording:
+def _recording(decoded: Decoded, unread: Unread) -> Recording:
+    path = unread.path
+    if not decoded.spans and unread.items:
+        raise unread.nothing_read("spans")
     events: list[Event] = []
     try:
         for run in split_runs(decoded.spans):
-            events.extend(write_run(run))
+            events.extend(write_run(run, unread))
     except RecordingError as exc:  # a span's value of the wrong shape: said with the file's path
         if path is None or exc.path is not None:
             raise
@@ -133,7 +147,7 @@ def _recording(decoded: Decoded, path: Path | None) -> Recording:
         "version": scopes.most_common(1)[0][0] if scopes else None,
         "encoding": decoded.encodings[0] if len(decoded.encodings) == 1 else decoded.encodings,
     }
-    return Recording.from_events(events, meta={"source": source}, path=path)
+    return Recording.from_events(events, meta={"source": source, "unread": unread.meta()}, path=path)
 
 
 def _user_text(inputs: list[m.Message] | None, role: str) -> str | None:
@@ -155,9 +169,9 @@ def _start(agent: Span | None, chats: Sequence[Span]) -> float:
     return (first.start if first is not None else None) or 0.0
 
 
-def write_run(run: Run) -> list[Event]:
+def write_run(run: Run, unread: Unread | None = None) -> list[Event]:
     """The run's loopnb events, turn by turn (a turn's results from the next request's inputs)."""
-    reader = RunReader(run.run_id, run.agent, run.chats)
+    reader = RunReader(run.run_id, run.agent, run.chats, unread)
     for tool in run.tools:
         reader.tool(tool)
     reader.turns(run.chats, run.agent, end=True)
@@ -176,9 +190,13 @@ class RunReader:
         agent: The run's agent span as it is now, if it has one.
         chats: The run's model requests known now, in order: the run's start (its task, models,
             tools and system prompt) is read from them.
+        unread: What takes a value that cannot be read (by default, it is raised).
     """
 
-    def __init__(self, run_id: str, agent: Span | None, chats: Sequence[Span]) -> None:
+    def __init__(
+        self, run_id: str, agent: Span | None, chats: Sequence[Span], unread: Unread | None = None
+    ) -> None:
+        self.unread = unread or Unread()
         self._history = m.History()
         self._held: tuple[Span, Messages] | None = None
         self._tools: list[Span] = []
@@ -191,7 +209,7 @@ class RunReader:
         """Every output tool a request offered (pydantic-ai's ``final_result``)."""
         offered: list[str] = []
         for chat in chats:
-            names, output_tools = g.tools(chat)
+            names, output_tools = self._offered(chat)
             self.outputs.update(output_tools)
             offered.extend(n for n in names or () if n not in offered)
         first_in = self._read(chats[0])[0] if chats else None
@@ -208,6 +226,22 @@ class RunReader:
             tools=offered,
             settings={"agent": name} if name else {},
         )
+
+    def _offered(self, chat: Span) -> tuple[list[str] | None, list[str]]:
+        """``g.tools(chat)``; none known when they cannot be read (``unread`` says why)."""
+        try:
+            return g.tools(chat)
+        except RecordingError as exc:
+            self.unread.skip(g.label(chat), exc)
+            return None, []
+
+    def _usage(self, chat: Span) -> Usage | None:
+        """``g.usage(chat)``; none when it cannot be read (``unread`` says why)."""
+        try:
+            return g.usage(chat)
+        except RecordingError as exc:
+            self.unread.skip(g.label(chat), exc)
+            return None
 
     def tool(self, span: Span) -> None:
         """A tool span of the run that has ended: placed in its turn when that turn is written."""
@@ -226,7 +260,7 @@ class RunReader:
         n = len(rest)
         count = n if end else max(0, n - 1)
         for chat in rest:
-            self.outputs.update(g.tools(chat)[1])
+            self.outputs.update(self._offered(chat)[1])
         windows = self._windows(rest, count)
         for i in range(count):
             later = i + 1 < n
@@ -247,7 +281,7 @@ class RunReader:
     def _read(self, chat: Span) -> Messages:
         """``chat``'s messages: read once (the last one read is held for its turn)."""
         if self._held is None or self._held[0] is not chat:
-            self._held = (chat, m.messages(chat, self._history))
+            self._held = (chat, m.messages(chat, self._history, self.unread))
         return self._held[1]
 
     def _windows(self, rest: Sequence[Span], count: int) -> list[list[g.ToolSpan]]:
@@ -291,15 +325,15 @@ class RunReader:
         pairs = pair_spans(calls, tools)
         calls = [c for c, _ in pairs]
         turn.reply(
-            text, calls, model=g.model(chat), usage=g.usage(chat), at=chat.end, latency_ms=span_ms(chat)
+            text, calls, model=g.model(chat), usage=self._usage(chat), at=chat.end, latency_ms=span_ms(chat)
         )
         if following is None and _ends_here(agent, pairs):
             return
         wanted = {c.id for c in calls}
         responses = None if following is None else results_read(self._read(following)[0], wanted)
-        offered = g.tools(chat)[0]
+        offered = self._offered(chat)[0]
         for call, t in pairs:
-            write_result(turn, call, t, responses, later, offered, self.outputs, agent)
+            write_result(turn, call, t, responses, later, offered, self.outputs, agent, self.unread)
         rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
@@ -316,11 +350,14 @@ def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None
 
 def _error_text(span: Span) -> tuple[str, str]:
     """An error span's class (its ``error.type``, else its exception's) and the message that ended
-    the run."""
+    the run (saying plainly that the trace does not say why, when the span says nothing more than
+    its status)."""
     exc = g.exception(span)
     kind = g.error_class(span) or "Error"
     if span.description:
         return kind, span.description
+    if exc is None and g.error_class(span) is None:
+        return kind, f"span {span.name!r} is ERROR and says nothing more: {unexplained()}"
     return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind
 
 
@@ -340,7 +377,8 @@ def _end_hard(
     if source is None:
         writer.end_hard(
             "source_error",
-            "the trace ends on tool calls no model request read, and no agent span says how the run ended",
+            f"{unexplained()}: it ends on tool calls no model request read, and no agent span says how"
+            " the run ended",
             source_status=status(NAME, "unanswered"),
         )
         return

@@ -16,6 +16,7 @@ from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
+from loopnb.foreign._formats import Unread
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._transcript import TurnWriter, status
 
@@ -129,9 +130,11 @@ def write_result(
     offered: list[str] | None,
     outputs: set[str],
     agent: Span | None,
+    unread: Unread,
 ) -> None:
     """Write what the model read for ``call``, and what the trace said of it (``agent``: the run's
-    agent span as known when the turn is written, open or ended, ``None`` when it has none)."""
+    agent span as known when the turn is written, open or ended, ``None`` when it has none; a
+    retry counter that cannot be read goes to ``unread``)."""
     read = responses.get(call.id) if responses is not None else None
     withheld = read is None and responses is not None and call.id in responses
     producer: SoftProducer | None = None
@@ -152,7 +155,7 @@ def write_result(
     attempt = 0
     if _errored(t):
         producer = _soft(t)
-        attempt = _attempt(span)
+        attempt = _attempt(span, unread)
     own = g.loopnb_soft(span)
     if read is not None:
         text = g.dumps(read)
@@ -197,11 +200,12 @@ def _ended_otherwise(agent: Span, span: Span) -> bool:
     return kind is not None and kind != g.error_class(span)
 
 
-def _attempt(span: Span) -> int:
-    """pydantic-ai's retry counter on a tool span (0 where it has none)."""
+def _attempt(span: Span, unread: Unread) -> int:
+    """pydantic-ai's retry counter on a tool span (0 where it has none, or ``unread`` takes it)."""
     counter = span.attributes.get(ATTEMPT)
     if counter is None:
         return 0
     if type(counter) is not int or not 0 <= counter < 2**63:
-        raise g.bad(span, g.Malformed(ATTEMPT, "a whole number of retries", counter))
+        unread.skip(g.label(span), g.bad(span, g.Malformed(ATTEMPT, "a whole number of retries", counter)))
+        return 0
     return counter

@@ -67,10 +67,18 @@ class Malformed(Exception):
         super().__init__(f"{where}: expected {expected}, found {describe(found)}")
 
 
+def label(span: Span) -> str:
+    """Where a span is and which it is, as an error names it."""
+    return (
+        f"{span.where}, span {span.span_id} {span.name!r}"
+        if span.where
+        else f"span {span.span_id} {span.name!r}"
+    )
+
+
 def bad(span: Span, exc: Malformed) -> RecordingError:
     """The ``RecordingError`` of a malformed value on ``span``: where the span is, which span, what."""
-    where = f"{span.where}, " if span.where else ""
-    return RecordingError(f"{where}span {span.span_id} {span.name!r}, {exc}")
+    return RecordingError(f"{label(span)}, {exc}")
 
 
 def first(attrs: dict[str, Any], *names: str) -> Any:

@@ -4,19 +4,26 @@ The current GenAI names (``gen_ai.input.messages`` / ``gen_ai.output.messages``:
 ``{role, parts}``); the previous ones' message events (``gen_ai.user.message``,
 ``gen_ai.tool.message``, ``gen_ai.choice``: span events, or pydantic-ai's ``events``
 attribute); OpenInference's ``llm.input_messages.N.message.*`` and the older indexed
-``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``. A value of the wrong shape (a message that is
-not an object, ``parts`` or ``tool_calls`` that are not lists) is a ``RecordingError`` naming
-the span, the attribute and what was expected.
+``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``. A message event's content may be a list of
+content blocks (Strands Agents writes Bedrock's: ``{"text"}``, ``{"toolUse"}``, ``{"toolResult"}``),
+read as parts. A value of the wrong shape (a message that is not an object, ``parts`` or
+``tool_calls`` that are not lists, blocks of which none is text, a call or a result) is a
+``RecordingError`` naming the span, the attribute and what was expected; given an ``Unread``, the
+input, output or event it is in is skipped instead and the rest is read.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from loopnb.foreign._otlp_genai import Malformed, bad, indexed, loads
+from loopnb.foreign._formats import Unread
+from loopnb.foreign._otlp_genai import Malformed, bad, dumps, indexed, label, loads
 from loopnb.foreign._otlp_spans import Span
+
+T = TypeVar("T")
 
 INPUTS = "gen_ai.input.messages"
 OUTPUTS = "gen_ai.output.messages"
@@ -72,6 +79,48 @@ def _semconv(raw: Any, where: str, start: int = 0) -> list[Message]:
     return out
 
 
+_BLOCKS = "a message object, a text or a list of content blocks (text, toolUse, toolResult)"
+
+
+def _block_text(blocks: Any) -> str:
+    """The text of a tool result's content blocks: their texts, and any other block as JSON."""
+    if not isinstance(blocks, list):
+        return dumps(blocks)
+    return "\n".join(
+        b["text"] if isinstance(b.get("text"), str) else dumps(b) for b in blocks if isinstance(b, dict)
+    )
+
+
+def _blocks(value: Any, *, results: bool = False) -> list[Part] | None:
+    """Content blocks (Bedrock's, as Strands Agents writes a message's content) as parts, or
+    ``None`` when ``value`` holds none: not a list of objects, or (``results``: a tool message's)
+    none a ``toolResult``."""
+    if not isinstance(value, list) or not value or not all(isinstance(b, dict) for b in value):
+        return None
+    parts: list[Part] = []
+    for block in value:
+        use, result, text = block.get("toolUse"), block.get("toolResult"), block.get("text")
+        if isinstance(text, str):
+            parts.append(Part("text", text))
+        elif isinstance(use, dict):
+            parts.append(
+                Part(
+                    "tool_call", use.get("input"), str(use.get("toolUseId") or ""), str(use.get("name") or "")
+                )
+            )
+        elif isinstance(result, dict):
+            parts.append(
+                Part(
+                    "tool_call_response",
+                    _block_text(result.get("content")),
+                    str(result.get("toolUseId") or ""),
+                )
+            )
+    if not parts or (results and not any(p.kind == "tool_call_response" for p in parts)):
+        return None
+    return parts
+
+
 def _event_message(name: str, body: dict[str, Any], where: str) -> Message | None:
     """One message event of the previous conventions (``gen_ai.assistant.message``, ...)."""
     if name == "gen_ai.choice":
@@ -79,11 +128,26 @@ def _event_message(name: str, body: dict[str, Any], where: str) -> Message | Non
         if found is None:
             return None
         where += ".message"
+        if isinstance(found, str):  # an agent's answer, as Strands writes it
+            return Message("assistant", [Part("text", found)])
+        if isinstance(found, list):  # the message's content blocks, as Strands writes them
+            parts = _blocks(found)
+            if parts is None:
+                raise Malformed(where, _BLOCKS, found)
+            return Message("assistant", parts)
         if not isinstance(found, dict):
-            raise Malformed(where, "a message object", found)
+            raise Malformed(where, _BLOCKS, found)
         body, name = found, "gen_ai.assistant.message"
     role = name.removeprefix("gen_ai.").removesuffix(".message")
     msg = Message(str(body.get("role") or role))
+    content = body.get("content")
+    blocks = _blocks(
+        loads(content) if isinstance(content, str) and content.startswith("[") else content,
+        results=role == "tool",
+    )
+    if blocks is not None:
+        msg.parts.extend(blocks)
+        return msg
     if role == "tool":
         msg.parts.append(Part("tool_call_response", loads(body.get("content")), str(body.get("id") or "")))
         return msg
@@ -103,9 +167,10 @@ def _event_message(name: str, body: dict[str, Any], where: str) -> Message | Non
     return msg
 
 
-def _events(span: Span) -> tuple[list[Message], list[Message]] | None:
+def _events(span: Span, unread: Unread | None) -> tuple[list[Message], list[Message]] | None:
     """The previous conventions' message events: pydantic-ai's ``events`` attribute, or span
-    events named ``gen_ai.*.message`` / ``gen_ai.choice``."""
+    events named ``gen_ai.*.message`` / ``gen_ai.choice`` (one that cannot be read goes to
+    ``unread``)."""
     bodies: list[tuple[str, dict[str, Any], str]] = []
     raw = loads(span.attributes.get("events"))
     if isinstance(raw, list):
@@ -125,7 +190,7 @@ def _events(span: Span) -> tuple[list[Message], list[Message]] | None:
     for name, body, where in bodies:
         if not (name.endswith(".message") or name == "gen_ai.choice"):
             continue
-        msg = _event_message(name, body, where)
+        msg = _guarded(span, unread, lambda: _event_message(name, body, where), None)  # noqa: B023  (called at once)
         if msg is not None:
             (outputs if name == "gen_ai.choice" else inputs).append(msg)
     return inputs, outputs
@@ -160,26 +225,45 @@ def _flat(attrs: dict[str, Any], prefix: str, style: str) -> list[Message]:
     return out
 
 
-def messages(span: Span, history: History | None = None) -> tuple[list[Message] | None, list[Message] | None]:
+def messages(
+    span: Span, history: History | None = None, unread: Unread | None = None
+) -> tuple[list[Message] | None, list[Message] | None]:
     """A model request's input and output messages (``None`` where the span kept none);
     ``history``: the run's requests read so far, in order (an input that repeats the previous
-    request's and adds to it is read from where that one ended)."""
+    request's and adds to it is read from where that one ended). With ``unread``, an input,
+    output or message event that cannot be read goes to it and is read as absent."""
     try:
-        return _messages(span, history)
+        return _messages(span, history, unread)
     except Malformed as exc:
         raise bad(span, exc) from None
 
 
-def _messages(span: Span, history: History | None) -> tuple[list[Message] | None, list[Message] | None]:
+def _guarded(span: Span, unread: Unread | None, read: Callable[[], T], absent: T) -> T:
+    """``read()``; with ``unread``, ``absent`` when it finds a malformed value (``unread`` says
+    which), else the ``Malformed`` is raised."""
+    if unread is None:
+        return read()
+    try:
+        return read()
+    except Malformed as exc:
+        unread.skip(label(span), bad(span, exc))
+        return absent
+
+
+def _messages(
+    span: Span, history: History | None, unread: Unread | None
+) -> tuple[list[Message] | None, list[Message] | None]:
     a = span.attributes
     inputs, outputs = a.get(INPUTS), a.get(OUTPUTS)
     if inputs is not None or outputs is not None:
-        if inputs is None:
-            read = None
-        else:
-            read = history.read(inputs) if history is not None else _semconv(loads(inputs), INPUTS)
-        return read, None if outputs is None else _semconv(loads(outputs), OUTPUTS)
-    events = _events(span)
+        read: list[Message] | None = None
+        if inputs is not None:
+            reader = history.read if history is not None else lambda raw: _semconv(loads(raw), INPUTS)
+            read = _guarded(span, unread, lambda: reader(inputs), None)
+        if outputs is None:
+            return read, None
+        return read, _guarded(span, unread, lambda: _semconv(loads(outputs), OUTPUTS), None)
+    events = _events(span, unread)
     if events is not None:
         return events
     for style, prefix_in, prefix_out in (

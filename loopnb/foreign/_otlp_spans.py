@@ -12,12 +12,15 @@ Four sources, all read without the OpenTelemetry packages:
 - SDK ``ReadableSpan`` objects in memory (``from_otel``), read by their attributes.
 
 A span's values (ids, attributes, integers, times) are read by ``_otlp_values``; a value of the
-wrong shape is a ``RecordingError`` saying where the span is and what was expected.
+wrong shape is a ``RecordingError`` saying where the span is and what was expected. What cannot be
+read goes to ``Unread.skip``, item by item: a JSON value of a file (resuming at the next line that
+opens one), a request, resource or scope that is not of OTLP's shape, a span, one of its events.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +29,7 @@ from typing import Any
 
 from loopnb.engine._errors import exception_text
 from loopnb.foreign import _otlp_values as v
+from loopnb.foreign._formats import Unread
 from loopnb.record import RecordingError
 
 
@@ -76,19 +80,24 @@ def _key(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d.get(snake) if value is None else value
 
 
-def _events(raw: Any, read: Callable[[dict[str, Any]], SpanEvent]) -> list[SpanEvent]:
-    """A span's events, each read by ``read`` (a value of the wrong shape says which event)."""
+def _events(
+    raw: Any, read: Callable[[dict[str, Any]], SpanEvent], where: str, unread: Unread
+) -> list[SpanEvent]:
+    """A span's events, each read by ``read``; one of the wrong shape goes to ``unread``, named."""
     events = []
     for i, event in enumerate(v.listed(raw, "events")):
         if isinstance(event, dict):
             try:
                 events.append(read(event))
             except v.Bad as exc:
-                raise v.Bad(f"events[{i}] {str(event.get('name', ''))!r}: {exc}") from exc
+                named = f"events[{i}] {str(event.get('name', ''))!r}"
+                said = RecordingError(f"{where}: {named}: {exc}", path=unread.path)
+                unread.skip(f"{where}, {named}", str(exc), error=said)
     return events
 
 
-def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decoded: Decoded) -> Span:
+def _otlp_span(raw: Any, scope: str | None, where: str, unread: Unread, decoded: Decoded) -> Span:
+    path = unread.path
     if not isinstance(raw, dict):
         raise RecordingError(f"{where}: a span should be an object, found {type(raw).__name__}", path=path)
     trace_id, enc = v.hex_id(_key(raw, "traceId", "trace_id"), 16, where, path)
@@ -107,6 +116,8 @@ def _otlp_span(raw: Any, scope: str | None, where: str, path: Path | None, decod
                 v.nanos(_key(e, "timeUnixNano", "time_unix_nano"), "its time"),
                 v.attributes(e.get("attributes")),
             ),
+            where,
+            unread,
         )
         start = v.nanos(_key(raw, "startTimeUnixNano", "start_time_unix_nano"), "the start time")
         end = v.nanos(_key(raw, "endTimeUnixNano", "end_time_unix_nano"), "the end time")
@@ -140,30 +151,42 @@ def _scope_name(scope: Any) -> str | None:
     return f"{scope['name']} {version}" if version else str(scope["name"])
 
 
-def _request(obj: dict[str, Any], where: str, path: Path | None, decoded: Decoded) -> None:
-    """The spans of one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``)."""
+def _request(obj: dict[str, Any], where: str, unread: Unread, decoded: Decoded) -> None:
+    """The spans of one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``); a resource,
+    scope or span that cannot be read goes to ``unread``."""
     resources = _key(obj, "resourceSpans", "resource_spans")
     if not isinstance(resources, list):
-        raise RecordingError(f"{where}: resourceSpans should be a list", path=path)
+        unread.skip(where.strip() or "top level", "resourceSpans should be a list")
+        return
     for r, resource in enumerate(resources):
         scopes = _key(resource, "scopeSpans", "scope_spans") if isinstance(resource, dict) else None
         if scopes is None and isinstance(resource, dict):  # OTLP before 1.0
             scopes = _key(resource, "instrumentationLibrarySpans", "instrumentation_library_spans")
         if not isinstance(scopes, list):
-            raise RecordingError(f"{where}resourceSpans[{r}]: scopeSpans should be a list", path=path)
+            unread.skip(f"{where}resourceSpans[{r}]", "scopeSpans should be a list")
+            continue
         for s, scoped in enumerate(scopes):
-            if not isinstance(scoped, dict):
-                raise RecordingError(f"{where}resourceSpans[{r}].scopeSpans[{s}]: not an object", path=path)
-            scope = _scope_name(
-                scoped.get("scope") or _key(scoped, "instrumentationLibrary", "instrumentation_library")
-            )
-            spans = scoped.get("spans")
-            if spans is not None and not isinstance(spans, list):
-                at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans"
-                raise RecordingError(f"{at} should be a list, found {v.describe(spans)}", path=path)
-            for i, raw in enumerate(spans or ()):
-                at = f"{where}resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                decoded.spans.append(_otlp_span(raw, scope, at, path, decoded))
+            _scope(scoped, f"{where}resourceSpans[{r}].scopeSpans[{s}]", unread, decoded)
+
+
+def _scope(scoped: Any, where: str, unread: Unread, decoded: Decoded) -> None:
+    """The spans of one ``scopeSpans`` item."""
+    if not isinstance(scoped, dict):
+        unread.skip(where, "not an object")
+        return
+    scope = _scope_name(
+        scoped.get("scope") or _key(scoped, "instrumentationLibrary", "instrumentation_library")
+    )
+    spans = scoped.get("spans")
+    if spans is not None and not isinstance(spans, list):
+        unread.skip(f"{where}.spans", f"should be a list, found {v.describe(spans)}")
+        return
+    for i, raw in enumerate(spans or ()):
+        at = f"{where}.spans[{i}]"
+        try:
+            decoded.spans.append(_otlp_span(raw, scope, at, unread, decoded))
+        except RecordingError as exc:
+            unread.skip(at, exc)
 
 
 def _iso(value: Any, what: str = "a time") -> float | None:
@@ -179,8 +202,9 @@ def _iso(value: Any, what: str = "a time") -> float | None:
     raise v.Bad(f"{what} should be an ISO 8601 timestamp, found {v.describe(value)}")
 
 
-def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
+def _sdk_span(raw: dict[str, Any], where: str, unread: Unread) -> Span:
     """One ``span.to_json()`` dict."""
+    path = unread.path
     context = raw.get("context")
     if not isinstance(context, dict):
         raise RecordingError(f"{where}: a span.to_json() dict needs a context object", path=path)
@@ -197,6 +221,8 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
             lambda e: SpanEvent(
                 str(e.get("name", "")), _iso(e.get("timestamp"), "its time"), v.plain(e.get("attributes"))
             ),
+            where,
+            unread,
         )
         return Span(
             trace_id=trace_id,
@@ -217,40 +243,64 @@ def _sdk_span(raw: dict[str, Any], where: str, path: Path | None) -> Span:
         raise RecordingError(f"{where}: a time is not an ISO 8601 timestamp ({exc})", path=path) from exc
 
 
-def _value(obj: Any, where: str, path: Path | None, decoded: Decoded) -> None:
-    """Whatever one JSON value holds: a request, a ``to_json()`` dict, or a list of either."""
+_EXPECTED = "expected resourceSpans or a span.to_json() dict"
+
+
+def _value(obj: Any, where: str, unread: Unread, decoded: Decoded) -> None:
+    """Whatever one JSON value holds: a request, a ``to_json()`` dict, or a list of either; what
+    is none of them goes to ``unread``."""
     if isinstance(obj, list):
         for i, item in enumerate(obj):
-            _value(item, f"{where}[{i}]", path, decoded)
+            _value(item, f"{where}[{i}]", unread, decoded)
         return
+    at = where or "top level"
     if not isinstance(obj, dict):
-        raise RecordingError(f"{where}: expected spans, found {type(obj).__name__}", path=path)
-    if "resourceSpans" in obj or "resource_spans" in obj:
-        _request(obj, f"{where} " if where else "", path, decoded)
+        unread.skip(at, f"expected spans, found {type(obj).__name__}")
+    elif "resourceSpans" in obj or "resource_spans" in obj:
+        _request(obj, f"{where} " if where else "", unread, decoded)
     elif "context" in obj and "name" in obj:
         decoded.note("sdk-json")
-        decoded.spans.append(_sdk_span(obj, where or "span", path))
+        try:
+            decoded.spans.append(_sdk_span(obj, where or "span", unread))
+        except RecordingError as exc:
+            unread.skip(where or "span", exc)
     else:
-        keys = ", ".join(sorted(obj)[:6])
-        raise RecordingError(
-            f"{where or 'top level'}: expected resourceSpans or a span.to_json() dict, found keys {keys}",
-            path=path,
-        )
+        keys = sorted(map(str, obj))
+        found = f"found keys {', '.join(keys[:6])}" if keys else "found an empty object"
+        unread.skip(at, f"{_EXPECTED}, {found}")
 
 
-def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
-    """Every JSON value in ``text``: one, or several one after another (JSON Lines, or the
-    console exporter's indented objects), each with where it starts."""
+def _whole(text: str, path: Path) -> Any:
+    """``text`` as one JSON value; ``_SEVERAL`` when more follow the first (JSON Lines), or when
+    it is not JSON and another line opens a value (the values are then read one by one)."""
     try:
-        yield json.loads(text), ""
-        return
+        return json.loads(text)
     except RecursionError as exc:
-        raise RecordingError("JSON nested too deeply to be spans", path=path) from exc
+        if _OPENS.search(text) is None:
+            raise RecordingError("JSON nested too deeply to be spans", path=path) from exc
     except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
+        if exc.msg != "Extra data" and _OPENS.search(text) is None:
             raise RecordingError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from exc
     except ValueError as exc:  # an integer past Python's limit on digits
-        raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
+        if _OPENS.search(text) is None:
+            raise RecordingError(f"JSON this reader cannot read: {exception_text(exc)}", path=path) from exc
+    return _SEVERAL
+
+
+_SEVERAL = object()
+_OPENS = re.compile(r"\n[{\[]")
+"""Where a value may begin, after one that is not JSON: a line opening an object or a list."""
+
+
+def _values(text: str, unread: Unread) -> Iterator[tuple[Any, str]]:
+    """Every JSON value in ``text``: one, or several one after another (JSON Lines, or the
+    console exporter's indented objects), each with where it starts. A value that is not JSON
+    goes to ``unread``, and reading resumes at the next line that opens one."""
+    path = unread.path or Path()
+    whole = _whole(text, path)
+    if whole is not _SEVERAL:
+        yield whole, ""
+        return
     decoder = json.JSONDecoder()
     pos, n = 0, 0
     while True:
@@ -259,23 +309,28 @@ def _values(text: str, path: Path) -> Iterator[tuple[Any, str]]:
         if pos >= len(text):
             return
         line = text.count("\n", 0, pos) + 1
+        n += 1
         try:
             obj, pos = decoder.raw_decode(text, pos)
-        except RecursionError as exc:
-            raise RecordingError(
-                f"value {n + 1} is JSON nested too deeply to be spans", path=path, line=line
-            ) from exc
-        except json.JSONDecodeError as exc:
-            raise RecordingError(f"value {n + 1} is not JSON: {exc.msg}", path=path, line=line) from exc
-        except ValueError as exc:  # an integer past Python's limit on digits
-            raise RecordingError(
-                f"value {n + 1} is JSON this reader cannot read: {exception_text(exc)}", path=path, line=line
-            ) from exc
-        n += 1
+        except (RecursionError, ValueError) as exc:  # JSONDecodeError is a ValueError
+            why = _not_json(exc)
+            unread.skip(f"line {line}", why, error=RecordingError(f"value {n} {why}", path=path, line=line))
+            found = _OPENS.search(text, pos + 1)
+            pos = len(text) if found is None else found.start() + 1
+            continue
         yield obj, f"line {line}"
 
 
-def read_file(path: Path) -> Decoded:
+def _not_json(exc: RecursionError | ValueError) -> str:
+    """Why a value of a file is not one the reader can read."""
+    if isinstance(exc, RecursionError):
+        return "is JSON nested too deeply to be spans"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"is not JSON: {exc.msg}"
+    return f"is JSON this reader cannot read: {exception_text(exc)}"  # an int past the digit limit
+
+
+def read_file(path: Path, unread: Unread) -> Decoded:
     """The spans in the file at ``path``."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -284,20 +339,26 @@ def read_file(path: Path) -> Decoded:
     if not text.strip():
         raise RecordingError("empty: no spans", path=path)
     decoded = Decoded()
-    for obj, where in _values(text, path):
-        _value(obj, where, path, decoded)
+    for obj, where in _values(text, unread):
+        _value(obj, where, unread, decoded)
     return decoded
 
 
-def decode_objects(spans: Iterable[Any]) -> Decoded:
-    """SDK spans in memory (``ReadableSpan``), or the dicts of any encoding above."""
+def decode_objects(spans: Iterable[Any], unread: Unread | None = None) -> Decoded:
+    """SDK spans in memory (``ReadableSpan``), or the dicts of any encoding above; one that
+    cannot be read goes to ``unread`` (by default, raised)."""
+    unread = unread or Unread()
     decoded = Decoded()
     for i, span in enumerate(spans):
         if isinstance(span, (dict, list)):
-            _value(span, f"[{i}]", None, decoded)
+            _value(span, f"[{i}]", unread, decoded)
             continue
         decoded.note("sdk")
-        decoded.spans.append(_readable(span, f"span {i} ({getattr(span, 'name', '?')})"))
+        where = f"span {i} ({getattr(span, 'name', '?')})"
+        try:
+            decoded.spans.append(_readable(span, where))
+        except RecordingError as exc:
+            unread.skip(where, exc)
     return decoded
 
 

@@ -18,15 +18,18 @@ one with its ``retry`` cause and counter, which give each call's producer and ``
 How a run ended is not written down; the history's last messages show it. Calls left without a
 return (``capture_run_messages()`` after an exception) are the turn the run ended on: hard
 ``tool_recovery_exhausted`` when the tool had used its last retry (pydantic-ai's
-``UnexpectedModelBehavior``), else ``source_error``, an exception that escaped a tool. Calls
-answered only by a later run were interrupted (``source_error``) or deferred for approval
-(``user_input_required``). ``from_pydantic_ai(..., error=exc)`` names the exception when the caller
-has it, which settles the cases the history cannot (a usage limit, a failed model request).
+``UnexpectedModelBehavior``); else the history does not say why the run stopped (an exception in
+the tool, a usage limit, a cancellation all leave it so): ``source_error``, ``unanswered``, never a
+guessed crash. Calls answered only by a later run were interrupted (``source_error``) or deferred
+for approval (``user_input_required``). ``from_pydantic_ai(..., error=exc)`` names the exception
+when the caller has it, which settles the cases the history cannot (a crash in a tool, a usage
+limit, a failed model request).
 
-Damage is never read around: a value not of the shape pydantic-ai writes (``_pydantic_ai_history``
-lists them: a token count, an ``outcome``, a ``retry``, a text part's content) or nested past the
-recursion limit is a ``RecordingError`` naming the message and part and what was expected, not a
-warning that skips the part: a turn written around it would claim an outcome the source never gave.
+Damage is never read around: a message or part not of the shape pydantic-ai writes
+(``_pydantic_ai_history`` lists them) is skipped whole, with a ``RecordingWarning`` naming the
+message and part and what was expected (``meta["unread"]`` lists them; ``errors="raise"`` raises
+instead), so that no turn claims an outcome the source never gave; its turn keeps the rest. A
+value nested past the recursion limit is a ``RecordingError``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from loopnb.foreign import _pydantic_ai_ends as ends
 from loopnb.foreign import _pydantic_ai_history as history
 from loopnb.foreign import _pydantic_ai_text as text
 from loopnb.foreign import _sniff
-from loopnb.foreign._formats import ForeignFormat
+from loopnb.foreign._formats import Errors, ForeignFormat, Unread
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, too_deep
 from loopnb.record import RecordingError
 from loopnb.record._disagree import Mark
@@ -73,14 +76,13 @@ _SKIPPED = frozenset(
         "Output tool not used - a final result was already processed.",
     }
 )
-_FINAL = "Final result processed."
 
 MARKS: dict[str, Mark] = {
     "success": "ok",
     **{said: "retry" for said in _SOFT},
     "retry-prompt": "retry",
     "missing": "missing",
-    "unreturned": "crash",
+    "unreturned": "crash",  # with the exception the caller gave: the tool raised
     "retries_exceeded": "ended",
     "usage_limit": "ended",
     "model_error": "ended",
@@ -98,10 +100,12 @@ _STATUS = {said: f"{NAME}:{said}" for said in MARKS}
 _SUCCESS = _STATUS["success"]
 
 
-def read(path: Path) -> Recording:
-    """The runs of a pydantic-ai history saved as JSON (``result.all_messages_json()``)."""
+def read(path: Path, unread: Unread | None = None) -> Recording:
+    """The runs of a pydantic-ai history saved as JSON (``result.all_messages_json()``). An
+    item that cannot be read goes to ``unread`` (by default, skipped with a warning)."""
     from loopnb.record._frames import collector_paused
 
+    unread = unread or Unread("warn", path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -112,10 +116,12 @@ def read(path: Path) -> Recording:
     except (ValueError, RecursionError) as exc:
         raise history.not_json(exc, path) from exc
     del data
-    return _recording(messages, path=path, base=path.stem, version=None, error=None, consume=True)
+    return _recording(messages, unread, base=path.stem, version=None, error=None, consume=True)
 
 
-def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_id: str = NAME) -> Recording:
+def from_pydantic_ai(
+    messages: Any, *, error: BaseException | None = None, run_id: str = NAME, errors: Errors = "warn"
+) -> Recording:
     """A recording of a pydantic-ai run's messages.
 
     Args:
@@ -124,7 +130,11 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
         error: The exception the run raised, if it failed: names the cause the history alone
             cannot (``UsageLimitExceeded``, a failed model request, cancellation).
         run_id: The run id to use for messages that carry none (histories before ``run_id``).
+        errors: ``"warn"`` skips a message or part that cannot be read with a
+            ``RecordingWarning`` (``meta["unread"]`` lists it); ``"raise"`` raises
+            ``RecordingError``.
     """
+    unread = Unread(errors)
     version = None
     output = None
     ours = True  # a list parsed or dumped here, not the caller's own
@@ -146,14 +156,14 @@ def from_pydantic_ai(messages: Any, *, error: BaseException | None = None, run_i
         ours = False
     deferred = type(output).__name__ == "DeferredToolRequests"
     return _recording(
-        messages, path=None, base=run_id, version=version, error=error, deferred=deferred, consume=ours
+        messages, unread, base=run_id, version=version, error=error, deferred=deferred, consume=ours
     )
 
 
 def _recording(
     messages: Any,
+    unread: Unread,
     *,
-    path: Path | None,
     base: str,
     version: str | None,
     error: BaseException | None,
@@ -166,24 +176,28 @@ def _recording(
     from loopnb.record import Recording
     from loopnb.record._frames import collector_paused
 
+    path = unread.path
     try:
         with collector_paused():  # messages, steps and events hold no cycles: see collector_paused
-            events = _events(messages, path, base, error, deferred, consume)
+            events = _events(messages, unread, base, error, deferred, consume)
     except RecursionError as exc:  # a response's own is caught where it can be named
         raise RecordingError(too_deep("a value of the history"), path=path) from exc
-    meta = {"source": {"format": NAME, "version": version}}
+    if not events and unread.items:
+        raise unread.nothing_read("messages")
+    meta = {"source": {"format": NAME, "version": version}, "unread": unread.meta()}
     return Recording.from_events(events, meta=meta, path=path)
 
 
 def _events(
-    messages: Any, path: Path | None, base: str, error: BaseException | None, deferred: bool, consume: bool
+    messages: Any, unread: Unread, base: str, error: BaseException | None, deferred: bool, consume: bool
 ) -> list[Event]:
     """The events of ``messages``, run after run (see ``_recording``), in one pass."""
+    path = unread.path
     owners = history.owners(messages, path, base)
     found: dict[str, history.Run] = {}
     writers: dict[str, _Writer] = {}
     final: str | None = None  # the history's last run: the one ``error`` and ``deferred`` are about
-    for run, step, last in history.steps(messages, owners, found, path, consume=consume):
+    for run, step, last in history.steps(messages, owners, found, unread, consume=consume):
         writer = writers.get(run.run_id)
         if writer is None:
             writer = writers[run.run_id] = _Writer(run)
@@ -200,22 +214,6 @@ def _events(
                 too_deep("a value of the response or of the returns that answer it"),
             ) from exc
     return [event for rid in found for event in writers[rid].events()]
-
-
-def _said(part: dict[str, Any]) -> str:
-    """What the source said of a return: its outcome, and a retry's cause."""
-    if part.get("part_kind") == "retry-prompt":
-        return "retry-prompt"
-    outcome = str(part.get("outcome", "success"))
-    cause = (part.get("retry") or {}).get("cause") if outcome == "retried" else None
-    return f"{outcome}/{cause}" if cause else outcome
-
-
-def _legacy_producer(part: dict[str, Any]) -> SoftProducer:
-    content = part.get("content")
-    if not isinstance(content, str):
-        return "invalid_arguments"
-    return "not_advertised" if content.startswith("Unknown tool name:") else "tool_error"
 
 
 class _Writer:
@@ -257,7 +255,7 @@ class _Writer:
     ) -> None:
         """Write ``step`` as a turn (``None``: the run got no response); end the run on the last."""
         if step is None:
-            self._stopped(error)
+            ends.stopped(self.run, error, self.source.asked_at)
             return
         msg = step.message
         asked = step.asked_at if step.asked_at is not None else step.at
@@ -316,7 +314,7 @@ class _Writer:
             else:
                 held.append(call)
         said = self._results(turn, step, held)
-        answered = not run.ends_asking or _final_result(step)  # the run's final answer
+        answered = not run.ends_asking or ends.final_result(step)  # the run's final answer
         if unanswered or cut or later or (answered and error is not None):
             if error is not None:
                 ends.end_with(self.run, error, unanswered)
@@ -325,23 +323,10 @@ class _Writer:
             return
         turn.finish(source_status=said)
         if answered:
-            output = _final_output(step) if step.calls else history.reply_text(step.message["parts"])
+            output = ends.final_output(step) if step.calls else history.reply_text(step.message["parts"])
             self.run.finish(output, at=None if run.ends_asking else step.at)
         else:
-            self._stopped(error)
-
-    def _stopped(self, error: BaseException | None) -> None:
-        """End a run whose last request the model never answered."""
-        if error is not None:
-            ends.end_with(self.run, error, [])
-            return
-        self.run.end_hard(
-            "source_error",
-            "the history ends with a request the model never answered: the run stopped before its next"
-            " model request (from_pydantic_ai(..., error=exc) names why)",
-            at=self.source.asked_at,
-            source_status=status(NAME, "unanswered"),
-        )
+            ends.stopped(self.run, error, self.source.asked_at)
 
 
 def _ms(start: float | None, end: float | None) -> float:
@@ -372,10 +357,10 @@ def _result(
             latency_ms=_ms(replied, at),
         )
         return "success"
-    said = _said(part)
+    said = text.said(part)
     producer: SoftProducer | None
     if said == "retry-prompt":
-        producer, content = _legacy_producer(part), text.legacy_retry_text(part)
+        producer, content = text.legacy_producer(part), text.legacy_retry_text(part)
     else:
         producer, content = _SOFT.get(said), text.return_text(part, provider)
     retry = part.get("retry") or {}
@@ -396,19 +381,6 @@ def _result(
         latency_ms=_ms(replied, at),
     )
     return said
-
-
-def _final_result(step: history.Step) -> bool:
-    """Whether an output tool's call ended the run (pydantic-ai's fixed return text)."""
-    return any(answer[0].get("content") == _FINAL for answer in step.returns.values())
-
-
-def _final_output(step: history.Step) -> str | None:
-    for call in step.calls:
-        part = step.returns.get(call.id)
-        if part is not None and part[0].get("content") == _FINAL:
-            return call.arguments if isinstance(call.arguments, str) else text.dumps(call.arguments)
-    return None
 
 
 FORMAT = ForeignFormat(

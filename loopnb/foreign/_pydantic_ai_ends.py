@@ -10,8 +10,41 @@ from __future__ import annotations
 from loopnb.engine import ToolCall
 from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.engine._events import Event
-from loopnb.foreign._pydantic_ai_history import NAME
-from loopnb.foreign._transcript import RunWriter, status
+from loopnb.foreign._pydantic_ai_history import NAME, Step
+from loopnb.foreign._pydantic_ai_text import dumps
+from loopnb.foreign._transcript import RunWriter, status, unexplained
+
+UNEXPLAINED = f"{unexplained('history')} (from_pydantic_ai(..., error=exc) names it)"
+"""What a run's end says when its history shows where the run stopped but not why."""
+
+_FINAL = "Final result processed."
+"""pydantic-ai's return text for the output tool's call that ended the run."""
+
+
+def final_result(step: Step) -> bool:
+    """Whether an output tool's call ended the run."""
+    return any(answer[0].get("content") == _FINAL for answer in step.returns.values())
+
+
+def final_output(step: Step) -> str | None:
+    """The arguments of the output tool's call that ended the run: the run's output."""
+    for call in step.calls:
+        part = step.returns.get(call.id)
+        if part is not None and part[0].get("content") == _FINAL:
+            return call.arguments if isinstance(call.arguments, str) else dumps(call.arguments)
+    return None
+
+
+def stopped(writer: RunWriter, error: BaseException | None, asked_at: float | None) -> list[Event]:
+    """End a run whose last request the model never answered (``error``: what it raised, if known)."""
+    if error is not None:
+        return end_with(writer, error, [])
+    return writer.end_hard(
+        "source_error",
+        f"the history ends with a request the model never answered: {UNEXPLAINED}",
+        at=asked_at,
+        source_status=status(NAME, "unanswered"),
+    )
 
 
 def end_dangling(
@@ -38,11 +71,10 @@ def end_dangling(
                 error="UnexpectedModelBehavior",
                 source_status=status(NAME, "retries_exceeded"),
             )
-        return writer.end_hard(
+        return writer.end_hard(  # an exception in the tool, a usage limit, a cancellation: unsaid
             "source_error",
-            f"the history ends with {names} called and no result: an exception escaped the tool and"
-            " ended the run",
-            source_status=status(NAME, "unreturned"),
+            f"the history ends with {names} called and no result: {UNEXPLAINED}",
+            source_status=status(NAME, "unanswered"),
         )
     if cut:
         return writer.end_hard(

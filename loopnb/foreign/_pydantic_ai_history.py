@@ -8,16 +8,21 @@ One pass: ``steps`` checks each message's shape, notes what it says of its run (
 tools) and hands over each step as soon as the next response of its run shows it complete, so
 that no step outlives its turn (a long history's steps would otherwise all stay alive).
 
-A shape the reader relies on that is not pydantic-ai's is a ``RecordingError`` naming the message
-and part and what was expected (``fail``), never a guess: a part that is not an object, an
-``outcome`` that is not a string, a ``retry`` that is not an object (or whose ``cause`` is not a
-string), a text or system prompt part whose ``content`` is not a string, a ``usage`` that is not
-an object, a token count that is not a whole number from 0 to 2**63 - 1 (``token_problem``).
+A shape the reader relies on that is not pydantic-ai's is never guessed at: it goes to
+``Unread.skip`` naming the message and part and what was expected (skipped with a warning, or a
+``RecordingError`` with ``errors="raise"``). A message that is not an object with a ``parts`` list
+and a ``kind`` is skipped; so is a part that is not an object, or whose ``outcome`` is not a
+string, whose ``retry`` is not an object (or its ``cause`` not a string, its ``attempt`` or
+``max_retries`` not a whole number), or, for a text or system prompt part, whose ``content`` is
+not a string; a ``usage`` that is not an object or holds a token count that is not a whole number
+from 0 to 2**63 - 1 (``token_problem``), and a timestamp that is not ISO 8601, are left out of a
+message read without them.
 """
 
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.engine import ToolCall, Usage
+from loopnb.foreign._formats import Unread
 from loopnb.foreign._transcript import token_problem, too_deep
 from loopnb.record import RecordingError
 
@@ -98,14 +104,21 @@ def not_json(exc: ValueError | RecursionError, path: Path | None) -> RecordingEr
 _parse = datetime.fromisoformat
 
 
-def epoch(value: Any, path: Path | None, message: int, part: int | None = None) -> float | None:
-    """An ISO 8601 timestamp as epoch seconds (``None`` when the source kept none)."""
+def _where(message: int, part: int | None = None) -> str:
+    """Where in the history an item is, as ``fail`` names it."""
+    return f"message {message}" + ("" if part is None else f", part {part}")
+
+
+def epoch(value: Any, unread: Unread, message: int, part: int | None = None) -> float | None:
+    """An ISO 8601 timestamp as epoch seconds (``None`` when the source kept none, or kept one
+    that is no time: then it goes to ``unread``)."""
     if value is None:
         return None
     try:
         return _parse(value).timestamp()
-    except (TypeError, ValueError) as exc:
-        raise fail(path, message, part, f"timestamp {value!r} is not an ISO 8601 time") from exc
+    except (TypeError, ValueError):
+        unread.skip(_where(message, part), f"timestamp {value!r} is not an ISO 8601 time")
+        return None
 
 
 def owners(messages: Any, path: Path | None, base: str) -> list[str]:
@@ -119,7 +132,7 @@ def steps(
     messages: list[Any],
     owners: list[str],
     found: dict[str, Run],
-    path: Path | None,
+    unread: Unread,
     *,
     consume: bool = False,
 ) -> Iterator[tuple[Run, Step | None, bool]]:
@@ -128,8 +141,9 @@ def steps(
 
     ``found`` fills with the runs in order of first appearance, each with what its messages said
     so far (prompts, models, tools: complete once the last steps come). Each message's shape is
-    checked as it is read. ``consume`` lets go of each message as it is read (``messages`` is the
-    reader's own), so that what is written replaces what was parsed instead of piling up beside it.
+    checked as it is read (one that cannot be read goes to ``unread``). ``consume`` lets go of
+    each message as it is read (``messages`` is the reader's own), so that what is written
+    replaces what was parsed instead of piling up beside it.
     """
     pending: dict[str, Step] = {}
     open_: dict[str, Step] = {}
@@ -139,29 +153,31 @@ def steps(
             messages[i - 1] = None
         parts = msg.get("parts") if isinstance(msg, dict) else None
         if not isinstance(parts, list):
-            raise fail(path, i, None, 'expected an object with "kind" and a "parts" list')
-        at = epoch(msg.get("timestamp"), path, i)
+            unread.skip(_where(i), 'expected an object with "kind" and a "parts" list')
+            continue
+        kind = msg.get("kind")
+        if kind not in ("request", "response"):
+            unread.skip(_where(i), f'"kind" is {kind!r}, expected "request" or "response"')
+            continue
+        at = epoch(msg.get("timestamp"), unread, i)
         run = found.get(rid)
         if run is None:
             run = found[rid] = Run(rid, system=system, at=at)
             if msg.get("conversation_id"):
                 run.settings["conversation_id"] = msg["conversation_id"]
-        kind = msg.get("kind")
         if kind == "request":
-            _request(run, parts, at, pending, open_.get(rid), path, i)
+            _request(run, parts, at, pending, open_.get(rid), unread, i)
             if run.system is None and isinstance(msg.get("instructions"), str):
                 run.system = msg["instructions"]
             system = run.system or system
             continue
-        if kind != "response":
-            raise fail(path, i, None, f'"kind" is {kind!r}, expected "request" or "response"')
         model = msg.get("model_name")
         if model:
             run.models[str(model)] = None
         done = open_.get(rid)
         if done is not None:
             yield run, done, False
-        open_[rid] = _response(run, msg, at, pending, path, i)
+        open_[rid] = _response(run, msg, at, pending, unread, i)
         run.steps += 1
         run.ends_asking = False
     for rid, run in found.items():
@@ -195,18 +211,21 @@ def _request(
     at: float | None,
     pending: dict[str, Step],
     last: Step | None,
-    path: Path | None,
+    unread: Unread,
     i: int,
 ) -> None:
     """Match a request's returns to the calls they answer, and note its prompts and the tools
     whose calls it answers (unless pydantic-ai refused the name)."""
-    for j, part in enumerate(parts, 1):
-        kind = _checked(part, path, i, j).get("part_kind")
+    for j, found in enumerate(parts, 1):
+        part = _checked(found, unread, i, j)
+        if part is None:
+            continue
+        kind = part.get("part_kind")
         if kind == "tool-return" or _answers_a_call(kind, part):
             call_id = str(part.get("tool_call_id"))
             step = pending.pop(call_id, None)
             if step is not None:
-                step.returns[call_id] = (part, run.run_id, epoch(part.get("timestamp"), path, i, j))
+                step.returns[call_id] = (part, run.run_id, epoch(part.get("timestamp"), unread, i, j))
             retry = part.get("retry")
             name = part.get("tool_name")
             if name and (not isinstance(retry, dict) or retry.get("cause") not in NOT_OFFERED):
@@ -214,7 +233,7 @@ def _request(
         elif kind in ("retry-feedback", "retry-prompt") and last is not None:
             if last.feedback is None:
                 last.feedback = []
-            last.feedback.append((part, epoch(part.get("timestamp"), path, i, j)))
+            last.feedback.append((part, epoch(part.get("timestamp"), unread, i, j)))
         elif kind == "system-prompt" and run.system is None:
             run.system = part.get("content")
         elif kind == "user-prompt" and not run.task:
@@ -231,11 +250,17 @@ def _answers_a_call(kind: Any, part: dict[str, Any]) -> bool:
 
 
 def _response(
-    run: Run, msg: dict[str, Any], at: float | None, pending: dict[str, Step], path: Path | None, i: int
+    run: Run, msg: dict[str, Any], at: float | None, pending: dict[str, Step], unread: Unread, i: int
 ) -> Step:
-    step = Step(run.asked_at, at, msg, i, _usage(msg.get("usage"), path, i))
-    for j, part in enumerate(msg["parts"], 1):
-        kind = _checked(part, path, i, j).get("part_kind")
+    """The step of response ``msg`` (message ``i``): its calls, waiting for their returns; its
+    parts that cannot be read left out of it."""
+    parts: list[Any] = msg["parts"]
+    kept = [(j, part) for j, part in enumerate(parts, 1) if _checked(part, unread, i, j) is not None]
+    if len(kept) < len(parts):
+        msg = {**msg, "parts": [part for _, part in kept]}  # a copy: the caller's history stays as it was
+    step = Step(run.asked_at, at, msg, i, _usage(msg.get("usage"), unread, i))
+    for j, part in kept:
+        kind = part.get("part_kind")
         if kind == "tool-call" or (isinstance(kind, str) and kind.endswith("-call") and "tool_name" in part):
             call = ToolCall(
                 str(part["tool_name"]), _arguments(part.get("args")), id=str(part.get("tool_call_id"))
@@ -247,7 +272,7 @@ def _response(
             step.returns[str(part["tool_call_id"])] = (
                 part,
                 run.run_id,
-                epoch(part.get("timestamp"), path, i, j),
+                epoch(part.get("timestamp"), unread, i, j),
             )
     return step
 
@@ -256,34 +281,50 @@ _TEXTS = frozenset({"text", "speech", "system-prompt"})
 """The parts whose ``content`` is text: a model's reply, or a system prompt."""
 
 
-def _checked(part: Any, path: Path | None, i: int, j: int) -> dict[str, Any]:
-    """``part``, if the fields the reader relies on have pydantic-ai's shapes."""
+def _checked(part: Any, unread: Unread, i: int, j: int) -> dict[str, Any] | None:
+    """``part``, if the fields the reader relies on have pydantic-ai's shapes; else ``None``,
+    and ``unread`` says what is wrong with it."""
+    problem = _shape_problem(part)
+    if problem is None and isinstance(part, dict):
+        return part
+    unread.skip(_where(i, j), problem or "")
+    return None
+
+
+def _shape_problem(part: Any) -> str | None:
+    """What is wrong with a part's shape, or ``None``."""
     if not isinstance(part, dict):
-        raise fail(path, i, j, 'expected an object with a "part_kind"')
+        return 'expected an object with a "part_kind"'
     outcome, retry, content = part.get("outcome"), part.get("retry"), part.get("content")
     if outcome is not None and not isinstance(outcome, str):
-        raise fail(path, i, j, f'"outcome": expected a string, found {type(outcome).__name__}')
+        return f'"outcome": expected a string, found {type(outcome).__name__}'
     if retry is not None and not isinstance(retry, dict):
-        raise fail(path, i, j, f'"retry": expected an object, found {type(retry).__name__}')
+        return f'"retry": expected an object, found {type(retry).__name__}'
     if retry is not None and not isinstance(retry.get("cause"), str | None):
-        raise fail(path, i, j, f'"retry.cause": expected a string, found {type(retry["cause"]).__name__}')
+        return f'"retry.cause": expected a string, found {type(retry["cause"]).__name__}'
+    for key in ("attempt", "max_retries"):
+        count = None if retry is None else retry.get(key)
+        if count is not None and (type(count) is not int or not 0 <= count < 2**63):
+            return f'"retry.{key}": expected a whole number of retries, found {reprlib.repr(count)}'
     if part.get("part_kind") in _TEXTS and not isinstance(content, str | None):
-        raise fail(path, i, j, f'"content": expected a string (the text), found {type(content).__name__}')
-    return part
+        return f'"content": expected a string (the text), found {type(content).__name__}'
+    return None
 
 
-def _usage(usage: Any, path: Path | None, i: int) -> Usage | None:
-    """A response's token counts (``None`` when it kept none)."""
+def _usage(usage: Any, unread: Unread, i: int) -> Usage | None:
+    """A response's token counts (``None`` when it kept none, or none ``unread`` let through)."""
     if usage is None:
         return None
     if not isinstance(usage, dict):
-        raise fail(path, i, None, f'"usage": expected an object, found {type(usage).__name__}')
+        unread.skip(_where(i), f'"usage": expected an object, found {type(usage).__name__}')
+        return None
     counts = []
     for side in ("input_tokens", "output_tokens"):
         count = usage.get(side)
         problem = None if count is None else token_problem(count)
         if problem is not None:
-            raise fail(path, i, None, f'"usage.{side}": {problem}')
+            unread.skip(_where(i), f'"usage.{side}": {problem}')
+            return None
         counts.append(count or 0)
     return Usage(*counts)
 

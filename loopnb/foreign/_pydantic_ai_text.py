@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loopnb.engine._errors import SoftProducer
+
 ERROR_OUTCOMES = frozenset({"failed", "retried"})
 """The outcomes pydantic-ai sends a model as an error (its ``ERROR_OUTCOMES``)."""
 
@@ -127,6 +129,23 @@ def error_details(errors: Any) -> list[Any]:
                 drop = ("ctx", "input")
         out.append(_without(e, drop))
     return out
+
+
+def said(part: dict[str, Any]) -> str:
+    """What the source said of a return: its outcome, and a retry's cause."""
+    if part.get("part_kind") == "retry-prompt":
+        return "retry-prompt"
+    outcome = str(part.get("outcome", "success"))
+    cause = (part.get("retry") or {}).get("cause") if outcome == "retried" else None
+    return f"{outcome}/{cause}" if cause else outcome
+
+
+def legacy_producer(part: dict[str, Any]) -> SoftProducer:
+    """The table's row for a legacy ``retry-prompt`` part answering a call."""
+    content = part.get("content")
+    if not isinstance(content, str):
+        return "invalid_arguments"
+    return "not_advertised" if content.startswith("Unknown tool name:") else "tool_error"
 
 
 def _without(d: Any, keys: tuple[str, ...]) -> Any:

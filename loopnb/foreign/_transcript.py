@@ -68,6 +68,12 @@ def token_problem(value: object) -> str | None:
     return f"expected a number of tokens, found {shown}: a count is a whole number from 0 to 2**63 - 1"
 
 
+def unexplained(record: str = "trace") -> str:
+    """The words for an end the source does not explain (``record``: what the source keeps, a
+    trace or a history): said plainly, never a guessed cause."""
+    return f"the {record} does not say why the run stopped"
+
+
 def too_deep(what: str) -> str:
     """The words for ``what`` (a file, a member, a value) nested past the recursion limit."""
     return f"{what} is nested deeper than loopnb reads (Python's recursion limit, {sys.getrecursionlimit()})"

@@ -12,23 +12,20 @@ that leaves the process also redacts the events it folds (``redact``), as the re
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopnb._palette import ACCENT, INK, PALE
 from loopnb.analysis._compare_frames import TOTALS_LABELS
+from loopnb.notebook._compare_sides import SAME, Redact, SideView
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import CODE_BG, CODE_FONT, LINE, MUTED, TEXT
 from loopnb.notebook._markup import NAME_LIMIT, chip, code, inspector_html
-from loopnb.notebook._state import TurnView
-from loopnb.notebook._timeline import timeline_svg
+from loopnb.notebook._timeline import marks_svg
 
 if TYPE_CHECKING:
-    from loopnb.analysis._compare import Comparison, Side
+    from loopnb.analysis._compare import Comparison
 
-Redact = Callable[[str], str]
-_SAME: Redact = str
+_SAME: Redact = SAME
 _BOX = Html("font-size:13px;line-height:1.35;color:{};overflow-wrap:anywhere").format(TEXT)
 _CELL = Html("padding:3px 10px 3px 0;vertical-align:top;border-bottom:1px solid {};text-align:left").format(
     LINE
@@ -40,64 +37,6 @@ _PRE = Html(
 ).format(CODE_BG, TEXT, CODE_FONT)
 _NOTHING = Html()
 _NOWRAP = Html(";white-space:nowrap")
-
-
-@dataclass(frozen=True, slots=True)
-class SideView:
-    """One side's turns as the timeline and the inspector draw them; ``full`` when they were
-    folded from its events (the inspector then shows exactly what the model read)."""
-
-    label: str
-    run_id: str
-    turns: tuple[TurnView, ...]
-    full: bool
-
-    def turn(self, number: int | None) -> TurnView | None:
-        return next((t for t in self.turns if t.turn == number), None) if number is not None else None
-
-
-def side_views(c: Comparison, redact: Redact = _SAME) -> tuple[SideView, SideView]:
-    """Both sides' views (their events redacted by ``redact`` first, for a page)."""
-    return side_view(c.sides[0], redact), side_view(c.sides[1], redact)
-
-
-def side_view(side: Side, redact: Redact = _SAME) -> SideView:
-    from loopnb.notebook._viewmodel import ViewModel
-
-    if side.event_objects is None:
-        return SideView(side.label, side.run_id, frame_turns(side), False)
-    events = side.event_objects
-    if redact is not _SAME:
-        from loopnb.notebook._report import exported_events
-
-        events = exported_events(events)
-    return SideView(side.label, side.run_id, ViewModel.fold(events).turns, True)
-
-
-def frame_turns(side: Side) -> tuple[TurnView, ...]:
-    """The timeline's view of a side that has only its turns frame: each turn's number, channel,
-    producer, tools and latency, as the frame holds them (no reply, no results)."""
-    from loopnb.engine import Turn
-    from loopnb.engine._events import TurnFinished
-
-    t = side.turns
-    out = []
-    columns = ("turn", "seq", "channel", "producer", "tools", "model", "dropped", "latency_ms")
-    values = zip(*(t[c].astype(object).tolist() for c in columns), strict=True)
-    for turn, seq, channel, producer, tools, model, dropped, ms in values:
-        known = isinstance(ms, float) and ms == ms
-        said: dict[str, Any] = {"channel": str(channel), "producer": _text(producer)}  # the engine's literals
-        at = ms / 1000.0 if known else 0.0
-        finished = TurnFinished(
-            seq=int(seq), run_id=side.run_id, at=at, turn=int(turn), dropped=bool(dropped), **said
-        )
-        event = Turn(run_id=side.run_id, turn=int(turn), started_at=0.0 if known else None, finished=finished)
-        names = tuple(tools.split(", ")) if isinstance(tools, str) and tools else ()
-        model_ = _text(model)
-        out.append(
-            TurnView(int(turn), event.channel, event.producer, model_, names, bool(dropped), None, event)
-        )
-    return tuple(out)
 
 
 def _text(value: Any) -> str | None:
@@ -121,11 +60,14 @@ def side_turn(c: Comparison, k: int, row: int | None) -> int | None:
 def marked_turn(c: Comparison, k: int) -> int | None:
     """The turn of side ``k`` the timeline marks as the divergence: its turn on the divergence's
     row, or its next one after a gap (``None`` when it has none left, or the runs agree)."""
+    import numpy as np
+
     d = c.divergence
     if d is None or d.row is None:
         return None
     column = c.turns[f"turn_{'ab'[k]}"].iloc[d.row - 1 :]
-    return next((int(v) for v in column.astype(object).tolist() if _int(v) is not None), None)
+    known = np.flatnonzero(column.notna().to_numpy())
+    return _int(column.iat[int(known[0])]) if len(known) else None
 
 
 def divergence_html(c: Comparison, redact: Redact = _SAME) -> Html:
@@ -261,9 +203,9 @@ def flows_html(c: Comparison) -> Html:
 
 
 def timeline_html(c: Comparison, view: SideView, k: int, row: int | None, anchor: str | None = None) -> Html:
-    """Side ``k``'s timeline (``timeline_svg``) under its label, the divergence marked, the turn
+    """Side ``k``'s timeline (``marks_svg`` of its ``marks``) under its label, the divergence marked, the turn
     on ``row`` ringed; with ``anchor`` each mark links to its aligned row (``rows_html``'s)."""
-    svg = timeline_svg(view.turns, anchor, selected=side_turn(c, k, row), marked=marked_turn(c, k))
+    svg = marks_svg(view.marks, anchor, selected=side_turn(c, k, row), marked=marked_turn(c, k))
     return Html(
         '<div class="loopnb-compare-timeline" data-side="{}" style="{};margin:8px 0">'
         "<b>{}</b> · run {}{}</div>"
@@ -281,7 +223,7 @@ def inspector_for(c: Comparison, view: SideView, k: int, row: int | None, redact
             "ab"[k], label, Html('<div style="{};{}">no row selected</div>').format(_BOX, _MUTED)
         )
     if number is None:
-        how = c.turns["how"].astype(object).iat[row - 1]
+        how = c.turns["how"].iat[row - 1]
         why = (
             "its run had ended"
             if isinstance(how, str) and how == "ended"

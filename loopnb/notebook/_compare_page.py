@@ -11,18 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopnb.notebook._compare_html import (
-    Redact,
-    SideView,
     divergence_html,
     flows_html,
     inspector_for,
     rows_html,
     side_turn,
-    side_views,
     timeline_html,
     totals_html,
     what_if_html,
 )
+from loopnb.notebook._compare_sides import Redact, SideView, side_views
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import LINE, TEXT, UI_FONT
 from loopnb.notebook._page import COMPARE_STYLE, page
@@ -33,6 +31,8 @@ if TYPE_CHECKING:
 
 PAGE_ROWS = 1000
 """Aligned rows the page lists; a longer comparison's rows are in ``Comparison.turns``."""
+PAGE_BEFORE = 100
+"""Of those, how many come before the first divergence when the rows are more (a window)."""
 
 
 def row_caption(c: Comparison, row: int | None) -> Html:
@@ -42,7 +42,7 @@ def row_caption(c: Comparison, row: int | None) -> Html:
         return Html('<span style="color:{}">no aligned rows</span>').format(TEXT) if not n else Html()
     la, lb = (esc(x, 40) for x in c.labels)
     ta, tb = (side_turn(c, k, row) for k in (0, 1))
-    how = c.turns["how"].astype(object).iat[row - 1]
+    how = c.turns["how"].iat[row - 1]
     said = Html("differs: <b>{}</b>").format(how) if isinstance(how, str) else Html("the same")
     return Html(
         '<span class="loopnb-row-caption" data-row="{row}" style="color:{text}">row {row} of {n} · '
@@ -109,20 +109,38 @@ def comparison_html(c: Comparison) -> str:
 
 
 def comparison_page(c: Comparison, title: str | None = None) -> str:
-    """The comparison as one offline HTML document: every aligned row (up to ``PAGE_ROWS``), every
-    text from a run redacted by the default redactor, then escaped; no script."""
+    """The comparison as one offline HTML document: every aligned row (up to ``PAGE_ROWS``: of a
+    longer comparison the rows around its first divergence, ``page_rows``), every text from a run
+    redacted by the default redactor, then escaped; no script. Its size and the time it takes are
+    bounded however long the runs."""
     from loopnb.record._redact import DEFAULT_REDACTOR  # the module's, looked up at each call
 
     la, lb = c.labels
     title = title or f"loopnb compare: {la} vs {lb}"
     views = side_views(c, DEFAULT_REDACTOR)
-    rows = c.turns.head(PAGE_ROWS)
+    start, end = page_rows(c)
+    rows = c.turns.iloc[start:end]
+    n = len(c.turns)
     note = (
         Html(
-            "<p>rows past the first {:,} are left out: <code>Comparison.turns</code> has them all</p>"
-        ).format(PAGE_ROWS)
-        if len(c.turns) > PAGE_ROWS
+            "<p>rows {:,}–{:,} of {:,} are listed (the first divergence and what follows it): "
+            "<code>Comparison.turns</code> has them all</p>"
+        ).format(start + 1, end, n)
+        if end - start < n
         else Html()
     )
     body = Html("{}{}").format(_panes(c, views, rows, DEFAULT_REDACTOR, ("loopnb-a", "loopnb-b")), note)
     return page(title, COMPARE_STYLE, body)
+
+
+def page_rows(c: Comparison) -> tuple[int, int]:
+    """The aligned rows the page lists, as ``turns.iloc[start:end]``: all of them up to
+    ``PAGE_ROWS``; past that, ``PAGE_ROWS`` of them from ``PAGE_BEFORE`` rows before the first
+    divergence (from the first row when the runs agree or differ only in how they ended)."""
+    n = len(c.turns)
+    if n <= PAGE_ROWS:
+        return 0, n
+    d = c.divergence
+    at = d.row - 1 if d is not None and d.row is not None else 0
+    start = max(0, min(at - PAGE_BEFORE, n - PAGE_ROWS))
+    return start, start + PAGE_ROWS

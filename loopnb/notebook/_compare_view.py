@@ -20,16 +20,15 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from loopnb.notebook._compare_html import (
-    SideView,
     divergence_html,
     flows_html,
     inspector_for,
-    side_views,
     timeline_html,
     totals_html,
     what_if_html,
 )
 from loopnb.notebook._compare_page import comparison_html, row_caption
+from loopnb.notebook._compare_sides import SideView, side_views
 from loopnb.notebook._html import Html
 from loopnb.notebook._pacing import Page
 from loopnb.notebook._svg import SVG_STYLE

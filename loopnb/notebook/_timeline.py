@@ -30,17 +30,19 @@ _NONE = Html()
 
 
 @dataclass(frozen=True, slots=True)
-class _Bin:
+class Bin:
     """Consecutive turns drawn as one mark (a single turn when the run fits), summed up once."""
 
     first: int  # index of its first turn in the run
-    turns: Sequence[TurnView]
+    size: int  # how many turns it holds
+    first_turn: int  # the number of its first turn
+    last_turn: int  # and of its last
     worst: TurnView  # the turn the mark stands for: the first of its worst channel
     latency: float  # its slowest turn's, in ms (0 when none is known)
     counts: dict[str, int]
 
     @classmethod
-    def of(cls, first: int, turns: Sequence[TurnView]) -> _Bin:
+    def of(cls, first: int, turns: Sequence[TurnView]) -> Bin:
         worst, rank, latency = turns[0], -1, 0.0
         counts = dict.fromkeys(_WORST, 0)
         for t in turns:
@@ -50,15 +52,40 @@ class _Bin:
             ms = t.latency_ms
             if ms is not None and ms > latency:
                 latency = ms
-        return cls(first, turns, worst, latency, counts)
+        return cls(first, len(turns), turns[0].turn, turns[-1].turn, worst, latency, counts)
 
     def tip(self) -> str:
-        if len(self.turns) == 1:
-            return _turn_tip(self.turns[0])
+        if self.size == 1:
+            return _turn_tip(self.worst)
         said = ", ".join(f"{n:,} {c}" for c, n in self.counts.items())
-        return (
-            f"turns {self.turns[0].turn:,}–{self.turns[-1].turn:,}: {said} · slowest {self.latency:,.1f} ms"
-        )
+        return f"turns {self.first_turn:,}–{self.last_turn:,}: {said} · slowest {self.latency:,.1f} ms"
+
+    def holds(self, turn: int | None) -> bool:
+        return turn is not None and self.first_turn <= turn <= self.last_turn
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """A run's timeline as drawn: its ``bins`` (``per`` turns each, the last maybe fewer), over
+    ``n`` turns from turn ``first_turn``. ``marks_of`` bins a run's turns; a caller holding a long
+    run's turns as frame columns bins them there and draws the same picture."""
+
+    bins: tuple[Bin, ...]
+    per: int
+    n: int
+    first_turn: int
+
+
+def per_mark(n: int) -> int:
+    """How many consecutive turns of an ``n``-turn run one mark holds."""
+    return max(1, math.ceil(n / TIMELINE_MARKS))
+
+
+def marks_of(turns: Sequence[TurnView]) -> Marks:
+    """The marks to draw of ``turns``."""
+    per = per_mark(len(turns))
+    bins = tuple(Bin.of(i, turns[i : i + per]) for i in range(0, len(turns), per))
+    return Marks(bins, per, len(turns), turns[0].turn if turns else 0)
 
 
 def _turn_tip(t: TurnView) -> str:
@@ -66,12 +93,6 @@ def _turn_tip(t: TurnView) -> str:
     tools = f" · {', '.join(t.tools)}" if t.tools else ""
     ms = f"{t.latency_ms:,.1f} ms" if t.latency_ms is not None else "latency unknown"
     return f"turn {t.turn}: {t.channel} ({what}){tools} · {ms}"
-
-
-def _bins(turns: Sequence[TurnView]) -> tuple[list[_Bin], int]:
-    """The marks to draw, and how many turns each holds."""
-    per = max(1, math.ceil(len(turns) / TIMELINE_MARKS))
-    return [_Bin.of(i, turns[i : i + per]) for i in range(0, len(turns), per)], per
 
 
 def nice(value: float) -> float:
@@ -108,8 +129,19 @@ def timeline_svg(
     where a comparison's two runs first diverge. A run on a simulated clock (``simulated``) says
     so, on its axis and in its caption: a ``FakeClock``'s 30-second wait is no latency.
     """
-    n = len(turns)
-    bins, per = _bins(turns)
+    return marks_svg(marks_of(turns), anchor, selected=selected, marked=marked, simulated=simulated)
+
+
+def marks_svg(
+    marks: Marks,
+    anchor: str | None,
+    *,
+    selected: int | None = None,
+    marked: int | None = None,
+    simulated: bool = False,
+) -> Html:
+    """``timeline_svg`` of a run's ``marks`` (see there)."""
+    n, bins, per = marks.n, marks.bins, marks.per
     said = f"{n:,} turn{'' if n == 1 else 's'}"
     if per > 1:
         said += f" in marks of {per:,}, each its worst turn"
@@ -121,7 +153,7 @@ def timeline_svg(
             said, legend(_W - 180, 20)
         )
     ]
-    if not turns:
+    if not bins:
         parts.append(Html('<text class="small" x="12" y="46">no turn finished</text>'))
         return svg(_W, 60, "loopnb-timeline", "turn timeline", Html().join(parts))
     slot = (_X1 - _X0) / n  # one turn's width
@@ -137,13 +169,13 @@ def timeline_svg(
     def y_of(ms: float) -> float:
         return low - (low - high) * min(ms, ceiling) / ceiling
 
-    parts.append(_axes(turns, ceiling, x_of, y_of, simulated))
+    parts.append(_axes(marks.first_turn, n, ceiling, x_of, y_of, simulated))
     for b in bins:
-        parts.append(_mark(b, x_of(b.first + (len(b.turns) - 1) / 2), y_of(b.latency), size,
-                           slot * len(b.turns), anchor, selected))  # fmt: skip
-    at = next((b for b in bins if marked is not None and b.turns[0].turn <= marked <= b.turns[-1].turn), None)
+        parts.append(_mark(b, x_of(b.first + (b.size - 1) / 2), y_of(b.latency), size,
+                           slot * b.size, anchor, selected))  # fmt: skip
+    at = next((b for b in bins if b.holds(marked)), None)
     if at is not None:
-        parts.append(_diverges(x_of(at.first + (len(at.turns) - 1) / 2)))
+        parts.append(_diverges(x_of(at.first + (at.size - 1) / 2)))
     return svg(_W, _BOTTOM + 40, "loopnb-timeline", "turn timeline", Html().join(parts))
 
 
@@ -167,10 +199,7 @@ _TICK = Html(
 )
 
 
-def _axes(
-    turns: Sequence[TurnView], ceiling: float, x_of: _Scale, y_of: _Scale, simulated: bool = False
-) -> Html:
-    first, n = turns[0].turn, len(turns)
+def _axes(first: int, n: int, ceiling: float, x_of: _Scale, y_of: _Scale, simulated: bool = False) -> Html:
     out = []
     for ms in (0.0, ceiling / 2, ceiling):
         y = y_of(ms)
@@ -228,17 +257,15 @@ _CHANNEL = {c: Html.escape(c) for c in _WORST}
 
 
 def _mark(
-    b: _Bin, x: float, y: float, size: float, width: float, anchor: str | None, selected: int | None
+    b: Bin, x: float, y: float, size: float, width: float, anchor: str | None, selected: int | None
 ) -> Html:
     t = b.worst
     ring = _NONE
-    if selected is not None and b.turns[0].turn <= selected <= b.turns[-1].turn:
+    if b.holds(selected):
         r = size / 2 + 3
         ring = _RING.format(selected, x - r, y - r, 2 * r, 2 * r)
     tip = b.tip()
-    turns = (
-        Html(' data-turns="{}-{}"').format(b.turns[0].turn, b.turns[-1].turn) if len(b.turns) > 1 else _NONE
-    )
+    turns = Html(' data-turns="{}-{}"').format(b.first_turn, b.last_turn) if b.size > 1 else _NONE
     tx, tip_anchor = _tip_at(tip, x)
     drawn: tuple[object, ...] = (
         ring,
@@ -251,6 +278,6 @@ def _mark(
     drawn += (mark(t.channel, x, y, size), tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
     if anchor is not None:
         return _LINKED.format(*drawn, anchor)
-    if selected is not None and b.turns[0].turn > selected:  # after the selected turn: greyed
+    if selected is not None and b.first_turn > selected:  # after the selected turn: greyed
         return _GROUP.format(*drawn, _LATER, _GREY)
     return _GROUP.format(*drawn, _NONE, _NONE)

@@ -264,7 +264,8 @@ def conform(df: pd.DataFrame, table: Table) -> pd.DataFrame:
     missing = [c for c in types if c not in df.columns]
     if missing:
         raise ValueError(f"missing columns: {', '.join(missing)}")
-    data = {}
+    data: dict[str, Any] = {}
+    share = _copy_on_write()
     for name, dtype in types.items():
         col = df[name]
         if col.dtype != dtype:
@@ -272,8 +273,18 @@ def conform(df: pd.DataFrame, table: Table) -> pd.DataFrame:
                 col = _converted(col, dtype)
             except (ValueError, TypeError, OverflowError) as exc:
                 raise ValueError(f"column {name!r}: {exc}") from exc
-        data[name] = col.array
-    return pd.DataFrame(data, index=pd.RangeIndex(len(df)))
+        data[name] = col.reset_index(drop=True) if share else col.array
+    # Under copy-on-write the columns are shared, not copied (a frame of a million turns is not
+    # copied each time it is checked): pandas copies one the moment either frame writes to it.
+    return pd.DataFrame(data, index=pd.RangeIndex(len(df)), copy=not share)
+
+
+@cache
+def _copy_on_write() -> bool:
+    """Whether pandas copies on write: always from pandas 3, when asked for in pandas 2."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.options.mode.copy_on_write is True  # pragma: no cover - pandas 2 only
 
 
 def _converted(col: pd.Series, dtype: Any) -> pd.Series:

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 
     from loopnb.record._recording import Recording
 
-_META_KEY = b"loopnb"
-_ROW_GROUP = 256 * 1024
+META_KEY = b"loopnb"
+ROW_GROUP = 256 * 1024
+"""Rows per row group of the turns table."""
 
 
 def write_parquet(path: str | Path, header: dict[str, Any], events: list[Event], lines: list[str]) -> None:
@@ -67,19 +68,36 @@ def write_frames(
     """Write turns frames (conforming to ``TURNS``), chunk by chunk, and the events' JSON lines,
     as a Parquet recording with header ``meta`` (its counts are filled in). ``extra``: Arrow fields
     of more columns the frames hold, written after the turns' own (a sweep's ``seed``)."""
-    pa, pq = pyarrow()
+    pa, _ = pyarrow()
     schema = pa.schema([*arrow_fields(TURNS, pa), *extra])
-    parts = list(compressed_parts(lines, pa))
+    tables = (
+        pa.Table.from_arrays(
+            [pa.array(chunk[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema
+        )
+        for chunk in turns
+    )
+    write_tables(path, meta, schema, tables, list(compressed_parts(lines, pa)))
+
+
+def write_tables(
+    path: str | Path,
+    meta: dict[str, Any],
+    schema: Any,
+    tables: Iterable[Any],
+    parts: Sequence[tuple[bytes, int, int]],
+) -> None:
+    """Write Arrow ``tables`` of ``schema`` (the turns, chunk by chunk, each in row groups of
+    ``ROW_GROUP`` rows) and the events' compressed ``parts`` (``(part, bytes before, lines)``, as
+    ``compressed_parts`` makes them) as a Parquet recording with header ``meta`` (its counts
+    filled in), whole or not at all."""
+    _, pq = pyarrow()
     with replacing(Path(path)) as tmp:
         with pq.ParquetWriter(tmp, schema, store_schema=False) as writer:
             n_turns = 0
-            for chunk in turns:
-                if len(chunk):
-                    columns = [pa.array(chunk[f.name], type=f.type, from_pandas=True) for f in schema]
-                    writer.write_table(
-                        pa.Table.from_arrays(columns, schema=schema), row_group_size=_ROW_GROUP
-                    )
-                    n_turns += len(chunk)
+            for table in tables:
+                if table.num_rows:
+                    writer.write_table(table, row_group_size=ROW_GROUP)
+                    n_turns += table.num_rows
             header = {
                 **meta,
                 "n_turns": n_turns,
@@ -87,7 +105,7 @@ def write_frames(
                 "event_parts": [[len(z), raw, n] for z, raw, n in parts],
                 "event_crc32": crc32(z for z, _, _ in parts),
             }
-            writer.add_key_value_metadata({_META_KEY.decode(): json.dumps(header)})
+            writer.add_key_value_metadata({META_KEY.decode(): json.dumps(header)})
         insert_before_footer(tmp, [z for z, _, _ in parts])
 
 
@@ -159,7 +177,7 @@ def read_parquet(path: str | Path) -> Recording:
     except Exception as exc:
         raise RecordingError(f"not a readable Parquet file: {exc}", path=path) from exc
     kv = pf.metadata.metadata or {}
-    raw = kv.get(_META_KEY)
+    raw = kv.get(META_KEY)
     if raw is None:
         raise RecordingError("not a loopnb recording: no 'loopnb' header in its metadata", path=path)
     header = check_header(raw, path)

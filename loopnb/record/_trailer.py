@@ -107,8 +107,9 @@ def check_parts(header: dict[str, Any], path: Path) -> list[tuple[int, int, int]
     return [(z, raw, n) for z, raw, n in parts]
 
 
-def read_lines(path: Path, parts: list[tuple[int, int, int]], crc: int, pa: Any) -> list[bytes]:
-    """The events' JSON lines, read from before the footer of the Parquet file at ``path``."""
+def read_parts(path: Path, parts: list[tuple[int, int, int]], crc: int) -> bytes:
+    """The events' compressed parts, laid end to end as they are before the footer of the
+    Parquet file at ``path``, checked against their CRC-32."""
     total = sum(z for z, _, _ in parts)
     try:
         with path.open("rb") as f:
@@ -128,6 +129,12 @@ def read_lines(path: Path, parts: list[tuple[int, int, int]], crc: int, pa: Any)
             "footer, or it is damaged",
             path=path,
         )
+    return data
+
+
+def read_lines(path: Path, parts: list[tuple[int, int, int]], crc: int, pa: Any) -> list[bytes]:
+    """The events' JSON lines, read from before the footer of the Parquet file at ``path``."""
+    data = read_parts(path, parts, crc)
     codec = pa.Codec(_CODEC)
     lines: list[bytes] = []
     offset = 0

@@ -360,7 +360,7 @@ def test_a_damaged_member_is_named(tmp_path):
     bad = tmp_path / "bad.eval"
     bad.write_bytes(bytes(data))
     with pytest.raises(RecordingError, match=r"bad\.eval: member samples/recover_epoch_1\.json"):
-        load(bad)
+        load(bad, errors="raise")
 
 
 def test_a_cut_eval_log_is_a_recording_error(tmp_path):
@@ -420,7 +420,7 @@ def test_an_unexpected_value_names_where_it_is(tmp_path, edit, message):
     with pytest.raises(
         RecordingError, match=r"edited\.json: samples\[0\] \(sample 'recover', epoch 1\), " + message
     ):
-        load(path)
+        load(path, errors="raise")
 
 
 def test_a_log_that_is_not_json_or_holds_no_samples(tmp_path):
@@ -460,7 +460,7 @@ def test_random_edits_read_or_fail_as_a_recording_error(seed):
                     parent = parent[key]
                 parent[spot[-1]] = pick.choice([None, 7, "x", [], {}, True, -1.5, [1], {"a": 1}])
         try:
-            rec = from_inspect(log)
+            rec = from_inspect(log, errors="raise")
             assert len(rec.turns) == rec.meta["n_turns"]
         except RecordingError as exc:
             assert "samples" in str(exc) or "expected" in str(exc)

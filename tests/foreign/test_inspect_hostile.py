@@ -104,7 +104,7 @@ def test_a_member_that_unpacks_past_its_declared_size_is_refused_in_bounded_memo
     members = _members(EVAL)
     members[member] = (method, bombs[method], 100, members[member][3])
     bomb = _zip(tmp_path / "bomb.eval", members)
-    peak, raised = _peak(lambda: load(bomb))
+    peak, raised = _peak(lambda: load(bomb, errors="raise"))
     assert peak < BOUND, f"reading took {peak >> 20} MB"
     assert isinstance(raised, RecordingError), raised
     assert str(raised).startswith(f"{bomb}: member {member} ")
@@ -125,7 +125,7 @@ def test_a_member_in_a_method_zipfile_unpacks_whole_is_refused(tmp_path, method)
         match=rf"other\.eval: member {SAMPLE} is compressed with zip method {method}; an Inspect AI"
         " log's members are zstandard, deflated or stored",
     ):
-        load(path)
+        load(path, errors="raise")
 
 
 def _plain() -> dict[str, bytes]:
@@ -165,7 +165,7 @@ def test_an_eval_member_nested_past_the_recursion_limit_is_named(tmp_path, membe
     with pytest.raises(
         RecordingError, match=rf"deep\.eval: member {member} is nested deeper than loopnb reads"
     ):
-        load(path)
+        load(path, errors="raise")
 
 
 def _nested() -> list[Any]:
@@ -194,7 +194,7 @@ def test_a_value_nested_past_the_recursion_limit_in_memory_is_named(edit, messag
     log = json.loads(JSON.read_text())
     edit(log["samples"][0])
     with pytest.raises(RecordingError, match=message):
-        from_inspect(log)
+        from_inspect(log, errors="raise")
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_a_token_count_that_is_no_count_is_named(tmp_path, count, shown):
         rf"\.input_tokens: expected a number of tokens, found {shown}: a count is a whole number from 0 to"
         r" 2\*\*63 - 1",
     ):
-        load(path)
+        load(path, errors="raise")
 
 
 def test_the_largest_token_count_reads():

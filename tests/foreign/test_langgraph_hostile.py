@@ -382,7 +382,7 @@ def test_a_checkpoint_that_cannot_be_read_is_an_error_naming_it(tmp_path, change
     (latest,) = conn.execute(LATEST.strip("()")).fetchone()
     conn.close()
     with pytest.raises(RecordingError) as caught:
-        loopnb.load(path)
+        loopnb.load(path, errors="raise")
     assert str(caught.value).startswith(f"{path}: thread legacy, checkpoint {latest}: {said}")
 
 

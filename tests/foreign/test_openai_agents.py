@@ -18,7 +18,7 @@ import pytest
 
 import loopnb
 from loopnb.cli import main
-from loopnb.foreign._openai_agents import MARKS, from_openai_agents, read
+from loopnb.foreign._openai_agents import MARKS, from_openai_agents
 from loopnb.foreign._transcript import RunWriter
 from loopnb.record import Recording, RecordingError, RecordingWarning
 
@@ -315,7 +315,9 @@ def test_a_trace_without_turn_spans_groups_calls_by_model_span():
     ]
     unknown = rec.turns[[names[r] == "unknown-tool" for r in rec.turns["run_id"]]].iloc[0]
     assert unknown["channel"] == "hard" and unknown["source_status"] == S + "unanswered"
-    assert unknown["error_text"] == "the trace ends before list_releases ran"
+    assert unknown["error_text"] == (
+        "the trace ends before list_releases ran: the trace does not say why the run stopped"
+    )
 
 
 def test_a_damaged_line_is_named(tmp_path):
@@ -323,7 +325,7 @@ def test_a_damaged_line_is_named(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([lines[0], "{not json", *lines[1:]]) + "\n", encoding="utf-8")
     with pytest.raises(RecordingError, match=r"bad.jsonl, line 2: not JSON"):
-        loopnb.load(bad, format="openai-agents")
+        loopnb.load(bad, format="openai-agents", errors="raise")
 
 
 def test_a_torn_last_line_is_left_out_with_a_warning(tmp_path):
@@ -351,7 +353,7 @@ def test_unexpected_content_says_what_was_expected_where(tmp_path, items, messag
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(items), encoding="utf-8")
     with pytest.raises(RecordingError, match=message) as info:
-        read(path)
+        loopnb.load(path, format="openai-agents", errors="raise")
     assert str(path) in str(info.value)
 
 

@@ -220,11 +220,11 @@ def test_a_value_of_the_wrong_shape_names_the_span_the_field_and_what_was_expect
     shown = "turn" if kind == "turn" and isinstance(data["data"], dict) else data["type"]
     said = f"span {items[i]['id']} ({shown}): {at}: expected {expected}"
     with pytest.raises(RecordingError, match=f"^{re.escape(f'item {i + 1}, {said}')}$"):
-        from_openai_agents(items)
+        from_openai_agents(items, errors="raise")
     path = tmp_path / "trace.jsonl"
     path.write_text("\n".join(json.dumps(item) for item in items), encoding="utf-8")
     with pytest.raises(RecordingError, match=f"^{re.escape(f'{path}: line {i + 1}, {said}')}$"):
-        loopnb.load(path, format="openai-agents")
+        loopnb.load(path, format="openai-agents", errors="raise")
 
 
 def test_a_json_list_file_names_the_item(tmp_path):
@@ -237,7 +237,7 @@ def test_a_json_list_file_names_the_item(tmp_path):
         f"{path}: item {i + 1}, span {items[i]['id']} (agent): span_data.tools: expected a list of names"
     )
     with pytest.raises(RecordingError, match=f"^{re.escape(message)}, found dict"):
-        loopnb.load(path, format="openai-agents")
+        loopnb.load(path, format="openai-agents", errors="raise")
 
 
 def test_the_shapes_the_sdk_writes_still_read():
@@ -292,7 +292,7 @@ def test_a_parent_chain_that_loops_is_named_not_left_out():
     with pytest.raises(
         RecordingError, match=r"^item \d+, span \S+ \((function|handoff)\): parent_id: expected a parent"
     ):
-        from_openai_agents(items)
+        from_openai_agents(items, errors="raise")
 
 
 def test_json_nested_too_deeply_is_a_recording_error(tmp_path):
@@ -305,7 +305,7 @@ def test_json_nested_too_deeply_is_a_recording_error(tmp_path):
     lines.write_text(CHAT.read_text(encoding="utf-8") + deep + "\n" + json.dumps(ITEMS[0]), encoding="utf-8")
     at = f"{lines}, line {len(ITEMS) + 1}: JSON nested too deeply"
     with pytest.raises(RecordingError, match=f"^{re.escape(at)}"):
-        loopnb.load(lines, format="openai-agents")
+        loopnb.load(lines, format="openai-agents", errors="raise")
 
 
 def test_arguments_nested_too_deeply_are_kept_as_the_models_text():

@@ -436,7 +436,7 @@ def test_a_damaged_file_names_the_path_where_and_what(tmp_path, text, message):
     path = tmp_path / "spans.json"
     path.write_text(text)
     with pytest.raises(RecordingError) as caught:
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
     assert str(path) in str(caught.value) and message in str(caught.value)
 
 
@@ -446,12 +446,12 @@ def test_a_file_of_something_else_read_as_otlp_says_what_it_found(tmp_path):
     with pytest.raises(
         RecordingError, match=re.escape("expected resourceSpans or a span.to_json() dict, found keys runs")
     ):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
     (tmp_path / "empty.json").write_text("  \n")
     with pytest.raises(RecordingError, match="empty: no spans"):
-        loopnb.load(tmp_path / "empty.json", format="otlp")
+        loopnb.load(tmp_path / "empty.json", format="otlp", errors="raise")
     with pytest.raises(RecordingError, match="expected an OpenTelemetry ReadableSpan, found object"):
-        loopnb.from_otel([object()])
+        loopnb.from_otel([object()], errors="raise")
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)

@@ -156,11 +156,11 @@ def test_a_value_of_the_wrong_shape_says_where_what_and_what_was_expected(tmp_pa
     """From memory: the span's place in the list; from a file: its path and line."""
     i = next(i for i, s in enumerate(spans) if s["context"]["span_id"] == "0x0000000000000002")
     with pytest.raises(RecordingError, match=f"^{re.escape(f'[{i}]')}{message}$"):
-        loopnb.from_otel(spans)
+        loopnb.from_otel(spans, errors="raise")
     path = tmp_path / "spans.jsonl"
     path.write_text("\n".join(json.dumps(s) for s in spans))
     with pytest.raises(RecordingError, match=f"^{re.escape(f'{path}: line {i + 1}')}{message}$"):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
 
 
 def test_the_spec_encodings_name_the_request_and_the_attribute(tmp_path):
@@ -176,21 +176,21 @@ def test_the_spec_encodings_name_the_request_and_the_attribute(tmp_path):
     with pytest.raises(
         RecordingError, match=re.escape(f"{path}: {at}: an attribute's key should be a string")
     ):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
     chat["attributes"].pop()
     chat["attributes"].append({"key": "listed", "value": {"arrayValue": [1, 2]}})
     path.write_text(json.dumps(request))
     with pytest.raises(
         RecordingError, match=re.escape("an arrayValue should be an object with values, found list")
     ):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
     chat["attributes"].pop()
     path.write_text(json.dumps(request))
     message = (
         f"{path}: {at}, span {int(chat['spanId'], 16):016x} {chat['name']!r}, gen_ai.output.messages[0].parts"
     )
     with pytest.raises(RecordingError, match=re.escape(message + ": expected a list of parts, found dict")):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
 
 
 def _expanded(value: Any) -> Any:
@@ -244,7 +244,7 @@ def test_random_edits_read_or_fail_as_a_recording_error(path, seed):
                     parent = parent[key]
                 parent[spot[-1]] = copy.deepcopy(pick.choice(ODD))
         try:
-            rec = loopnb.from_otel(_written(spans))
+            rec = loopnb.from_otel(_written(spans), errors="raise")
             assert len(rec.turns) == rec.meta["n_turns"]
             loopnb.audit(rec).disagreements()
         except RecordingError as exc:

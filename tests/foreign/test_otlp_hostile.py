@@ -195,11 +195,11 @@ CASES = [
 def test_infinity_and_nan_name_the_span_and_the_attribute(tmp_path, edit, message):
     request, at = _edited(edit)
     with pytest.raises(RecordingError, match=f"^{re.escape(f'[0] {at}: {message}')}$"):
-        loopnb.from_otel([request])
+        loopnb.from_otel([request], errors="raise")
     path = tmp_path / "spans.json"
     path.write_text(json.dumps(request))  # 1e400 as Python writes infinity: Infinity
     with pytest.raises(RecordingError, match=f"^{re.escape(f'{path}: {at}: {message}')}$"):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
 
 
 def test_1e400_written_in_the_file_reads_as_the_same_error(tmp_path):
@@ -208,7 +208,7 @@ def test_1e400_written_in_the_file_reads_as_the_same_error(tmp_path):
     path = tmp_path / "spans.json"
     path.write_text(text.replace(f'"startTimeUnixNano": "{first}"', '"startTimeUnixNano": 1e400', 1))
     with pytest.raises(RecordingError, match=r"the start time in nanoseconds .* found float inf$"):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
 
 
 def test_token_counts_of_infinity_or_nan_name_the_span_and_the_attribute():
@@ -220,7 +220,7 @@ def test_token_counts_of_infinity_or_nan_name_the_span_and_the_attribute():
         message = f"span {chat['spanId']} {chat['name']!r}, gen_ai.usage.input_tokens: expected a whole"
         message += f" number of tokens, found float {shown}"
         with pytest.raises(RecordingError, match=re.escape(message)):
-            loopnb.from_otel([request])
+            loopnb.from_otel([request], errors="raise")
 
 
 def test_an_integer_longer_than_python_reads_is_a_recording_error(tmp_path):
@@ -228,10 +228,10 @@ def test_an_integer_longer_than_python_reads_is_a_recording_error(tmp_path):
     path = tmp_path / "spans.json"
     path.write_text(REQUEST.read_text().replace('"intValue": "53"', '"intValue": ' + "9" * 5000, 1))
     with pytest.raises(RecordingError, match=re.escape(f"{path}: JSON this reader cannot read")):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
     path.write_text(REQUEST.read_text().rstrip() + "\n" + "9" * 5000)
     with pytest.raises(RecordingError, match=re.escape(f"{path}, line 2: value 2 is JSON this reader")):
-        loopnb.load(path, format="otlp")
+        loopnb.load(path, format="otlp", errors="raise")
 
 
 # -- texts int() and json refuse inside attributes ------------------------------------------------
@@ -259,7 +259,7 @@ def test_texts_python_refuses_to_read_are_named_not_raised(key, text, expected):
     _set(chat, key, text)
     message = f"[0] resourceSpans[0].scopeSpans[0].spans[0], span {chat['spanId']} {chat['name']!r}, {key}"
     with pytest.raises(RecordingError, match=f"^{re.escape(f'{message}: expected {expected}')}$"):
-        loopnb.from_otel([request])
+        loopnb.from_otel([request], errors="raise")
 
 
 def test_an_index_int_refuses_is_no_index():
@@ -280,7 +280,7 @@ def test_a_span_to_json_time_that_is_no_timestamp_names_the_time(value, found):
     spans[0]["end_time"] = value
     message = f"[0]: the end time should be an ISO 8601 timestamp, found {found}"
     with pytest.raises(RecordingError, match=f"^{re.escape(message)}$"):
-        loopnb.from_otel(spans)
+        loopnb.from_otel(spans, errors="raise")
 
 
 def _deep(depth: int, leaf: Any, wrap: Any) -> Any:
@@ -296,9 +296,9 @@ def test_values_nested_past_pythons_depth_are_a_recording_error():
     _spans(request)[0]["attributes"].append({"key": "deep", "value": nested})
     message = "[0] resourceSpans[0].scopeSpans[0].spans[0]: an attribute nested too deeply to read"
     with pytest.raises(RecordingError, match=f"^{re.escape(message)}$"):
-        loopnb.from_otel([request])
+        loopnb.from_otel([request], errors="raise")
     spans = [json.loads(line) for line in (GOLDEN / "pydantic_ai_v2.spans.jsonl").read_text().splitlines()]
     agent = next(s for s in spans if "agent" in s["name"])
     agent["attributes"]["final_result"] = _deep(5000, [], lambda v: [v])  # written out as JSON text
     with pytest.raises(RecordingError, match=r"^a span holds a value nested too deeply to read$"):
-        loopnb.from_otel(spans)
+        loopnb.from_otel(spans, errors="raise")

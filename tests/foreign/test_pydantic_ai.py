@@ -30,7 +30,10 @@ FEEDBACK = (
     "Your previous response failed the application's validation (this is automated feedback, not a "
     "message from the user):\n<pyai:retry_feedback>\nquote the notes in your answer\n</pyai:retry_feedback>"
 )
-CRASH = "the history ends with delete() called and no result: an exception escaped the tool and ended the run"
+CRASH = (
+    "the history ends with delete() called and no result: the history does not say why the run stopped"
+    " (from_pydantic_ai(..., error=exc) names it)"
+)
 S = "pydantic-ai:"
 
 TURNS = {
@@ -53,7 +56,7 @@ TURNS = {
     ],
     "crashed": [
         ["soft", "tool_error", "read_file", NOTS, S + "retried/model_retry", 1],
-        ["hard", "source_error", "delete", CRASH, S + "unreturned", 0],
+        ["hard", "source_error", "delete", CRASH, S + "unanswered", 0],
     ],
     "exhausted": [
         [
@@ -160,12 +163,10 @@ def test_every_status_written_has_a_mark():
 
 
 def test_disagreements_row_by_row():
-    crashed = loopnb.audit(load(GOLDEN / "crashed.json")).disagreements()
-    assert rows(
-        crashed, ["run_id", "turn", "call_id", "tool", "source_status", "channel", "reason", "detail"]
-    ) == [["crashed-run-1", 2, None, "delete", S + "unreturned", "hard", "panic_ended_run", CRASH]]
-    # pydantic-ai's history tells every soft error from success and from the run's end
-    for name in ("recovered", "exhausted", "resumed", "legacy"):
+    # pydantic-ai's history tells every soft error from success and from the run's end; a run that
+    # ends on calls without a result does not say why (no crash is guessed: the exception given to
+    # from_pydantic_ai names one, tests/foreign/test_pydantic_ai_live.py)
+    for name in ("recovered", "crashed", "exhausted", "resumed", "legacy"):
         assert loopnb.audit(load(GOLDEN / f"{name}.json")).disagreements().empty, name
 
 
@@ -337,7 +338,7 @@ def test_damaged_content_names_the_path_where_and_what(tmp_path, content, where)
     path = tmp_path / "h.json"
     path.write_bytes(content)
     with pytest.raises(RecordingError) as info:
-        load(path, format="pydantic-ai")
+        load(path, format="pydantic-ai", errors="raise")
     assert str(path) in str(info.value) and where in str(info.value)
 
 

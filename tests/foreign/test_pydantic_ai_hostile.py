@@ -81,7 +81,7 @@ def test_a_token_count_that_is_no_count_is_named(tmp_path, side, count, shown):
     path = _written(tmp_path, lambda h: h[1]["usage"].update({side: "@raw@"}), raw=count)
     expected = f'{path}: message 2: "usage.{side}": expected a number of tokens, found {shown}: {COUNT}'
     with pytest.raises(RecordingError, match=re.escape(expected)):
-        load(path)
+        load(path, errors="raise")
 
 
 def test_the_largest_token_count_reads():
@@ -136,11 +136,11 @@ def test_the_largest_token_count_reads():
 def test_a_part_not_of_pydantic_ais_shape_is_named(tmp_path, edit, where, what):
     path = _written(tmp_path, edit)
     with pytest.raises(RecordingError, match=re.escape(f"{path}: {where}: {what}")):
-        load(path)
+        load(path, errors="raise")
     with pytest.raises(RecordingError, match=re.escape(f"{where}: {what}")):  # the same in memory
         history = _history()
         edit(history)
-        from_pydantic_ai(history)
+        from_pydantic_ai(history, errors="raise")
 
 
 def test_the_writer_refuses_a_token_count_no_frame_can_hold():

@@ -254,11 +254,11 @@ def test_a_run_paused_for_approval_is_user_input_required_when_the_result_says_s
         "user_input_required",
         "pydantic-ai:deferred",
     ]
-    # its messages alone end like a crash's: calls left without a result
+    # its messages alone do not say why the run stopped: calls left without a result
     assert _end(loopnb.from_pydantic_ai(result.all_messages()))[:3] == [
         "hard",
         "source_error",
-        "pydantic-ai:unreturned",
+        "pydantic-ai:unanswered",
     ]
 
 
