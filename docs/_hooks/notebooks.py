@@ -70,24 +70,37 @@ def output(out: dict[str, Any]) -> str:
         return _text(data["text/markdown"])
     if "application/vnd.jupyter.widget-view+json" in data:
         return "*A live widget: it shows when the notebook runs in Jupyter.*"
+    if "application/vnd.plotly.v1+json" in data:
+        return "*A plotly figure: it shows when the notebook runs in Jupyter.*"
     if "text/plain" in data:
         return _fenced(_text(data["text/plain"]))
     return ""
 
 
+def _where(path: Path, stored: bool) -> str:
+    """The line below a notebook's title: where to get it, and whether its outputs are shown."""
+    shown = (
+        "Its outputs are those it was saved with."
+        if stored
+        else "It is saved without its outputs: run it to see what each cell shows."
+    )
+    return (
+        f"*A notebook: [download {html.escape(path.name)}]({path.name}) and run it with"
+        f' `pip install -e ".[notebook]"` and `jupyter lab notebooks/`. {shown}*'
+    )
+
+
 def page(path: Path) -> str:
     """The markdown of one notebook's page."""
     nb = json.loads(path.read_text(encoding="utf-8"))
+    stored = any(cell.get("outputs") for cell in nb["cells"])
     parts = []
     for i, cell in enumerate(nb["cells"]):
         source = _text(cell.get("source", ""))
         if cell["cell_type"] == "markdown":
             parts.append(source)
-            if i == 0:  # below the title: where to get it
-                parts.append(
-                    f"*A notebook: [download {html.escape(path.name)}]({path.name}) and run it with"
-                    ' `pip install -e ".[notebook]"` and `jupyter lab notebooks/`.*'
-                )
+            if i == 0:  # below the title
+                parts.append(_where(path, stored))
         elif cell["cell_type"] == "code" and source.strip():
             parts.append(_fenced(source, "python"))
             parts += [shown for out in cell.get("outputs", []) if (shown := output(out))]

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import pathlib
 import re
+import tomllib
 
 import pytest
 
@@ -100,6 +101,9 @@ def test_search_leads_to_the_reference_entry(site):
     locations = [doc["location"] for doc in index["docs"]]
     assert "reference/loopnb.engine.html#loopnb.ToolRecoveryExhausted" in locations
     assert "principle.html" in locations
+    # a dotted title is words: a name searched for matches its entry's title, not only its text
+    words = re.split(index["config"]["separator"], "loopnb.ToolRecoveryExhausted(attempts=6)")
+    assert "ToolRecoveryExhausted" in words and "loopnb" in words
 
 
 def _title(notebook: dict[str, object]) -> str:
@@ -115,6 +119,9 @@ def test_every_notebook_is_a_page_and_a_download(site, path):
     code = [c for c in notebook["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
     assert built.read_text(encoding="utf-8").count('class="language-python highlight"') >= len(code)
     assert (site / "notebooks" / path.name).read_bytes() == path.read_bytes()
+    stored = any(c.get("outputs") for c in notebook["cells"])  # type: ignore[union-attr]
+    says = "It is saved without its outputs" in built.read_text(encoding="utf-8")
+    assert says is not stored, "the page says whether the outputs it shows are the notebook's"
 
 
 def _notebooks_hook():
@@ -146,6 +153,8 @@ def test_a_notebooks_outputs_show_as_a_static_page_shows_them():
     assert output(figure) == '<img class="nb-output" alt="a figure" src="data:image/png;base64,iVBOR">'
     widget = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {}}}
     assert "live widget" in output(widget)
+    plotly = {"output_type": "display_data", "data": {"application/vnd.plotly.v1+json": {"data": []}}}
+    assert "plotly figure" in output(plotly)
     error = {
         "output_type": "error",
         "ename": "LoopDetected",
@@ -209,3 +218,28 @@ def test_the_landing_page_leads_to_every_concept_page_and_the_reference(site):
     assert concepts
     for target in [*concepts, "notebooks/01_soft_and_hard.html", "reference/loopnb.html"]:
         assert target in page.hrefs, f"the landing page does not link {target}"
+
+
+def test_the_other_frameworks_versions_are_those_pyproject_declares(site):
+    """Each reader's "versions" cell names the lowest version the ``test`` extra installs."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lowest = dict(
+        re.fullmatch(r"([\w-]+)(?:\[[\w,]+\])?>=([\w.]+)", pin).groups()  # type: ignore[union-attr]
+        for pin in project["optional-dependencies"]["test"]
+    )
+    rows = _table(
+        read(site / "other-frameworks.html"),
+        ["format", "the framework", "what loopnb reads", "in memory", "versions"],
+    )
+    assert sorted(row[0] for row in rows) == sorted(loopnb_formats())
+    for row in rows:
+        stated = re.findall(r"([\w-]+) ([\w.]+) and later", row[4])
+        assert stated, f"{row[0]}: no version stated"
+        assert all(lowest.get(package) == version for package, version in stated), (row[0], stated)
+
+
+def loopnb_formats() -> list[str]:
+    """The readers of other frameworks: every registered format but loopnb's own."""
+    from loopnb.fileformats import formats
+
+    return [f.name for f in formats() if f.name not in ("jsonl", "parquet")]
