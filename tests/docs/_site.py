@@ -130,3 +130,10 @@ def read(path: pathlib.Path) -> Page:
     page.feed(path.read_text(encoding="utf-8"))
     page.h1 = page.h1.replace("¶", "").strip()
     return page
+
+
+def table(page: Page, header: list[str]) -> list[list[str]]:
+    """The rows of the one table of ``page`` whose header row is ``header``."""
+    found = [t[1:] for t in page.tables if t and t[0] == header]
+    assert len(found) == 1, f"{len(found)} tables headed {header}"
+    return found[0]

@@ -14,7 +14,6 @@ import importlib.util
 import json
 import pathlib
 import re
-import tomllib
 
 import pytest
 
@@ -165,51 +164,6 @@ def test_a_notebooks_outputs_show_as_a_static_page_shows_them():
     assert output({"output_type": "stream", "text": "a ``` fence"}) == "````text\na ``` fence\n````"
 
 
-def _table(page, header: list[str]) -> list[list[str]]:
-    """The rows of the one table of ``page`` whose header row is ``header``."""
-    found = [t[1:] for t in page.tables if t and t[0] == header]
-    assert len(found) == 1, f"{len(found)} tables headed {header}"
-    return found[0]
-
-
-def test_the_principle_page_has_the_specs_tables_as_tables(site):
-    """The specification's tables are tables on the site: the two channels side by side, every
-    failure with its channel, and where each hard error is born."""
-    from loopnb.engine._errors import HARD_PRODUCERS, SOFT_PRODUCERS
-
-    page = read(site / "principle.html")
-    sides = _table(page, ["", "Soft error", "Hard error"])
-    assert [row[0] for row in sides] == [
-        "Shape",
-        "Who sees it",
-        "The run",
-        "The transcript",
-        "In a recording",
-        "Example",
-    ]
-    channels = _table(page, ["failure", "channel", "what the model reads", "producer", "why this side"])
-    assert sorted(row[3] for row in channels) == sorted(SOFT_PRODUCERS + HARD_PRODUCERS)
-    assert all(row[1] == ("soft" if row[3] in SOFT_PRODUCERS else "hard") for row in channels)
-    born = _table(page, ["LoopError", "what gives birth to it (the spec)", "where loopnb raises it"])
-    hard = sorted(n for n in loopnb_names() if _is_loop_error(n))
-    assert sorted({row[0] for row in born}) == hard
-    contexts = [row for row in born if row[0] == "ContextExceeded"]
-    assert any("no-progress guard inside the compaction feed" in row[1] for row in contexts)
-    turns = [row for row in born if "max_turns" in row[1]]
-    assert [row[0] for row in turns] == ["LoopDetected"] and "loopnb's addition" in turns[0][1]
-
-
-def loopnb_names() -> list[str]:
-    return list(importlib.import_module("loopnb").__all__)
-
-
-def _is_loop_error(name: str) -> bool:
-    import loopnb
-
-    value = getattr(loopnb, name)
-    return isinstance(value, type) and issubclass(value, loopnb.LoopError) and value is not loopnb.LoopError
-
-
 def test_the_landing_page_leads_to_every_concept_page_and_the_reference(site):
     page = read(site / "index.html")
     concepts = [
@@ -218,28 +172,3 @@ def test_the_landing_page_leads_to_every_concept_page_and_the_reference(site):
     assert concepts
     for target in [*concepts, "notebooks/01_soft_and_hard.html", "reference/loopnb.html"]:
         assert target in page.hrefs, f"the landing page does not link {target}"
-
-
-def test_the_other_frameworks_versions_are_those_pyproject_declares(site):
-    """Each reader's "versions" cell names the lowest version the ``test`` extra installs."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    lowest = dict(
-        re.fullmatch(r"([\w-]+)(?:\[[\w,]+\])?>=([\w.]+)", pin).groups()  # type: ignore[union-attr]
-        for pin in project["optional-dependencies"]["test"]
-    )
-    rows = _table(
-        read(site / "other-frameworks.html"),
-        ["format", "the framework", "what loopnb reads", "in memory", "versions"],
-    )
-    assert sorted(row[0] for row in rows) == sorted(loopnb_formats())
-    for row in rows:
-        stated = re.findall(r"([\w-]+) ([\w.]+) and later", row[4])
-        assert stated, f"{row[0]}: no version stated"
-        assert all(lowest.get(package) == version for package, version in stated), (row[0], stated)
-
-
-def loopnb_formats() -> list[str]:
-    """The readers of other frameworks: every registered format but loopnb's own."""
-    from loopnb.fileformats import formats
-
-    return [f.name for f in formats() if f.name not in ("jsonl", "parquet")]
