@@ -7,10 +7,12 @@ cannot pass silently. ``pages`` reads a built page's ids, links, tables and load
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ def require_docs_extra() -> None:
 @functools.cache
 def _build() -> pathlib.Path:
     site = pathlib.Path(tempfile.mkdtemp(prefix="loopnb-site-"))
+    atexit.register(shutil.rmtree, site, ignore_errors=True)  # one build per session, removed after it
     proc = subprocess.run(
         [
             sys.executable,
