@@ -54,6 +54,7 @@ LAZY = {
     "query": "loopnb._sweep",
     "sweep": "loopnb._sweep",
     "watch": "loopnb.notebook",
+    "inject": "loopnb.faults",
 }
 """``loopnb``'s names that load their layer on first use, each with the package that holds it."""
 

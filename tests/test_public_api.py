@@ -31,6 +31,7 @@ PACKAGES = [
     "loopnb.cli",
     "loopnb.engine",
     "loopnb.engine.models",
+    "loopnb.faults",
     "loopnb.fileformats",
     "loopnb.foreign",
     "loopnb.integrations",
@@ -103,6 +104,7 @@ ENGINE = [
 ]
 
 LAZY = {
+    "loopnb.faults": ["inject"],
     "loopnb.record": [
         "EVENT_SCHEMA",
         "TURN_SCHEMA",
@@ -155,6 +157,7 @@ EXPECTED = {
             *LAZY["loopnb.notebook"],
             *LAZY["loopnb.fileformats"],
             *LAZY["loopnb._sweep"],
+            *LAZY["loopnb.faults"],
             "__version__",
         ],
         key=_order,
@@ -173,6 +176,28 @@ EXPECTED = {
         "http_provider",
     ],
     "loopnb.foreign": [],
+    "loopnb.faults": [
+        "KINDS",
+        "Fault",
+        "FaultSyntaxError",
+        "InjectedModel",
+        "InjectedTool",
+        "Injection",
+        "NoSuchTool",
+        "Outcome",
+        "Schedule",
+        "crash",
+        "empty",
+        "error",
+        "hang",
+        "inject",
+        "outcome",
+        "parse",
+        "register_target",
+        "slow",
+        "unavailable",
+        "wrong",
+    ],
     "loopnb.fileformats": [
         "REASONS",
         "Format",

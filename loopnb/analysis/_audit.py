@@ -29,6 +29,7 @@ from loopnb.analysis._breakers import breaker_table, breakers_from_events, break
 from loopnb.analysis._checks import checked, no_repeated_turns, of_turns
 from loopnb.analysis._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
 from loopnb.analysis._history import retries_from_events
+from loopnb.analysis._recovery_rate import RateBy, false_success, recovery_rate
 from loopnb.analysis._retries import retries_from_turns
 from loopnb.analysis._usage import By, on_wall, simulated_runs, usage_frame
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
@@ -321,9 +322,25 @@ class Audit:
         loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
         from loopnb.record._disagree import disagreements
 
+        return disagreements(self.turns, self._needs_events("disagreements"))
+
+    def recovery_rate(self, by: RateBy = "run") -> pd.DataFrame:
+        """Of each tool's soft errors (the ones the model read), the share followed later in the
+        same run by a successful call of that tool: per ``run_id``, ``tool`` or ``fault`` (the
+        injected label, ``natural`` for the rest), with ``soft_errors``, ``recovered`` and ``rate``
+        (0 to 1). A fault that fails quietly (``wrong``, ``empty``) has no soft error: no rate."""
+        return recovery_rate(self._needs_events("recovery_rate"), self._keys, by)
+
+    def false_success(self) -> pd.DataFrame:
+        """Runs that ended with an answer (not hard) while some tool's last soft error was never
+        followed by a success of that tool: ``run_id``, ``tool``, the error's ``turn`` and
+        ``error_text``, and the run's ``final_output``."""
+        return false_success(self._needs_events("false_success"), self._keys)
+
+    def _needs_events(self, what: str) -> pd.DataFrame:
         if self.events is None:
-            raise ValueError("disagreements() needs the events: audit(recording) or audit((turns, events))")
-        return disagreements(self.turns, self.events)
+            raise ValueError(f"{what}() needs the events: audit(recording) or audit((turns, events))")
+        return self.events
 
     def summary(self) -> pd.DataFrame:
         """The headline figures, one per row: ``metric``, ``value`` (and ``detail``)."""

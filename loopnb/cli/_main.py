@@ -66,22 +66,18 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     try:
         chosen = _chosen(args.names)
-        overrides = _model_overrides(args)
+        overrides = {**_model_overrides(args), **_faults(args.fault, chosen)}
         recorder_for = _recorders(args.record, chosen)
     except _UsageError as exc:
         print(f"loopnb demo: {exc}", file=sys.stderr)
         return 2
     if recorder_for is None:
         return 2
-    exporter = None
-    if args.otlp is not None:
-        try:
-            from loopnb.otel import exporter_for
-
-            exporter = exporter_for(args.otlp)
-        except (ImportError, ValueError) as exc:
-            print(f"loopnb demo: --otlp: {exc}", file=sys.stderr)
-            return 2
+    try:
+        exporter = _exporter(args.otlp)
+    except _UsageError as exc:
+        print(f"loopnb demo: {exc}", file=sys.stderr)
+        return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
     con = terminal.console(out)
     outcomes = []
@@ -103,6 +99,8 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
             if interrupted:  # the engine ended this run as Cancelled; the user wants out
                 raise KeyboardInterrupt
     terminal.write(con, summary_line(outcomes))
+    for note in _fault_notes(overrides):
+        terminal.write(con, note)
     if exporter is not None:
         exporter.close()  # flushes the batch to the endpoint
         terminal.write(
@@ -111,7 +109,27 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.record is not None:
         for note in _recorded(args.record, len(outcomes)):
             terminal.write(con, note)
-    return 0 if all(o.as_expected for o in outcomes) else 1
+    # the scenarios' declared endings assume no fault: with one, they are not the measure of the run
+    return 0 if "faults" in overrides or all(o.as_expected for o in outcomes) else 1
+
+
+def _exporter(url: str | None) -> Any:
+    """The ``--otlp`` exporter (``None`` without the option)."""
+    if url is None:
+        return None
+    try:
+        from loopnb.otel import exporter_for
+
+        return exporter_for(url)
+    except (ImportError, ValueError) as exc:
+        raise _UsageError(f"--otlp: {exc}") from None
+
+
+def _fault_notes(overrides: dict[str, Any]) -> list[str]:
+    """The faults the runs had injected, said once under the table."""
+    faults = overrides.get("faults", {})
+    said = ", ".join(f"{tool}={fault.label}" for tool, fault in faults.items())
+    return [f"with faults injected: {said} (marked [injected ...] in the tables)"] if faults else []
 
 
 def _recorded(folder: str, n: int) -> list[str]:
@@ -122,6 +140,43 @@ def _recorded(folder: str, n: int) -> list[str]:
         f"wrote {terminal.plural(n, 'recording')} to {folder} (one NAME.jsonl per scenario)",
         f"next: loopnb audit {shlex.quote(folder)}",
     ]
+
+
+def _faults(specs: Sequence[str], chosen: Sequence[Scenario]) -> dict[str, Any]:
+    """``--fault TOOL=FAULT`` options as the run's ``faults={tool: Fault}`` (none: ``{}``), each
+    label parsed (never evaluated), each tool one every chosen scenario has."""
+    from loopnb.faults import FaultSyntaxError, parse
+
+    if not specs:
+        return {}
+    out: dict[str, Any] = {}
+    for spec in specs:
+        tool, sep, label = spec.partition("=")
+        if not sep or not tool.strip() or not label.strip():
+            raise _UsageError(f"--fault {spec!r}: expected TOOL=FAULT, e.g. --fault read_file=error.first(2)")
+        try:
+            out[tool.strip()] = parse(label)
+        except (FaultSyntaxError, TypeError) as exc:
+            raise _UsageError(f"--fault {spec!r}: {exc}") from None
+    for scenario in chosen:
+        tools = [getattr(t, "name", "") for t in scenario.builder(_probe(scenario)).get("tools", ())]
+        missing = [t for t in out if t not in tools]
+        if missing:
+            close = difflib.get_close_matches(missing[0], tools, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise _UsageError(
+                f"--fault: scenario {scenario.name} has no tool named {missing[0]!r}{hint}; its tools: "
+                f"{', '.join(tools) or 'none'}"
+            )
+    return {"faults": out}
+
+
+def _probe(scenario: Scenario) -> Any:
+    """The build a scenario's builder is asked with to list its tools (nothing runs)."""
+    from loopnb.engine import FakeClock
+    from loopnb.scenarios._scenario import Build
+
+    return Build(clock=FakeClock(), seed=scenario.seed)
 
 
 def _chosen(names: Sequence[str]) -> list[Scenario]:
@@ -378,6 +433,14 @@ def _parser() -> argparse.ArgumentParser:
         "http://127.0.0.1:4318 (needs loopnb[otel])",
     )
     demo.add_argument("--width", type=_columns, default=None, help="table width (default: terminal)")
+    demo.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="TOOL=FAULT",
+        help="inject a fault into a tool, e.g. read_file=error.first(2) or "
+        "read_file='error(\"disk busy\").always()' (repeatable; see loopnb.faults)",
+    )
     demo.add_argument(
         "--model",
         default=None,

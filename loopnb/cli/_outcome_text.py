@@ -35,6 +35,8 @@ def _row(turn: Turn) -> dict[str, str]:
     else:
         text = turn.reply.text if turn.reply is not None else ""
         read = f"(final answer) {text or ''}"
+    if turn.injected is not None:
+        read = f"[injected {turn.injected}] {read}"
     return {
         "turn": str(turn.turn),
         "channel": turn.channel,

@@ -39,7 +39,7 @@ from loopnb.engine._recovery import (
 )
 from loopnb.engine._state import RunState
 from loopnb.engine._texts import invalid_arguments_text, panic_text, timeout_text, unchecked_arguments_text
-from loopnb.engine._tools import Tool, parse_arguments
+from loopnb.engine._tools import FaultMark, Tool, parse_arguments
 
 BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
 """Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
@@ -148,20 +148,22 @@ class Invocation:
         kwargs = _arguments(tool, call)
         if isinstance(kwargs, str):
             return self._result(tool, call, attempt, state, t0, kwargs, "invalid_arguments", False)
+        mark = FaultMark() if tool.marks_faults else None  # a tool loopnb.inject wrapped
+        fn = tool.fn if mark is None else tool.marked(mark)
         if tool.is_async or self.timeout is not None:
-            return self._awaited(tool, call, attempt, state, t0, kwargs, None)
+            return self._awaited(tool, fn, call, attempt, state, t0, kwargs, None, mark)
         try:
-            value = tool.fn(**kwargs)
+            value = fn(**kwargs)
         except BaseException as exc:  # a ToolError, or the analogue of a panic
             content, producer = _failure(tool.name, exc, None, run_cancellable=False)
         else:
             if type(value) is str:  # the common case, without a call
                 content, producer = value, None
             elif inspect.isawaitable(value):
-                return self._awaited(tool, call, attempt, state, t0, {}, value)
+                return self._awaited(tool, fn, call, attempt, state, t0, {}, value, mark)
             else:
                 content, producer = _content(tool.name, value)
-        return self._result(tool, call, attempt, state, t0, content, producer, True)
+        return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
 
     def _result(
         self,
@@ -173,8 +175,10 @@ class Invocation:
         content: str,
         producer: SoftProducer | None,
         executed: bool,
+        mark: FaultMark | None = None,
     ) -> ToolResult:
-        """The attempt's result as the model reads it, reported when the run is observed."""
+        """The attempt's result as the model reads it, reported when the run is observed (with the
+        label of the fault a wrapped tool injected, where it did)."""
         result = ToolResult(
             content,
             is_error=producer is not None,
@@ -184,18 +188,23 @@ class Invocation:
             attempts=attempt + 1,
         )
         if state.observing:
-            report_dispatch(state, self.clock, result, attempt=attempt, executed=executed, t0=t0)
+            injected = None if mark is None else mark.label
+            report_dispatch(
+                state, self.clock, result, attempt=attempt, executed=executed, t0=t0, injected=injected
+            )
         return result
 
     async def _awaited(
         self,
         tool: Tool,
+        fn: Callable[..., Any],
         call: ToolCall,
         attempt: int,
         state: RunState,
         t0: float,
         kwargs: dict[str, Any],
         pending: Any,
+        mark: FaultMark | None,
     ) -> ToolResult:
         """The rest of an attempt that has to wait: an async tool, or a sync one under the timeout
         (on a thread of its own).
@@ -210,23 +219,23 @@ class Invocation:
             elif not tool.is_async:
                 assert timeout is not None
                 deadline = asyncio.get_running_loop().time() + timeout
-                ok, value = await _in_thread(tool.fn, kwargs, timeout)
+                ok, value = await _in_thread(fn, kwargs, timeout)
                 if not ok:
                     raise value  # what the tool raised on its thread, classified below like any other
                 if type(value) is not str and inspect.isawaitable(value):
                     left = deadline - asyncio.get_running_loop().time()
                     value = await _with_timeout(value, max(left, 0.0))
             elif timeout is None:
-                value = await tool.fn(**kwargs)
+                value = await fn(**kwargs)
             else:
-                value = await _with_timeout(tool.fn(**kwargs), timeout)
+                value = await _with_timeout(fn(**kwargs), timeout)
             if type(value) is not str and inspect.isawaitable(value):
                 value = await (value if timeout is None else _with_timeout(value, timeout))
         except BaseException as exc:  # a ToolError, the deadline, the run's cancellation, or a panic
             content, producer = _failure(tool.name, exc, timeout, run_cancellable=True)
         else:
             content, producer = _content(tool.name, value)
-        return self._result(tool, call, attempt, state, t0, content, producer, True)
+        return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
 
 
 Outcome = tuple[str, SoftProducer | None]
@@ -257,7 +266,14 @@ def _failure(name: str, exc: BaseException, timeout: float | None, *, run_cancel
 
 
 def report_dispatch(
-    state: RunState, clock: Clock, result: ToolResult, *, attempt: int, executed: bool, t0: float | None
+    state: RunState,
+    clock: Clock,
+    result: ToolResult,
+    *,
+    attempt: int,
+    executed: bool,
+    t0: float | None,
+    injected: str | None = None,
 ) -> None:
     """Emit the ``ToolDispatched`` of one attempt (or of a refusal: no ``t0``, nothing ran)."""
     latency = 0.0 if t0 is None else round((clock.monotonic() - t0) * 1000.0, 3)  # to the microsecond
@@ -271,6 +287,7 @@ def report_dispatch(
             attempt=attempt,
             executed=executed,
             latency_ms=latency,
+            injected=injected,
         )
     )
 

@@ -24,6 +24,10 @@ class Tool:
 
     __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
 
+    marks_faults: ClassVar[bool] = False
+    """Whether the tool may inject a fault (``loopnb.inject`` wrapped it): the engine then calls
+    ``marked(mark)`` for each attempt and records the fault's label the mark holds afterwards."""
+
     _any_name: ClassVar[bool] = False
     """Whether any name is taken, not only one a model's API takes: true only of tools that never
     reach a model's API, such as a replay's tools, which keep the names a recorded run gave them."""
@@ -69,12 +73,28 @@ class Tool:
                         return arguments
         return self.args_model.model_validate(arguments).__dict__
 
+    def marked(self, mark: FaultMark) -> Callable[..., Any]:
+        """The function to call for one attempt, telling ``mark`` what it injected (only tools
+        whose ``marks_faults`` is true are asked; a plain tool's is its ``fn``)."""
+        return self.fn
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         kind = "async " if self.is_async else ""
         return f"<{kind}Tool {self.name!r}>"
+
+
+class FaultMark:
+    """What one attempt of a fault-injecting tool says it did: the label of the fault it injected
+    (``None``: the tool ran as it is). Passed in, not kept anywhere shared, so calls running at
+    once (on threads, in tasks) each have their own."""
+
+    __slots__ = ("label",)
+
+    def __init__(self) -> None:
+        self.label: str | None = None
 
 
 def usable_name(name: str) -> bool:

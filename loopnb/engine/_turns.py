@@ -52,6 +52,8 @@ class Turn:
     finished: TurnFinished | None = None
     run_breakers: tuple[str, ...] = ()
     """Every breaker of the run, from its ``RunStarted``."""
+    model_injected: list[str] = field(default_factory=list)
+    """The labels of the faults ``loopnb.inject`` made this turn's model requests fail with."""
 
     @property
     def channel(self) -> Channel:
@@ -177,6 +179,13 @@ class Turn:
         return "\n".join(notes) if notes else None
 
     @property
+    def injected(self) -> str | None:
+        """The labels of the faults injected into this turn (its model requests', then its calls'
+        in dispatch order), each once, joined by ``"; "``; ``None`` when nothing was injected."""
+        labels = [*self.model_injected, *(d.injected for d in self.dispatched if d.injected is not None)]
+        return "; ".join(dict.fromkeys(labels)) if labels else None
+
+    @property
     def recovery_attempts(self) -> int:
         """The most retries any one call of this turn was given (0 without recovery)."""
         dispatched = self.dispatched
@@ -229,13 +238,10 @@ class TurnAssembler:
                 turn.finished = event
                 del self._open[event.run_id]
                 return turn
-            case (
-                "model_failed"
-                | "breaker_transitioned"
-                | "detector_fired"
-                | "completion_rejected"
-                | "context_compacted"
-            ):
+            case "model_failed":
+                if event.injected is not None:
+                    turn.model_injected.append(event.injected)
+            case "breaker_transitioned" | "detector_fired" | "completion_rejected" | "context_compacted":
                 pass  # none of a turn's own facts
             case _:
                 assert_never(event)

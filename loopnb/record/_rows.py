@@ -126,7 +126,15 @@ def _hard(e: RunFinished) -> bool:
 _fills(RunStarted, text="task", model=_models)
 _fills(TurnStarted, turn="turn")
 _fills(ModelReplied, turn="turn", model="reply.model", text="reply.text", latency_ms="latency_ms")
-_fills(ModelFailed, turn="turn", model="model", text="error", status="status", latency_ms="latency_ms")
+_fills(
+    ModelFailed,
+    turn="turn",
+    model="model",
+    text="error",
+    status="status",
+    latency_ms="latency_ms",
+    injected="injected",
+)
 _fills(
     ToolDispatched,
     turn="turn",
@@ -139,6 +147,7 @@ _fills(
     text="result.content",
     latency_ms="latency_ms",
     source_status="source_status",
+    injected="injected",
 )
 _fills(
     RecoveryDecided,

@@ -259,6 +259,14 @@ TURNS = Table(
             "framework; missing for loopnb's own runs.",
             lambda t: t.finished.source_status,  # type: ignore[union-attr]
         ),
+        Column(
+            "injected",
+            "string",
+            "The label of each fault loopnb.inject put into the turn (its model requests', then its "
+            'calls\'), e.g. error("disk busy").first(2), joined by "; "; missing when nothing was '
+            "injected: a natural failure.",
+            lambda t: t.injected,
+        ),
     ),
     frozenset(
         {"run_id", "turn", "seq", "channel", "n_calls", "n_errors", "recovery_attempts", "breakers_open"}
@@ -333,6 +341,12 @@ EVENTS = Table(
             "What the framework that made a foreign run said of the call (tool_dispatched) or the "
             "turn (turn_finished); missing for loopnb's own runs.",
         ),
+        Column(
+            "injected",
+            "string",
+            "The label of the fault loopnb.inject made a dispatch (tool_dispatched) or a model request "
+            "(model_failed) fail with; missing otherwise.",
+        ),
     ),
     frozenset({"run_id", "seq", "kind", "at"}),
 )
@@ -343,7 +357,7 @@ _TITLES = {
     "events": "One event, flattened. Columns that do not apply to an event's kind are missing.",
 }
 
-ADDED_LATER: frozenset[str] = frozenset({"source_status"})
+ADDED_LATER: frozenset[str] = frozenset({"source_status", "injected"})
 """Columns a file written before they existed lacks: read back as missing values."""
 
 TURN_COLUMNS: tuple[str, ...] = TURNS.names

@@ -70,6 +70,10 @@ def reference_turn_row(turn) -> dict:
         "output_tokens": usage.output_tokens if usage else None,
         "started_at": datetime.fromtimestamp(turn.started_at, UTC),
         "source_status": turn.finished.source_status,
+        "injected": "; ".join(
+            dict.fromkeys([*turn.model_injected, *(d.injected for d in turn.dispatched if d.injected)])
+        )
+        or None,
     }
 
 

@@ -308,6 +308,7 @@ class FallbackChain:
                     error=text,
                     status=_status(exc),
                     latency_ms=round((self.clock.monotonic() - t0) * 1000.0, 3),
+                    injected=_injected(exc),
                 )
             )
         state.note_breaker(breaker, before, "model")
@@ -375,3 +376,9 @@ def _retry_after(exc: BaseException) -> float | None:
         except OverflowError:  # an int past a float's range: as good as never
             return math.inf
     return None
+
+
+def _injected(exc: BaseException) -> str | None:
+    """The label of the fault ``loopnb.inject`` raised ``exc`` for (its ``loopnb_injected``)."""
+    label = _attribute(exc, "loopnb_injected")
+    return str.__str__(label) if isinstance(label, str) else None
