@@ -1,10 +1,11 @@
 """mkdocs hook: each notebook of ``notebooks/`` as a page, with the outputs it was committed with.
 
 Nothing is executed: a markdown cell is the page's markdown, a code cell a Python block, and each
-stored output the first of its forms a static page can show without a script (an HTML picture,
-SVG, PNG or JPEG, markdown, else its text). An HTML output carrying a ``<script>`` (a plotly
-figure, a widget's loader) is shown by its other forms: the site loads no script from outside, and
-a live widget needs a kernel. The ``.ipynb`` itself is published beside its page, to download.
+stored output the first of its forms a static page can show (an HTML picture, SVG, PNG or JPEG,
+markdown, else its text). An HTML output carrying a ``<script>`` (a widget's loader) is shown by
+its other forms: the site loads no script from another host, and a live widget needs a kernel. A
+plotly figure is drawn by plotly.js, published with the site from the plotly package loopnb
+depends on, on the pages that have one. The ``.ipynb`` itself is published beside its page.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "notebooks"
 SECTION = "Notebooks"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+PLOTLY = "application/vnd.plotly.v1+json"
+PLOTLY_JS = "javascripts/plotly.min.js"
+DRAW = """<script>
+document.querySelectorAll(".nb-plotly[data-figure]").forEach(function (box) {
+  var figure = JSON.parse(box.dataset.figure);
+  Plotly.newPlot(box, figure.data, figure.layout, {responsive: true, displaylogo: false});
+});
+</script>"""
+"""Draws each figure of a page, once plotly.js (``PLOTLY_JS``, from this site) has loaded."""
 
 
 def notebooks() -> list[Path]:
@@ -70,8 +80,9 @@ def output(out: dict[str, Any]) -> str:
         return _text(data["text/markdown"])
     if "application/vnd.jupyter.widget-view+json" in data:
         return "*A live widget: it shows when the notebook runs in Jupyter.*"
-    if "application/vnd.plotly.v1+json" in data:
-        return "*A plotly figure: it shows when the notebook runs in Jupyter.*"
+    if PLOTLY in data:  # its JSON in an attribute, escaped: DRAW reads it back
+        figure = html.escape(json.dumps(data[PLOTLY]), quote=True)
+        return f'<div class="nb-output nb-plotly" markdown="0" data-figure="{figure}"></div>'
     if "text/plain" in data:
         return _fenced(_text(data["text/plain"]))
     return ""
@@ -104,7 +115,13 @@ def page(path: Path) -> str:
         elif cell["cell_type"] == "code" and source.strip():
             parts.append(_fenced(source, "python"))
             parts += [shown for out in cell.get("outputs", []) if (shown := output(out))]
+    if _has_figures(nb):  # the page is notebooks/<name>.html: plotly.js is one folder up
+        parts += [f'<script src="../{PLOTLY_JS}"></script>', DRAW]
     return "\n\n".join(parts) + "\n"
+
+
+def _has_figures(nb: dict[str, Any]) -> bool:
+    return any(PLOTLY in out.get("data", {}) for cell in nb["cells"] for out in cell.get("outputs", []))
 
 
 def on_config(config: MkDocsConfig, **kwargs: Any) -> MkDocsConfig:
@@ -116,7 +133,13 @@ def on_config(config: MkDocsConfig, **kwargs: Any) -> MkDocsConfig:
 
 @event_priority(50)  # before the other plugins look at the files
 def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
+    figures = False
     for nb in notebooks():
         files.append(File.generated(config, f"notebooks/{nb.stem}.md", content=page(nb)))
         files.append(File.generated(config, f"notebooks/{nb.name}", abs_src_path=str(nb)))
+        figures = figures or _has_figures(json.loads(nb.read_text(encoding="utf-8")))
+    if figures:
+        from plotly.offline import get_plotlyjs  # the plotly.js of the plotly that drew the figures
+
+        files.append(File.generated(config, PLOTLY_JS, content=get_plotlyjs()))
     return files

@@ -9,6 +9,7 @@ reference. The notebooks are pages with the outputs they were committed with, ne
 
 from __future__ import annotations
 
+import html
 import importlib
 import importlib.util
 import json
@@ -119,6 +120,14 @@ def test_every_notebook_is_a_page_and_a_download(site, path):
     assert built.read_text(encoding="utf-8").count('class="language-python highlight"') >= len(code)
     assert (site / "notebooks" / path.name).read_bytes() == path.read_bytes()
     stored = any(c.get("outputs") for c in notebook["cells"])  # type: ignore[union-attr]
+    figures = sum(
+        "application/vnd.plotly.v1+json" in out.get("data", {})
+        for c in notebook["cells"]  # type: ignore[union-attr]
+        for out in c.get("outputs", [])
+    )
+    assert built.read_text(encoding="utf-8").count('class="nb-output nb-plotly"') == figures
+    if figures:
+        assert (site / "javascripts" / "plotly.min.js").stat().st_size > 1_000_000  # from this site
     says = "It is saved without its outputs" in built.read_text(encoding="utf-8")
     assert says is not stored, "the page says whether the outputs it shows are the notebook's"
 
@@ -152,8 +161,12 @@ def test_a_notebooks_outputs_show_as_a_static_page_shows_them():
     assert output(figure) == '<img class="nb-output" alt="a figure" src="data:image/png;base64,iVBOR">'
     widget = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {}}}
     assert "live widget" in output(widget)
-    plotly = {"output_type": "display_data", "data": {"application/vnd.plotly.v1+json": {"data": []}}}
-    assert "plotly figure" in output(plotly)
+    figure = {"data": [{"type": "bar", "name": "<b>x</b>", "y": [1]}], "layout": {"title": "it's"}}
+    drawn = output({"output_type": "display_data", "data": {"application/vnd.plotly.v1+json": figure}})
+    found = re.fullmatch(
+        r'<div class="nb-output nb-plotly" markdown="0" data-figure="([^"<>]*)"></div>', drawn
+    )
+    assert found is not None and json.loads(html.unescape(found[1])) == figure
     error = {
         "output_type": "error",
         "ename": "LoopDetected",
