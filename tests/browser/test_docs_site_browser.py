@@ -57,7 +57,12 @@ def test_search_finds_ToolRecoveryExhausted_and_leads_to_its_reference(page, sit
     refused = offline(page)
     page.goto(site_url + "index.html")
     expect(page.locator("article h1").first).to_contain_text("loopnb")
-    page.locator("input.md-search__input").fill("ToolRecoveryExhausted")
+    search = page.locator("input.md-search__input")
+    search.click()
+    # typed key by key, as a person does: the search runs on a key's release (a value set at once
+    # is only seen if it is there when the index finishes loading, which made the test a race)
+    expect(page.locator(".md-search-result__meta")).to_have_text("Type to start searching")
+    search.press_sequentially("ToolRecoveryExhausted")
     # the first hit on a section (a link with an anchor) is the name's entry, before the pages that use it
     hit = page.locator('.md-search-result__item > a[href*="#"]').first
     expect(hit).to_be_visible()
