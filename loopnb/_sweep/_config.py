@@ -33,6 +33,8 @@ from loopnb.engine import (
 )
 from loopnb.engine._state import Observer
 from loopnb.engine.models import FallibleModel, Model, model_from_spec
+from loopnb.faults import Fault, inject, parse
+from loopnb.faults._targets import as_fault
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 """A config's name: it is a folder name (``config=NAME``) and part of every run id."""
@@ -74,6 +76,9 @@ class SweepConfig:
             template with ``{error}`` (the tool's text) and the call's arguments (``{path}``).
         fake_clock: run on a ``FakeClock`` (back-off and cooldowns take no time); ``None`` keeps the
             scenario's choice (a task runs on the system clock).
+        faults: tool name -> a fault (``loopnb.faults.error("busy").first(2)``) or its label,
+            injected into that tool of every run (``loopnb.inject``, seeded with the run's seed, on
+            the run's clock); kept and written as labels, so a grid of faults is a list of configs.
     """
 
     name: str
@@ -88,6 +93,7 @@ class SweepConfig:
     timeout: float | None = None
     error_text: Mapping[str, str] = field(default_factory=dict)
     fake_clock: bool | None = None
+    faults: Mapping[str, Fault | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
@@ -97,6 +103,12 @@ class SweepConfig:
             )
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "error_text", dict(self.error_text))
+        try:  # a label is parsed (never evaluated) here, so a bad one fails before any run
+            labels = {str(tool): as_fault(f, f"SweepConfig {self.name}: faults[{tool!r}]").label
+                      for tool, f in dict(self.faults).items()}  # fmt: skip
+        except ValueError as exc:
+            raise ValueError(f"SweepConfig {self.name}: {exc}") from None
+        object.__setattr__(self, "faults", labels)
         for tool in self.tools:
             if not isinstance(tool, str | Tool):
                 raise TypeError(
@@ -163,7 +175,7 @@ def build(
             raise ValueError(f"SweepConfig {config.name}: a task needs a model (e.g. model='fallible')")
     if config.model is not None:
         kwargs["model"] = _model(config, seed)
-    _apply(config, kwargs)
+    _apply(config, kwargs, seed)
     kwargs["observers"] = [*kwargs.get("observers", ()), *observers]
     return Engine(**kwargs), task
 
@@ -205,7 +217,7 @@ def _options(config: SweepConfig, key: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def _apply(config: SweepConfig, kwargs: dict[str, Any]) -> None:
+def _apply(config: SweepConfig, kwargs: dict[str, Any], seed: int) -> None:
     """Put the config's engine settings into ``kwargs`` (an Engine's keyword arguments)."""
     if config.recovery is not None:
         kwargs["recovery"] = _recovery(config)
@@ -225,6 +237,9 @@ def _apply(config: SweepConfig, kwargs: dict[str, Any]) -> None:
         kwargs["timeout"] = config.timeout
     if config.error_text:
         kwargs["tools"] = _rewritten(config, list(kwargs.get("tools", ())))
+    if config.faults:
+        faults = {tool: parse(str(label)) for tool, label in config.faults.items()}
+        kwargs["tools"] = inject(list(kwargs.get("tools", ())), faults, seed=seed, clock=kwargs["clock"])
 
 
 def _recovery(config: SweepConfig) -> RecoveryStrategy | None:

@@ -160,12 +160,17 @@ class Sweep:
     def by_config(self) -> pd.DataFrame:
         """Per config: ``runs``, ``turns``, ``soft_turns``, runs ``ended_ok`` and ``ended_hard``, soft
         streaks (``episodes``), how many the model ``recovered`` from on its own, and ``recovery_rate``
-        (recovered / episodes, 0 to 1; missing without episodes)."""
+        (recovered / episodes, 0 to 1; missing without episodes): self-recovery, turn by turn. Next
+        to it, per call: the tools' ``soft_errors``, how many were followed later in the run by a
+        success of the same tool (``errors_recovered``) and that share, ``tool_recovery_rate``
+        (``Audit.recovery_rate``'s measure; missing without soft errors), and ``false_successes``:
+        runs that ended with an answer past a tool error never got over (``Audit.false_success``)."""
         import pandas as pd
 
         from loopnb.analysis import Audit
 
         turns = self.turns
+        calls = self._per_call()
         rows = []
         for config in self.configs:
             t = turns[turns["config"] == config]
@@ -184,14 +189,41 @@ class Sweep:
                     "episodes": n_episodes,
                     "recovered": recovered,
                     "recovery_rate": recovered / n_episodes if n_episodes else None,
+                    **calls.get(config, {"soft_errors": 0, "errors_recovered": 0, "false_successes": 0}),
                 }
             )
         frame = pd.DataFrame(rows)
-        for name in ("runs", "turns", "soft_turns", "ended_ok", "ended_hard", "episodes", "recovered"):
+        counts = ("runs", "turns", "soft_turns", "ended_ok", "ended_hard", "episodes", "recovered")
+        for name in (*counts, "soft_errors", "errors_recovered", "false_successes"):
             frame[name] = frame[name].astype("Int64")
         frame["recovery_rate"] = frame["recovery_rate"].astype("Float64")
+        errors = frame["soft_errors"].to_numpy(float)
+        share = frame["errors_recovered"].to_numpy(float) / errors.clip(min=1)
+        frame["tool_recovery_rate"] = pd.array(
+            [r if e else None for r, e in zip(share, errors, strict=True)], "Float64"
+        )
+        per_call = ["soft_errors", "errors_recovered", "tool_recovery_rate", "false_successes"]
+        frame = frame[[*(c for c in frame.columns if c not in per_call), *per_call]]
         frame["config"] = pd.Categorical(frame["config"], categories=self.configs)
         return frame
+
+    def _per_call(self) -> dict[str, dict[str, int]]:
+        """Per config: its tools' soft errors, how many were got past, and its false successes."""
+        from loopnb.analysis._recovery_rate import false_success, soft_errors
+
+        events = self.events
+        keys = ["config", "run_id"]
+        errors = soft_errors(events, keys)
+        false = false_success(events, keys)
+        out: dict[str, dict[str, int]] = {}
+        for config in self.configs:
+            mine = errors[errors["config"] == config]
+            out[config] = {
+                "soft_errors": len(mine),
+                "errors_recovered": int(mine["recovered"].sum()),
+                "false_successes": int(false.loc[false["config"] == config, "run_id"].nunique()),
+            }
+        return out
 
     @property
     def figures(self) -> pd.DataFrame:

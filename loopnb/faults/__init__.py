@@ -18,6 +18,7 @@ decision every wrapper shares, and ``register_target`` teaches ``inject`` a new 
 """
 
 import loopnb._face as _face
+from loopnb.faults import _pydantic_ai  # noqa: F401  (teaches inject pydantic-ai agents)
 from loopnb.faults._fault import (
     KINDS,
     Fault,
