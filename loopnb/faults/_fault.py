@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 Kind = Literal["error", "crash", "hang", "wrong", "empty", "slow", "unavailable"]
 KINDS: tuple[Kind, ...] = ("error", "crash", "hang", "wrong", "empty", "slow", "unavailable")
+"""Every kind of fault, each the name of the function that makes one (``error``, ``crash``, ...)."""
 EXPLICIT: frozenset[str] = frozenset({"error", "crash", "hang", "unavailable"})
 """Kinds that fail where the channel table can see it; ``wrong`` and ``empty`` are implicit (a
 plausible result, no error flag) and ``slow`` is no failure until something times out."""
