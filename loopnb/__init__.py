@@ -27,6 +27,8 @@ __all__ = sorted(
 
 
 def __getattr__(name: str) -> object:
+    if name == "faults":  # a public subpackage, reached as loopnb.faults without importing it first
+        return _importlib.import_module("loopnb.faults")
     module = _face.LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'loopnb' has no attribute {name!r}")
@@ -36,4 +38,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_face.LAZY))
+    return sorted(set(globals()) | set(_face.LAZY) | {"faults"})

@@ -62,6 +62,23 @@ def kept(output: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def coalesced(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive printed text to one stream joined, as nbval compares it: how a cell's printing
+    is cut into chunks depends on when the kernel flushed, not on what it printed."""
+    joined: list[dict[str, Any]] = []
+    for out in outputs:
+        last = joined[-1] if joined else None
+        if last and out["output_type"] == last["output_type"] == "stream" and out["name"] == last["name"]:
+            joined[-1] = {**last, "text": _text(last["text"]) + _text(out["text"])}
+        else:
+            joined.append(out)
+    return joined
+
+
+def _text(text: str | list[str]) -> str:
+    return text if isinstance(text, str) else "".join(text)
+
+
 def fingerprint(outputs: list[dict[str, Any]], rules: list[tuple[re.Pattern[str], str]]) -> str:
     """The outputs as nbval compares them: sanitised text, widget views left out."""
     text = json.dumps(outputs, sort_keys=True)
@@ -111,7 +128,7 @@ def store(path: pathlib.Path, *, clear: bool) -> None:
         cell.outputs, cell.execution_count = [], None
         if clear:
             continue
-        first, second = ([o for o in map(kept, run.cells[i].outputs) if o] for run in runs)
+        first, second = (coalesced([o for o in map(kept, run.cells[i].outputs) if o]) for run in runs)
         count += 1
         cell.execution_count = count
         for out in first:

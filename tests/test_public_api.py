@@ -104,6 +104,7 @@ ENGINE = [
 ]
 
 LAZY = {
+    "loopnb.faults": ["inject"],
     "loopnb.record": [
         "EVENT_SCHEMA",
         "TURN_SCHEMA",
@@ -138,7 +139,6 @@ LAZY = {
         "register_format",
     ],
     "loopnb._sweep": ["Sweep", "SweepConfig", "query", "sweep"],
-    "loopnb.faults": ["inject"],
 }
 """``loopnb``'s names that load their layer on first use."""
 
@@ -177,20 +177,22 @@ EXPECTED = {
     ],
     "loopnb.foreign": [],
     "loopnb.faults": [
+        "KINDS",
         "Fault",
-        "FaultKind",
-        "FaultPlan",
         "FaultSyntaxError",
+        "InjectedModel",
+        "InjectedTool",
         "Injection",
-        "Target",
-        "aperform",
+        "NoSuchTool",
+        "Outcome",
+        "Schedule",
         "crash",
         "empty",
         "error",
         "hang",
         "inject",
+        "outcome",
         "parse",
-        "perform",
         "register_target",
         "slow",
         "unavailable",

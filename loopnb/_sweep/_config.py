@@ -33,8 +33,8 @@ from loopnb.engine import (
 )
 from loopnb.engine._state import Observer
 from loopnb.engine.models import FallibleModel, Model, model_from_spec
-from loopnb.faults import Fault, inject
-from loopnb.faults._plan import faults_of
+from loopnb.faults import Fault, inject, parse
+from loopnb.faults._targets import as_fault
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 """A config's name: it is a folder name (``config=NAME``) and part of every run id."""
@@ -76,8 +76,9 @@ class SweepConfig:
             template with ``{error}`` (the tool's text) and the call's arguments (``{path}``).
         fake_clock: run on a ``FakeClock`` (back-off and cooldowns take no time); ``None`` keeps the
             scenario's choice (a task runs on the system clock).
-        faults: tool name -> a fault (``loopnb.faults``) or its label (``'error("x").first(2)'``),
-            injected into the engine's tools with the run's seed (``loopnb.inject``); written by label.
+        faults: tool name -> a fault (``loopnb.faults.error("busy").first(2)``) or its label,
+            injected into that tool of every run (``loopnb.inject``, seeded with the run's seed, on
+            the run's clock); kept and written as labels, so a grid of faults is a list of configs.
     """
 
     name: str
@@ -102,7 +103,12 @@ class SweepConfig:
             )
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "error_text", dict(self.error_text))
-        object.__setattr__(self, "faults", faults_of(self.faults, f"SweepConfig {self.name}"))
+        try:  # a label is parsed (never evaluated) here, so a bad one fails before any run
+            labels = {str(tool): as_fault(f, f"SweepConfig {self.name}: faults[{tool!r}]").label
+                      for tool, f in dict(self.faults).items()}  # fmt: skip
+        except ValueError as exc:
+            raise ValueError(f"SweepConfig {self.name}: {exc}") from None
+        object.__setattr__(self, "faults", labels)
         for tool in self.tools:
             if not isinstance(tool, str | Tool):
                 raise TypeError(
@@ -125,7 +131,6 @@ class SweepConfig:
         """The config as JSON data (tools by name)."""
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}
         data["tools"] = [t if isinstance(t, str) else t.name for t in self.tools]
-        data["faults"] = {name: fault.label for name, fault in self.faults.items()}  # type: ignore[union-attr]
         plain: dict[str, Any] = _plain(data)
         return plain
 
@@ -170,19 +175,9 @@ def build(
             raise ValueError(f"SweepConfig {config.name}: a task needs a model (e.g. model='fallible')")
     if config.model is not None:
         kwargs["model"] = _model(config, seed)
-    _apply(config, kwargs)
-    if config.faults:
-        kwargs["tools"] = _injected(config, list(kwargs.get("tools", ())), seed)
+    _apply(config, kwargs, seed)
     kwargs["observers"] = [*kwargs.get("observers", ()), *observers]
     return Engine(**kwargs), task
-
-
-def _injected(config: SweepConfig, tools: list[Any], seed: int) -> Any:
-    """The engine's tools with the config's faults injected, seeded by the run's seed."""
-    try:
-        return inject(tools, config.faults, seed=seed)
-    except ValueError as exc:
-        raise ValueError(f"SweepConfig {config.name}: faults: {exc}") from None
 
 
 def _tools(config: SweepConfig) -> list[Tool]:
@@ -222,7 +217,7 @@ def _options(config: SweepConfig, key: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def _apply(config: SweepConfig, kwargs: dict[str, Any]) -> None:
+def _apply(config: SweepConfig, kwargs: dict[str, Any], seed: int) -> None:
     """Put the config's engine settings into ``kwargs`` (an Engine's keyword arguments)."""
     if config.recovery is not None:
         kwargs["recovery"] = _recovery(config)
@@ -242,6 +237,9 @@ def _apply(config: SweepConfig, kwargs: dict[str, Any]) -> None:
         kwargs["timeout"] = config.timeout
     if config.error_text:
         kwargs["tools"] = _rewritten(config, list(kwargs.get("tools", ())))
+    if config.faults:
+        faults = {tool: parse(str(label)) for tool, label in config.faults.items()}
+        kwargs["tools"] = inject(list(kwargs.get("tools", ())), faults, seed=seed, clock=kwargs["clock"])
 
 
 def _recovery(config: SweepConfig) -> RecoveryStrategy | None:

@@ -109,8 +109,7 @@ class Sweep:
         data = ds.dataset(
             [str(p) for p in files], format="parquet", partitioning=hive, partition_base_dir=str(self.path)
         )
-        present = set(data.schema.names)  # a column added since a batch was written reads as missing
-        table = data.to_table(columns=["config", "seed", *(c for c in TURN_COLUMNS if c in present)])
+        table = data.to_table(columns=["config", "seed", *TURN_COLUMNS])
         configs = table.column("config").to_pylist()
         seeds = table.column("seed").to_pylist()
         return self._keyed(to_frame(table.drop_columns(["config", "seed"]), TURNS), configs, seeds)
@@ -161,16 +160,17 @@ class Sweep:
     def by_config(self) -> pd.DataFrame:
         """Per config: ``runs``, ``turns``, ``soft_turns``, runs ``ended_ok`` and ``ended_hard``, soft
         streaks (``episodes``), how many the model ``recovered`` from on its own, and ``recovery_rate``
-        (recovered / episodes, 0 to 1; missing without episodes): self-recovery. Beside it, per tool
-        error (``Audit.recovery_rate``): ``tool_errors``, how many a later success of the same tool
-        followed (``tool_recovered``), ``tool_recovery_rate``; and ``false_successes``, the runs that
-        ended with an answer after a tool error never recovered (``Audit.false_success``)."""
+        (recovered / episodes, 0 to 1; missing without episodes): self-recovery, turn by turn. Next
+        to it, per call: the tools' ``soft_errors``, how many were followed later in the run by a
+        success of the same tool (``errors_recovered``) and that share, ``tool_recovery_rate``
+        (``Audit.recovery_rate``'s measure; missing without soft errors), and ``false_successes``:
+        runs that ended with an answer past a tool error never got over (``Audit.false_success``)."""
         import pandas as pd
 
         from loopnb.analysis import Audit
 
         turns = self.turns
-        events = self.events
+        calls = self._per_call()
         rows = []
         for config in self.configs:
             t = turns[turns["config"] == config]
@@ -178,7 +178,6 @@ class Sweep:
             episodes = Audit(t.drop(columns=["config", "seed"])).recovery_episodes() if len(t) else None
             n_episodes = 0 if episodes is None else len(episodes)
             recovered = 0 if episodes is None else int((episodes["outcome"] == "recovered").sum())
-            per_error = _per_error(t, events[events["config"] == config]) if len(t) else (0, 0, 0)
             rows.append(
                 {
                     "config": config,
@@ -190,20 +189,41 @@ class Sweep:
                     "episodes": n_episodes,
                     "recovered": recovered,
                     "recovery_rate": recovered / n_episodes if n_episodes else None,
-                    "tool_errors": per_error[0],
-                    "tool_recovered": per_error[1],
-                    "tool_recovery_rate": per_error[1] / per_error[0] if per_error[0] else None,
-                    "false_successes": per_error[2],
+                    **calls.get(config, {"soft_errors": 0, "errors_recovered": 0, "false_successes": 0}),
                 }
             )
         frame = pd.DataFrame(rows)
         counts = ("runs", "turns", "soft_turns", "ended_ok", "ended_hard", "episodes", "recovered")
-        for name in (*counts, "tool_errors", "tool_recovered", "false_successes"):
+        for name in (*counts, "soft_errors", "errors_recovered", "false_successes"):
             frame[name] = frame[name].astype("Int64")
-        for name in ("recovery_rate", "tool_recovery_rate"):
-            frame[name] = frame[name].astype("Float64")
+        frame["recovery_rate"] = frame["recovery_rate"].astype("Float64")
+        errors = frame["soft_errors"].to_numpy(float)
+        share = frame["errors_recovered"].to_numpy(float) / errors.clip(min=1)
+        frame["tool_recovery_rate"] = pd.array(
+            [r if e else None for r, e in zip(share, errors, strict=True)], "Float64"
+        )
+        per_call = ["soft_errors", "errors_recovered", "tool_recovery_rate", "false_successes"]
+        frame = frame[[*(c for c in frame.columns if c not in per_call), *per_call]]
         frame["config"] = pd.Categorical(frame["config"], categories=self.configs)
         return frame
+
+    def _per_call(self) -> dict[str, dict[str, int]]:
+        """Per config: its tools' soft errors, how many were got past, and its false successes."""
+        from loopnb.analysis._recovery_rate import false_success, soft_errors
+
+        events = self.events
+        keys = ["config", "run_id"]
+        errors = soft_errors(events, keys)
+        false = false_success(events, keys)
+        out: dict[str, dict[str, int]] = {}
+        for config in self.configs:
+            mine = errors[errors["config"] == config]
+            out[config] = {
+                "soft_errors": len(mine),
+                "errors_recovered": int(mine["recovered"].sum()),
+                "false_successes": int(false.loc[false["config"] == config, "run_id"].nunique()),
+            }
+        return out
 
     @property
     def figures(self) -> pd.DataFrame:
@@ -226,13 +246,3 @@ class Sweep:
             f"Sweep({self.name!r}: {len(self.configs)} configs x {len(self.seeds)} seeds, "
             f"{n - len(self.missing())}/{n} batches written, at {str(self.path)!r})"
         )
-
-
-def _per_error(turns: pd.DataFrame, events: pd.DataFrame) -> tuple[int, int, int]:
-    """One config's tool errors, how many were recovered, and its runs that falsely succeeded."""
-    from loopnb.analysis import Audit
-
-    audit = Audit(turns.drop(columns=["config", "seed"]), events.drop(columns=["config", "seed"]))
-    rates = audit.recovery_rate(by="run")
-    false = audit.false_success()
-    return int(rates["soft_errors"].sum()), int(rates["recovered"].sum()), int(false["run_id"].nunique())

@@ -23,18 +23,19 @@ tables (from events or from turns alone) in ``retries`` and ``breakers``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from loopnb.analysis._breakers import breaker_table, breakers_from_events, breakers_from_turns
 from loopnb.analysis._checks import checked, no_repeated_turns, of_turns
 from loopnb.analysis._episodes import PRODUCERS, recovery_episodes, recovery_per_producer
 from loopnb.analysis._history import retries_from_events
-from loopnb.analysis._loops import loops_table
 from loopnb.analysis._recovery_rate import RateBy, false_success, recovery_rate
 from loopnb.analysis._retries import retries_from_turns
 from loopnb.analysis._usage import By, on_wall, simulated_runs, usage_frame
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS
 from loopnb.engine._errors import SOFT_PRODUCERS
+from loopnb.engine._events import DetectorAction, DetectorName
+from loopnb.engine._texts import CONVERGED, MAX_TURNS_REACHED
 from loopnb.record import EVENTS, TURNS
 
 if TYPE_CHECKING:
@@ -42,6 +43,26 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 _CHANNELS = tuple(["ok", "soft", "hard"])
+# Turn producers that show a safety detector acting, when no events are at hand.
+_DETECTOR_OF = {
+    "loop_refusal": ("loop", "refuse"),
+    "loop_detected": ("loop", "stop"),
+    "convergence_warning": ("convergence", "warn"),
+    "user_input_required": ("convergence", "ask_user"),
+}
+
+
+# LoopDetected's messages, for telling its three raisers apart when no events are at hand.
+_STOPPED_BY = ((MAX_TURNS_REACHED, "max_turns"), (CONVERGED, "convergence"))
+
+
+def _detector_of(producer: str, error_text: Any) -> tuple[str, str]:
+    """The detector and action a turn's producer shows (``loop_detected`` by its message)."""
+    if producer == "loop_detected" and isinstance(error_text, str):
+        for prefix, detector in _STOPPED_BY:
+            if error_text.startswith(prefix):
+                return detector, "stop"
+    return _DETECTOR_OF[producer]
 
 
 def audit(source: Any, events: pd.DataFrame | None = None) -> Audit:
@@ -196,7 +217,31 @@ class Audit:
         (one per turn, however many calls were refused in it); a ``loop_detected`` stop is told
         apart from a convergence or ``max_turns`` stop by the hard row's message.
         """
-        return loops_table(self.turns, self.events, self._keys)
+        import pandas as pd
+
+        if self.events is not None:
+            e = self.events[self.events["kind"] == "detector_fired"]
+            pairs = list(zip(e["detector"].astype(str), e["action"].astype(str), strict=True))
+            runs = e[self._keys].astype(str).agg("/".join, axis=1).tolist() if len(e) else []
+        else:
+            t = self.turns[self.turns["producer"].isin(list(_DETECTOR_OF))]
+            pairs = [
+                _detector_of(str(p), text)
+                for p, text in zip(t["producer"], t["error_text"].astype(object), strict=True)
+            ]
+            runs = t[self._keys].astype(str).agg("/".join, axis=1).tolist() if len(t) else []
+        counts: dict[tuple[str, str], list[str]] = {}
+        for pair, run in zip(pairs, runs, strict=True):
+            counts.setdefault(pair, []).append(run)
+        keys = sorted(counts)
+        return pd.DataFrame(
+            {
+                "detector": pd.Categorical([k[0] for k in keys], categories=get_args(DetectorName)),
+                "action": pd.Categorical([k[1] for k in keys], categories=get_args(DetectorAction)),
+                "fired": pd.array([len(counts[k]) for k in keys], dtype="Int64"),
+                "runs": pd.array([len(set(counts[k])) for k in keys], dtype="Int64"),
+            }
+        )
 
     def models(self) -> pd.DataFrame:
         """Per model: the ``turns`` it answered (``ok`` / ``soft`` / ``hard``: a hard turn counts
@@ -277,25 +322,24 @@ class Audit:
         loopnb's own runs. Needs the events (audit a Recording, or pass them)."""
         from loopnb.record._disagree import disagreements
 
-        return disagreements(self.turns, self._events("disagreements()"))
+        return disagreements(self.turns, self._needs_events("disagreements"))
 
     def recovery_rate(self, by: RateBy = "run") -> pd.DataFrame:
-        """Of the soft errors of a tool, the share followed later in the same run by a successful
-        call of that tool, per ``by``: ``"run"``, ``"tool"`` or ``"fault"`` (the label of the fault
-        ``loopnb.inject`` put there; missing for the real errors). Columns: that key (``run_id``,
-        ``tool`` or ``fault``), ``soft_errors``, ``recovered``, ``rate`` (0 to 1; missing with no
-        soft error). Needs the events (``loopnb.analysis._recovery_rate`` says what counts)."""
-        return recovery_rate(self.turns, self._events("recovery_rate()"), self._keys, by)
+        """Of each tool's soft errors (the ones the model read), the share followed later in the
+        same run by a successful call of that tool: per ``run_id``, ``tool`` or ``fault`` (the
+        injected label, ``natural`` for the rest), with ``soft_errors``, ``recovered`` and ``rate``
+        (0 to 1). A fault that fails quietly (``wrong``, ``empty``) has no soft error: no rate."""
+        return recovery_rate(self._needs_events("recovery_rate"), self._keys, by)
 
     def false_success(self) -> pd.DataFrame:
-        """Runs that ended with a final answer (not hard) while some tool's last soft error was
-        never followed by a success of that tool: ``run_id``, ``tool``, ``turn``, ``error_text``
-        (that error) and ``final_output``. Needs the events."""
-        return false_success(self._events("false_success()"), self._keys)
+        """Runs that ended with an answer (not hard) while some tool's last soft error was never
+        followed by a success of that tool: ``run_id``, ``tool``, the error's ``turn`` and
+        ``error_text``, and the run's ``final_output``."""
+        return false_success(self._needs_events("false_success"), self._keys)
 
-    def _events(self, caller: str) -> pd.DataFrame:
+    def _needs_events(self, what: str) -> pd.DataFrame:
         if self.events is None:
-            raise ValueError(f"{caller} needs the events: audit(recording) or audit((turns, events))")
+            raise ValueError(f"{what}() needs the events: audit(recording) or audit((turns, events))")
         return self.events
 
     def summary(self) -> pd.DataFrame:

@@ -197,7 +197,6 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
     from loopnb.analysis._flows import frames_of
     from loopnb.record import EVENTS, TURNS
     from loopnb.record._frames import conform
-    from loopnb.record._schema import ADDED_LATER
 
     turns, events = frames_of(data, f"compare() (side {which})")
     objects = None if isinstance(data, pd.DataFrame) else getattr(data, "event_objects", None)
@@ -224,7 +223,7 @@ def _side(data: Any, run: str | None, label: str, which: str) -> Side:
             f"compare(): side {which} ({label}): run {run!r} is in several recordings (load_many's "
             f"source {', '.join(map(str, mine['source'].unique()))}); pass one recording's turns"
         )
-    missing = [c for c in TURNS.names if c not in mine.columns and c not in ADDED_LATER]
+    missing = [c for c in TURNS.names if c not in mine.columns and c != "source_status"]
     if missing:
         hint = " (this looks like an events frame: pass the turns frame)" if "kind" in mine.columns else ""
         raise ValueError(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _NEEDED = ("run_id", "turn", "channel", "producer")
 
 
-def flow_counts(data: Any, *, injected: bool | None = None) -> pd.DataFrame:
+def flow_counts(data: Any, *, split_injected: bool = False) -> pd.DataFrame:
     """How many times each arrow of the spec's flowchart was taken, over every run of ``data``.
 
     One row per edge of the chart, in the chart's order, with columns ``edge`` (its id),
@@ -42,9 +42,9 @@ def flow_counts(data: Any, *, injected: bool | None = None) -> pd.DataFrame:
         data: a ``Recording``, a ``Recorder``, or a turns frame of one or many runs (runs are
             told apart by ``run_id``, and by ``source`` too when ``load_many`` added it). With a
             turns frame alone, a run that ended hard before any turn finished is not seen.
-        injected: ``None`` counts every turn; ``True`` only the turns a fault ``loopnb.inject``
-            put there (the turns frame's ``injected``), ``False`` only the others: the natural
-            failures. A recovery (next -> ok) counts with the soft turn it recovered from.
+        split_injected: add the columns ``injected`` (what the turns a fault was injected into
+            counted: their ``injected`` column is set, ``loopnb.inject``) and ``natural`` (the
+            rest); the two add up to ``count``.
 
     Raises:
         TypeError: ``data`` is none of those.
@@ -56,12 +56,12 @@ def flow_counts(data: Any, *, injected: bool | None = None) -> pd.DataFrame:
 
     turns, events = frames_of(data)
     keys = ["source", "run_id"] if "source" in turns.columns else ["run_id"]
-    counts = _turn_counts(turns.sort_values([*keys, "turn"], kind="stable"), keys, injected)
+    counts, injected = _turn_counts(turns.sort_values([*keys, "turn"], kind="stable"), keys)
     hard_runs = set(_run_keys(turns[turns["channel"].eq("hard").fillna(False).to_numpy()], keys))
     for run, producer in _hard_endings(events, keys).items():
-        if run not in hard_runs and not injected:  # a run that ended hard on no turn of its own
+        if run not in hard_runs:  # a run that ended hard on no turn of its own: its ending lights the path
             _add(counts, path_of("hard", producer))
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "edge": [e.id for e in EDGES],
             "source": [e.source for e in EDGES],
@@ -70,13 +70,17 @@ def flow_counts(data: Any, *, injected: bool | None = None) -> pd.DataFrame:
             "count": pd.Series(counts, dtype="int64"),
         }
     )
+    if split_injected:
+        frame["injected"] = pd.Series(injected, dtype="int64")
+        frame["natural"] = frame["count"] - frame["injected"]
+    return frame
 
 
-def _turn_counts(order: pd.DataFrame, keys: list[str], injected: bool | None = None) -> list[int]:
+def _turn_counts(order: pd.DataFrame, keys: list[str]) -> tuple[list[int], list[int]]:
     """The edge counts of the turns of ``order`` (sorted by run, then turn), by ``FlowCount``'s
     rule: a turn's path depends only on its channel, its producer and whether the turn before it
-    in its run was soft, so each such triple is counted once and its path added that many times.
-    With ``injected`` given, only the turns whose fault was (``True``) or was not injected count."""
+    in its run was soft, so each such triple is counted once and its path added that many times;
+    and the same counts of its turns a fault was injected into."""
     import numpy as np
     import pandas as pd
 
@@ -93,27 +97,18 @@ def _turn_counts(order: pd.DataFrame, keys: list[str], injected: bool | None = N
         new_run[1:] |= values[1:] != values[:-1]
     after_soft = np.zeros(len(order), dtype=bool)
     after_soft[1:] = (channel[:-1] == "soft") & ~new_run[1:]
-    triples = pd.DataFrame({"c": channel, "p": _objects(order["producer"]), "s": after_soft})
-    if injected is not None:
-        triples = triples[_injected(order, channel, after_soft) == injected]
-    counts = [0] * len(EDGES)
+    marked = (
+        order["injected"].notna().to_numpy() if "injected" in order.columns else np.zeros(len(order), bool)
+    )
+    triples = pd.DataFrame({"c": channel, "p": _objects(order["producer"]), "s": after_soft, "i": marked})
+    counts, injected = [0] * len(EDGES), [0] * len(EDGES)
     for key, n in triples.value_counts(dropna=False, sort=False).items():
-        c, p, soft = cast("tuple[str, Any, bool]", key)  # a frame's counts are keyed by its rows
-        _add(counts, path_of(c, _producer(p), after_soft=bool(soft)), int(n))
-    return counts
-
-
-def _injected(order: pd.DataFrame, channel: Any, after_soft: Any) -> Any:
-    """Per turn, whether a fault was injected there; a recovery counts with the turn before it."""
-    import numpy as np
-
-    if "injected" not in order.columns:  # a frame written before the column existed: none was
-        return np.zeros(len(order), dtype=bool)
-    marked = order["injected"].notna().to_numpy(dtype=bool)
-    before = np.zeros(len(order), dtype=bool)
-    before[1:] = marked[:-1]
-    recovered = after_soft & (channel == "ok")
-    return np.where(recovered, before, marked)
+        c, p, soft, i = cast("tuple[str, Any, bool, bool]", key)  # a frame's counts are keyed by its rows
+        path = path_of(c, _producer(p), after_soft=bool(soft))
+        _add(counts, path, int(n))
+        if i:
+            _add(injected, path, int(n))
+    return counts, injected
 
 
 def _objects(column: pd.Series) -> Any:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from loopnb.scenarios import Outcome
 
-_COLUMNS = ("turn", "channel", "producer", "model", "retries", "injected", "tools", "what the model read")
+_COLUMNS = ("turn", "channel", "producer", "model", "retries", "tools", "what the model read")
 
 
 def turn_rows(outcome: Outcome) -> list[dict[str, str]]:
@@ -35,13 +35,14 @@ def _row(turn: Turn) -> dict[str, str]:
     else:
         text = turn.reply.text if turn.reply is not None else ""
         read = f"(final answer) {text or ''}"
+    if turn.injected is not None:
+        read = f"[injected {turn.injected}] {read}"
     return {
         "turn": str(turn.turn),
         "channel": turn.channel,
         "producer": turn.producer or "-",
         "model": turn.model or "-",
         "retries": str(turn.recovery_attempts),
-        "injected": (turn.injected or "-").replace("\n", "; "),
         "tools": ", ".join(call.name for call in calls) or "-",
         "what the model read": read,
     }
@@ -56,9 +57,8 @@ def format_outcome(outcome: Outcome, *, width: int = 100) -> str:
     return "\n".join(line.plain for line in outcome_lines(outcome, width=width))
 
 
-def outcome_lines(outcome: Outcome, *, width: int = 100, injected: bool = False) -> list[Text]:
-    """``format_outcome``'s lines as rich ``Text``, each channel's word in its palette colour. With
-    faults ``injected``, the ending is the experiment's result, not compared with the declaration."""
+def outcome_lines(outcome: Outcome, *, width: int = 100) -> list[Text]:
+    """``format_outcome``'s lines as rich ``Text``, each channel's word in its palette colour."""
     from rich.text import Text
 
     s = outcome.scenario
@@ -71,7 +71,6 @@ def outcome_lines(outcome: Outcome, *, width: int = 100, injected: bool = False)
         for c in _COLUMNS
         if (c != "model" or len({r["model"] for r in rows} - {"-"}) > 1)
         and (c != "retries" or any(r["retries"] != "0" for r in rows))
-        and (c != "injected" or any(r["injected"] != "-" for r in rows))
     ]
     fixed, last = columns[:-1], columns[-1]
     widths = [max(len(c), *(len(r[c]) for r in rows)) for c in fixed]
@@ -96,9 +95,7 @@ def outcome_lines(outcome: Outcome, *, width: int = 100, injected: bool = False)
     else:
         ending = terminal.channel("ended hard", "hard")
         ending.append(f": {type(outcome.error).__name__} ({outcome.ending})")
-    if injected:
-        ending.append(", with faults injected")
-    elif outcome.as_expected:
+    if outcome.as_expected:
         ending.append(", as declared")
     else:
         ending.append(", ")

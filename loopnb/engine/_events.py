@@ -93,7 +93,7 @@ class ModelFailed:
     status: int | None
     latency_ms: float
     injected: str | None = None
-    """The label of the fault ``loopnb.inject`` made this failure with; ``None`` for a real one."""
+    """The label of the fault ``loopnb.inject`` made this request fail with; ``None`` otherwise."""
     kind: Literal["model_failed"] = "model_failed"
 
 
@@ -119,6 +119,9 @@ class ToolDispatched:
     """What the framework that made the run said of this call (its span's status, its own
     outcome): the record a foreign run's audit compares with the channel table; ``None`` for
     loopnb's own runs and for a call the source kept no record of."""
+    injected: str | None = None
+    """The label of the fault ``loopnb.inject`` made this attempt fail with (``error("disk
+    busy").first(2)``); ``None`` for a call nothing was injected into."""
     kind: Literal["tool_dispatched"] = "tool_dispatched"
 
 

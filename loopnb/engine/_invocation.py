@@ -5,26 +5,28 @@ may correct them), then calls the tool: a sync tool with no timeout inline, righ
 hop, no await), anything else awaited under the timeout middleware. Whatever the tool does
 (returns, raises, hangs, hands back an awaitable) becomes the text the model reads and the
 producer of a soft error, or ``None`` on success; an exception is caught as a panic. Both ways
-share one attempt body (``_attempt``) and one exception ladder (``_outcome.failure``). A failed call goes
+share one attempt body (``_attempt``) and one exception ladder (``_failure``). A failed call goes
 to the recovery driver (stage 8), and its outcome is counted on its tool's breaker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Coroutine
+import json
+import threading
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from pydantic import ValidationError
 
 from loopnb.engine._breakers import CircuitBreaker
+from loopnb.engine._cancel import task_cancelling
 from loopnb.engine._clock import Clock
-from loopnb.engine._deadline import in_thread, with_timeout
-from loopnb.engine._errors import SoftProducer
+from loopnb.engine._errors import SoftProducer, ToolError
 from loopnb.engine._events import RecoveryDecided, ToolDispatched
 from loopnb.engine._messages import ToolCall, ToolResult
-from loopnb.engine._outcome import called, content_of, failure
 from loopnb.engine._recovery import (
     MAX_RECOVERY_ATTEMPTS,
     RECOVERABLE,
@@ -36,8 +38,8 @@ from loopnb.engine._recovery import (
     drive,
 )
 from loopnb.engine._state import RunState
-from loopnb.engine._texts import invalid_arguments_text, timeout_text, unchecked_arguments_text
-from loopnb.engine._tools import StandIn, Tool, parse_arguments
+from loopnb.engine._texts import invalid_arguments_text, panic_text, timeout_text, unchecked_arguments_text
+from loopnb.engine._tools import FaultMark, Tool, parse_arguments
 
 BREAKER_FAILURES: frozenset[str] = frozenset({"tool_error", "tool_panic", "timeout"})
 """Outcomes that count against a tool's health. Invalid arguments are the model's, not the tool's."""
@@ -146,70 +148,22 @@ class Invocation:
         kwargs = _arguments(tool, call)
         if isinstance(kwargs, str):
             return self._result(tool, call, attempt, state, t0, kwargs, "invalid_arguments", False)
-        if tool.stand_in is not None:
-            stand_in = tool.stand_in(kwargs, call.id, state.run_id)
-            if stand_in is not None:
-                return self._stood_in(tool, call, attempt, state, t0, kwargs, stand_in)
+        mark = FaultMark() if tool.marks_faults else None  # a tool loopnb.inject wrapped
+        fn = tool.fn if mark is None else tool.marked(mark)
         if tool.is_async or self.timeout is not None:
-            return self._awaited(tool, call, attempt, state, t0, kwargs, None, wait=self.timeout)
+            return self._awaited(tool, fn, call, attempt, state, t0, kwargs, None, mark)
         try:
-            value = tool.fn(**kwargs)
+            value = fn(**kwargs)
         except BaseException as exc:  # a ToolError, or the analogue of a panic
-            content, producer = failure(tool.name, exc, None, run_cancellable=False)
+            content, producer = _failure(tool.name, exc, None, run_cancellable=False)
         else:
             if type(value) is str:  # the common case, without a call
                 content, producer = value, None
             elif inspect.isawaitable(value):
-                return self._awaited(tool, call, attempt, state, t0, {}, value, wait=self.timeout)
+                return self._awaited(tool, fn, call, attempt, state, t0, {}, value, mark)
             else:
-                content, producer = content_of(tool.name, value)
-        return self._result(tool, call, attempt, state, t0, content, producer, True)
-
-    def _stood_in(
-        self,
-        tool: Tool,
-        call: ToolCall,
-        attempt: int,
-        state: RunState,
-        t0: float,
-        kwargs: dict[str, Any],
-        stand_in: StandIn,
-    ) -> ToolResult | Attempted:
-        """An attempt a fault took the place of (``loopnb.inject``): what it does, marked as injected.
-
-        With no delay the fault's function is called right here; a delay is waited on the run's
-        clock, where a timeout shorter than it fires first (a slow call's remaining time under the
-        timeout is the tool's own).
-        """
-        if stand_in.delay > 0 or (stand_in.fn is None and (tool.is_async or self.timeout is not None)):
-            return self._delayed(tool, call, attempt, state, t0, kwargs, stand_in)
-        content, producer = called(tool.name, stand_in.fn or tool.fn, kwargs)
-        return self._result(tool, call, attempt, state, t0, content, producer, True, stand_in.label)
-
-    async def _delayed(
-        self,
-        tool: Tool,
-        call: ToolCall,
-        attempt: int,
-        state: RunState,
-        t0: float,
-        kwargs: dict[str, Any],
-        stand_in: StandIn,
-    ) -> ToolResult:
-        timeout, label = self.timeout, stand_in.label
-        if timeout is not None and stand_in.delay >= timeout:
-            await self.clock.sleep(timeout)
-            return self._result(
-                tool, call, attempt, state, t0, timeout_text(tool.name, timeout), "timeout", True, label
-            )
-        await self.clock.sleep(stand_in.delay)
-        if stand_in.fn is None and (tool.is_async or timeout is not None):
-            left = None if timeout is None else timeout - stand_in.delay
-            return await self._awaited(
-                tool, call, attempt, state, t0, kwargs, None, wait=left, injected=label
-            )
-        content, producer = called(tool.name, stand_in.fn or tool.fn, kwargs)
-        return self._result(tool, call, attempt, state, t0, content, producer, True, label)
+                content, producer = _content(tool.name, value)
+        return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
 
     def _result(
         self,
@@ -221,9 +175,10 @@ class Invocation:
         content: str,
         producer: SoftProducer | None,
         executed: bool,
-        injected: str | None = None,
+        mark: FaultMark | None = None,
     ) -> ToolResult:
-        """The attempt's result as the model reads it, reported when the run is observed."""
+        """The attempt's result as the model reads it, reported when the run is observed (with the
+        label of the fault a wrapped tool injected, where it did)."""
         result = ToolResult(
             content,
             is_error=producer is not None,
@@ -231,65 +186,94 @@ class Invocation:
             call_id=call.id,
             producer=producer,
             attempts=attempt + 1,
-            injected=injected,
         )
         if state.observing:
-            report_dispatch(state, self.clock, result, attempt=attempt, executed=executed, t0=t0)
+            injected = None if mark is None else mark.label
+            report_dispatch(
+                state, self.clock, result, attempt=attempt, executed=executed, t0=t0, injected=injected
+            )
         return result
 
     async def _awaited(
         self,
         tool: Tool,
+        fn: Callable[..., Any],
         call: ToolCall,
         attempt: int,
         state: RunState,
         t0: float,
         kwargs: dict[str, Any],
         pending: Any,
-        *,
-        wait: float | None,
-        injected: str | None = None,
+        mark: FaultMark | None,
     ) -> ToolResult:
         """The rest of an attempt that has to wait: an async tool, or a sync one under the timeout
         (on a thread of its own).
 
         An awaitable the tool returns (a sync function wrapping a coroutine) is awaited, within the
-        same deadline; ``pending`` is one a sync tool already returned. ``wait`` is how long the
-        call may take (the timeout, less what a slow fault took before it); ``injected`` the label
-        of that fault.
+        same deadline; ``pending`` is one a sync tool already returned.
         """
-        timeout = wait
+        timeout = self.timeout
         try:
             if pending is not None:
                 value = pending
             elif not tool.is_async:
                 assert timeout is not None
                 deadline = asyncio.get_running_loop().time() + timeout
-                ok, value = await in_thread(tool.fn, kwargs, timeout)
+                ok, value = await _in_thread(fn, kwargs, timeout)
                 if not ok:
                     raise value  # what the tool raised on its thread, classified below like any other
                 if type(value) is not str and inspect.isawaitable(value):
                     left = deadline - asyncio.get_running_loop().time()
-                    value = await with_timeout(value, max(left, 0.0))
+                    value = await _with_timeout(value, max(left, 0.0))
             elif timeout is None:
-                value = await tool.fn(**kwargs)
+                value = await fn(**kwargs)
             else:
-                value = await with_timeout(tool.fn(**kwargs), timeout)
+                value = await _with_timeout(fn(**kwargs), timeout)
             if type(value) is not str and inspect.isawaitable(value):
-                value = await (value if timeout is None else with_timeout(value, timeout))
+                value = await (value if timeout is None else _with_timeout(value, timeout))
         except BaseException as exc:  # a ToolError, the deadline, the run's cancellation, or a panic
-            content, producer = failure(tool.name, exc, self.timeout, run_cancellable=True)
+            content, producer = _failure(tool.name, exc, timeout, run_cancellable=True)
         else:
-            content, producer = content_of(tool.name, value)
-        return self._result(tool, call, attempt, state, t0, content, producer, True, injected)
+            content, producer = _content(tool.name, value)
+        return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
 
 
+Outcome = tuple[str, SoftProducer | None]
+"""What the model reads of an attempt, and the producer of its soft error (``None``: success)."""
 Attempted = Coroutine[Any, Any, ToolResult]
 """An attempt that has begun and has to wait for its result."""
 
 
+def _failure(name: str, exc: BaseException, timeout: float | None, *, run_cancellable: bool) -> Outcome:
+    """What the model reads when a tool's call raised ``exc``: the one exception ladder.
+
+    A ``ToolError`` is the tool's own text; our deadline (``_TimedOut``) the timeout's; anything
+    else the analogue of a panic. Re-raised, as not the tool's failure: ``KeyboardInterrupt``
+    (Ctrl-C, the run ends as ``Cancelled``) and, where the attempt awaited (``run_cancellable``),
+    a ``CancelledError`` while the run's own task is being cancelled. Inline, a ``CancelledError``
+    is always the tool's own: no task is cancelled inside a sync call.
+    """
+    if isinstance(exc, ToolError):
+        return _error_text(name, exc)
+    if isinstance(exc, _TimedOut):
+        assert timeout is not None
+        return timeout_text(name, timeout), "timeout"
+    if isinstance(exc, KeyboardInterrupt) or (
+        run_cancellable and isinstance(exc, asyncio.CancelledError) and task_cancelling()
+    ):
+        raise exc
+    return panic_text(name, exc), "tool_panic"
+
+
 def report_dispatch(
-    state: RunState, clock: Clock, result: ToolResult, *, attempt: int, executed: bool, t0: float | None
+    state: RunState,
+    clock: Clock,
+    result: ToolResult,
+    *,
+    attempt: int,
+    executed: bool,
+    t0: float | None,
+    injected: str | None = None,
 ) -> None:
     """Emit the ``ToolDispatched`` of one attempt (or of a refusal: no ``t0``, nothing ran)."""
     latency = 0.0 if t0 is None else round((clock.monotonic() - t0) * 1000.0, 3)  # to the microsecond
@@ -303,6 +287,7 @@ def report_dispatch(
             attempt=attempt,
             executed=executed,
             latency_ms=latency,
+            injected=injected,
         )
     )
 
@@ -332,3 +317,108 @@ def _arguments(tool: Tool, call: ToolCall) -> dict[str, Any] | str:
         raise
     except BaseException as exc:  # an argument's own __hash__ or __eq__ raised inside the check
         return unchecked_arguments_text(tool, exc)
+
+
+def _error_text(name: str, exc: ToolError) -> Outcome:
+    """A ``ToolError``'s own text; one whose ``__str__`` fails is reported as the panic it is."""
+    try:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return panic_text(name, exc), "tool_panic"
+    return str.__str__(text), "tool_error"
+
+
+class _TimedOut(Exception):
+    """Our own deadline fired (distinct from a TimeoutError a tool raises itself)."""
+
+
+async def _captured(awaitable: Any) -> tuple[bool, Any]:
+    """Await in a task of its own without letting ``SystemExit`` or ``KeyboardInterrupt`` escape it.
+
+    asyncio re-raises those two out of the event loop when a task ends with them, past every
+    ``except`` of the run; caught here, they are handed back to the run's own task instead.
+    """
+    try:
+        return True, await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        return False, exc
+
+
+async def _with_timeout(awaitable: Any, seconds: float) -> Any:
+    task = asyncio.ensure_future(_captured(awaitable))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    finally:
+        if not task.done():  # the deadline, or the run itself is being cancelled
+            task.cancel()
+    if not done:
+        raise _TimedOut
+    ok, value = task.result()
+    if not ok:
+        raise value
+    return value
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], seconds: float) -> tuple[bool, Any]:
+    """Run a sync tool on a daemon thread so that a hung tool holds neither the run nor exit.
+
+    Returns ``(True, value)`` or ``(False, the exception the tool raised)``.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            future.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, fn(**kwargs))
+        except BaseException as exc:
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run moved on long ago
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name=f"loopnb-tool-{fn.__name__}", daemon=True).start()
+    done, _ = await asyncio.wait({future}, timeout=seconds)
+    if not done:
+        future.cancel()
+        raise _TimedOut
+    return future.result()
+
+
+def _content(name: str, value: Any) -> Outcome:
+    """What the model reads for a tool's return value. A value that cannot be shown is a panic."""
+    kind = type(value)
+    if kind is str:
+        return value, None
+    if kind is bool:
+        return ("true" if value else "false"), None
+    if isinstance(value, str):  # a subclass: its text, without running its own __str__
+        return str.__str__(value), None
+    if isinstance(value, ToolResult):
+        content: object = value.content  # typed, but a tool's dataclass checks nothing at run time
+        failed = value.is_error is True
+        if not isinstance(content, str):  # shown like any other value
+            text, producer = _content(name, content)
+            return text, producer or ("tool_error" if failed else None)
+        return str.__str__(content), ("tool_error" if failed else None)
+    try:
+        if kind is int:
+            return str(value), None  # may fail: past 4300 digits, int -> str refuses
+        if value is None:
+            return "", None
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace"), None
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str), None
+        except (TypeError, ValueError, RecursionError):
+            return str(value), None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a __str__ or __repr__ that raises: the value cannot be shown
+        return panic_text(name, exc), "tool_panic"

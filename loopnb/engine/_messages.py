@@ -54,9 +54,6 @@ class ToolResult:
     """A recovery analysis riding beside the result: never merged into ``content``."""
     attempts: int = 1
     """Calls of the tool made for this result (0 when nothing was executed: a pre-answer, a refusal)."""
-    injected: str | None = None
-    """The label of the fault ``loopnb.inject`` put in this call's place (``error("disk busy")``);
-    ``None`` for a result the tool itself gave."""
     role: Literal["tool"] = "tool"
 
 

@@ -6,7 +6,6 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
@@ -17,35 +16,17 @@ from loopnb.engine._texts import not_an_object_text, not_json_text
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True, slots=True)
-class StandIn:
-    """What runs in a tool's place for one call: a fault ``loopnb.inject`` put there.
-
-    The dispatcher waits ``delay`` seconds on the run's clock (a timeout shorter than that fires
-    instead, as it would for a tool that slow), then calls ``fn`` with the call's arguments in
-    place of the tool's own function (``None``: the tool's own, late), and words what it does as
-    it would the tool's: a ``ToolError`` is the text, another exception a panic, a value the result.
-    The result is marked ``injected=label``.
-    """
-
-    label: str
-    fn: Callable[..., Any] | None
-    delay: float = 0.0
-
-
-StandInFor = Callable[[dict[str, Any], str, str], "StandIn | None"]
-"""``stand_in(arguments, call_id, run_id)``: what runs in the tool's place for this call, or ``None``."""
-
-
 class Tool:
     """A function the model can call, with the pydantic model that validates its arguments.
 
     Calling the ``Tool`` object calls the function directly (handy in notebooks and tests).
-    ``stand_in`` is ``None`` but for a tool faults were injected into (``loopnb.inject``): the
-    dispatcher asks it, with the call's validated arguments, what runs in the tool's place.
     """
 
-    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec", "stand_in")
+    __slots__ = ("_simple", "args_model", "description", "fn", "is_async", "name", "spec")
+
+    marks_faults: ClassVar[bool] = False
+    """Whether the tool may inject a fault (``loopnb.inject`` wrapped it): the engine then calls
+    ``marked(mark)`` for each attempt and records the fault's label the mark holds afterwards."""
 
     _any_name: ClassVar[bool] = False
     """Whether any name is taken, not only one a model's API takes: true only of tools that never
@@ -67,7 +48,6 @@ class Tool:
             prop.pop("title", None)
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
         self._simple = _simple_signature(self.args_model)
-        self.stand_in: StandInFor | None = None
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validated keyword arguments; raises pydantic's ``ValidationError`` when they do not fit.
@@ -93,12 +73,28 @@ class Tool:
                         return arguments
         return self.args_model.model_validate(arguments).__dict__
 
+    def marked(self, mark: FaultMark) -> Callable[..., Any]:
+        """The function to call for one attempt, telling ``mark`` what it injected (only tools
+        whose ``marks_faults`` is true are asked; a plain tool's is its ``fn``)."""
+        return self.fn
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         kind = "async " if self.is_async else ""
         return f"<{kind}Tool {self.name!r}>"
+
+
+class FaultMark:
+    """What one attempt of a fault-injecting tool says it did: the label of the fault it injected
+    (``None``: the tool ran as it is). Passed in, not kept anywhere shared, so calls running at
+    once (on threads, in tasks) each have their own."""
+
+    __slots__ = ("label",)
+
+    def __init__(self) -> None:
+        self.label: str | None = None
 
 
 def usable_name(name: str) -> bool:

@@ -25,7 +25,6 @@ from loopnb.engine._events import (
     BreakerState,
     Event,
     HardErrorRaised,
-    ModelFailed,
     ModelReplied,
     RecoveryDecided,
     SoftErrorReturned,
@@ -53,8 +52,8 @@ class Turn:
     finished: TurnFinished | None = None
     run_breakers: tuple[str, ...] = ()
     """Every breaker of the run, from its ``RunStarted``."""
-    model_failures: list[ModelFailed] = field(default_factory=list)
-    """The requests no model answered on this turn (the fallback chain's failures)."""
+    model_injected: list[str] = field(default_factory=list)
+    """The labels of the faults ``loopnb.inject`` made this turn's model requests fail with."""
 
     @property
     def channel(self) -> Channel:
@@ -181,14 +180,10 @@ class Turn:
 
     @property
     def injected(self) -> str | None:
-        """The labels of the faults ``loopnb.inject`` put in this turn's calls or requests, one
-        per line, each once; ``None`` when none fired."""
-        dispatched, failures = self.dispatched, self.model_failures
-        if len(dispatched) == 1 and not failures:  # the usual turn: one call
-            return dispatched[0].result.injected
-        labels = [d.result.injected for d in dispatched if d.result.injected is not None]
-        labels += [f.injected for f in failures if f.injected is not None]
-        return "\n".join(dict.fromkeys(labels)) if labels else None
+        """The labels of the faults injected into this turn (its model requests', then its calls'
+        in dispatch order), each once, joined by ``"; "``; ``None`` when nothing was injected."""
+        labels = [*self.model_injected, *(d.injected for d in self.dispatched if d.injected is not None)]
+        return "; ".join(dict.fromkeys(labels)) if labels else None
 
     @property
     def recovery_attempts(self) -> int:
@@ -239,12 +234,13 @@ class TurnAssembler:
                 turn.decisions.append(event)
             case "hard_error_raised":
                 turn.hard = event
-            case "model_failed":
-                turn.model_failures.append(event)
             case "turn_finished":
                 turn.finished = event
                 del self._open[event.run_id]
                 return turn
+            case "model_failed":
+                if event.injected is not None:
+                    turn.model_injected.append(event.injected)
             case "breaker_transitioned" | "detector_fired" | "completion_rejected" | "context_compacted":
                 pass  # none of a turn's own facts
             case _:

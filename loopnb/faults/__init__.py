@@ -1,51 +1,57 @@
-"""Fault injection: make an agent's tools and models fail on purpose, and see what it does.
+"""Fault injection: make any agent's tools or model fail on purpose, and see what the loop does.
 
->>> from loopnb import faults, inject
->>> fault = faults.error("disk busy").first(2)
->>> fault.label
-'error("disk busy").first(2)'
->>> faults.parse(fault.label) == fault
-True
+    from loopnb import faults, inject
 
-``inject(target, {tool: fault}, seed=0)`` wraps a loopnb ``Tool``, a list of tools, a model (one
-fault) or a plain function, and returns an object used the same way; the original is never
-changed. Faults: ``error(text)``, ``crash(exc)``, ``hang(seconds)``, ``wrong(value)``, ``empty()``,
-``slow(seconds)``, ``unavailable(status=503, retry_after=None)``; schedules ``.first(k)``,
-``.always()`` (the default), ``.sometimes(p)`` and ``.when(**arguments)``. A label is also the
-command line's syntax (``--fault read_file=error.first(2)``): ``parse`` reads it, evaluating nothing.
+    tools = inject([read_file, list_dir], {"read_file": faults.error("disk busy").first(2)})
+    model = inject(model, faults.unavailable(503).sometimes(0.3), seed=7)
 
-For wrappers of other frameworks' agents (one module each): ``FaultPlan.decide(tool, arguments,
-run=..., call_id=...)`` is the one per-call decision (the ``Fault`` that fires, or ``None``), and
-keeps the log, ``plan.injections`` (``Injection``: call id, tool, label, run); ``perform`` and
-``aperform`` act a fired fault out around the real call; ``register_target(Target)`` adds the kind
-of target to ``inject``, asked before loopnb's own.
+A fault is what goes wrong: ``error(text)`` (a soft error the model reads), ``crash(exc)`` (the tool
+raises: a panic), ``hang(seconds)`` (outlasts a timeout), ``wrong(value)`` and ``empty()``
+(implicit: a plausible result, no error flag), ``slow(seconds)``, ``unavailable(status,
+retry_after)`` (a model's ``ModelUnavailable``). A schedule says when: ``.first(k)`` (transient),
+``.always()`` (permanent, the default), ``.sometimes(p)`` (seeded), ``.when(**arguments)``. Each
+fault is written as its label, ``error("disk busy").first(2)``, which ``parse`` reads back without
+evaluating anything (the CLI's ``--fault`` takes the same text).
+
+``inject`` wraps a target and leaves the original alone; ``Schedule.decide`` is the one per-call
+decision every wrapper shares, and ``register_target`` teaches ``inject`` a new kind of target.
 """
 
 import loopnb._face as _face
-from loopnb.faults import _callables, _inject, _models, _tools
-from loopnb.faults._fault import Fault, FaultKind, crash, empty, error, hang, slow, unavailable, wrong
-from loopnb.faults._inject import Target, inject, register_target
-from loopnb.faults._label import FaultSyntaxError, parse
-from loopnb.faults._perform import aperform, perform
-from loopnb.faults._plan import FaultPlan, Injection
-
-_inject.own_targets(_tools.Tools(), _models.Models(), _tools.ToolLists(), _callables.Callables())
+from loopnb.faults import _langchain, _openai_agents, _pydantic_ai  # noqa: F401  (teach inject their targets)
+from loopnb.faults._fault import (
+    KINDS,
+    Fault,
+    FaultSyntaxError,
+    crash,
+    empty,
+    error,
+    hang,
+    parse,
+    slow,
+    unavailable,
+    wrong,
+)
+from loopnb.faults._plan import Injection, Outcome, Schedule, outcome
+from loopnb.faults._targets import InjectedModel, InjectedTool, NoSuchTool, inject, register_target
 
 __all__ = [
+    "KINDS",
     "Fault",
-    "FaultKind",
-    "FaultPlan",
     "FaultSyntaxError",
+    "InjectedModel",
+    "InjectedTool",
     "Injection",
-    "Target",
-    "aperform",
+    "NoSuchTool",
+    "Outcome",
+    "Schedule",
     "crash",
     "empty",
     "error",
     "hang",
     "inject",
+    "outcome",
     "parse",
-    "perform",
     "register_target",
     "slow",
     "unavailable",

@@ -1,192 +1,97 @@
-"""``Fault``: what goes wrong (its kind and arguments) and when (its schedule), as one immutable value.
+"""A fault: what goes wrong (its kind and arguments) and when (its schedule), and its label.
 
-The seven kinds, each made by the function of its name (``error("disk busy")``, ``hang(30)``):
-
-- ``error(text)``: explicit, soft: the call fails with ``text`` as its error (a ``ToolError``);
-- ``crash(exc)``: the call raises ``exc`` (a panic, reported softly by the dispatcher);
-- ``hang(seconds)``: no answer for ``seconds``: a shorter timeout fires first; with none, the call
-  fails after them as a ``TimeoutError`` would;
-- ``wrong(value)`` and ``empty()``: implicit: a plausible result (``value``, or ``""``) with no
-  error flag;
-- ``slow(seconds)``: the real call, ``seconds`` late;
-- ``unavailable(status=503, retry_after=None)``: for models: ``ModelUnavailable``.
-
-A schedule says which calls fail: ``.always()`` (permanent, the default), ``.first(k)`` (transient:
-the first ``k``), ``.sometimes(p)`` (each with chance ``p``, seeded) and ``.when(**arguments)`` (only
-calls with those arguments, combined with any of the others). ``fault.label`` is its text, e.g.
-``error("disk busy").first(2)``, which ``loopnb.faults.parse`` reads back.
+A ``Fault`` is a value: immutable, compared and hashed by what it does, and written as its label,
+the same text the CLI takes (``error("disk busy").first(2)``). ``parse`` reads a label back
+without evaluating anything: the text is parsed into Python's syntax tree, and only calls of the
+seven kinds, the four schedules and literal arguments are accepted.
 """
 
 from __future__ import annotations
 
-import copy
+import ast
+import builtins
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Final, Literal, get_args
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from loopnb.engine import ToolError
-from loopnb.faults._literal import render
+Kind = Literal["error", "crash", "hang", "wrong", "empty", "slow", "unavailable"]
+KINDS: tuple[Kind, ...] = ("error", "crash", "hang", "wrong", "empty", "slow", "unavailable")
+"""Every kind of fault, each the name of the function that makes one (``error``, ``crash``, ...)."""
+EXPLICIT: frozenset[str] = frozenset({"error", "crash", "hang", "unavailable"})
+"""Kinds that fail where the channel table can see it; ``wrong`` and ``empty`` are implicit (a
+plausible result, no error flag) and ``slow`` is no failure until something times out."""
 
-FaultKind = Literal["error", "crash", "hang", "wrong", "empty", "slow", "unavailable"]
-KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
-Every = Literal["always", "first", "sometimes"]
-
-DEFAULT_ERROR = "injected error"
-"""What the model reads for ``error()`` given no text."""
-DEFAULT_CRASH = "injected crash"
-"""The message of the ``RuntimeError`` that ``crash()`` given no exception raises."""
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "<required>"
+DEFAULT_ERROR = "the tool failed (an injected fault)"
+DEFAULT_HANG = 3600.0
+DEFAULT_SLOW = 1.0
 
 
-REQUIRED: Final = _Required()
-
-SIGNATURES: dict[FaultKind, tuple[tuple[str, object], ...]] = {
-    "error": (("text", DEFAULT_ERROR),),
-    "crash": (("exc", None),),
-    "hang": (("seconds", REQUIRED),),
-    "wrong": (("value", REQUIRED),),
-    "empty": (),
-    "slow": (("seconds", REQUIRED),),
-    "unavailable": (("status", 503), ("retry_after", None)),
-}
-"""Each kind's parameters in order, with their defaults (``REQUIRED``: none)."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class Fault:
-    """One fault and its schedule. Immutable: every schedule method returns a new ``Fault``.
+    """One fault and its schedule. Build one with ``loopnb.faults.error(...)`` and the others;
+    each schedule method returns a new fault.
 
-    Made by ``error``, ``crash``, ``hang``, ``wrong``, ``empty``, ``slow`` and ``unavailable`` (or
-    ``parse``); ``inject`` puts it on a tool or a model.
+    ``first`` is how many calls it fails (``None``: no such limit), ``chance`` the share of calls
+    it fails at random (seeded by ``inject``), ``where`` the arguments a call must have for the
+    fault to apply to it; with none of them the fault is permanent: every call fails.
     """
 
-    kind: FaultKind
-    params: tuple[tuple[str, Any], ...] = ()
-    """The arguments it was made with, by name, in the signature's order; a default is left out."""
-    every: Every = "always"
-    """Which of the matching calls fail: all of them, the first ``times``, or each with ``chance``."""
-    times: int = 0
-    """``.first(k)``'s ``k``."""
-    chance: float = 1.0
-    """``.sometimes(p)``'s ``p``."""
-    match: tuple[tuple[str, Any], ...] = ()
-    """``.when(**arguments)``'s arguments, by name in sorted order: a call matches when it has each."""
-
-    # -- schedules --------------------------------------------------------------------------------
-
-    def always(self) -> Fault:
-        """Every matching call fails (permanent): the default."""
-        return replace(self, every="always", times=0, chance=1.0)
+    kind: Kind
+    arguments: tuple[Any, ...] = ()
+    first_k: int | None = None
+    chance: float | None = None
+    where: tuple[tuple[str, Any], ...] = field(default=())
 
     def first(self, k: int) -> Fault:
-        """The first ``k`` matching calls fail, the rest run (transient). Counted per run."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"faults: first(k) takes a whole number of calls >= 0, got {k!r}")
-        return replace(self, every="first", times=k, chance=1.0)
+        """Transient: only the first ``k`` calls (that ``when`` lets through) fail."""
+        if type(k) is not int or k < 1:
+            raise ValueError(
+                f"{self.label}.first(k): k is how many calls fail, a whole number >= 1, got {k!r}"
+            )
+        return replace(self, first_k=k, chance=None)
+
+    def always(self) -> Fault:
+        """Permanent: every call (that ``when`` lets through) fails. The default."""
+        return replace(self, first_k=None, chance=None)
 
     def sometimes(self, p: float) -> Fault:
-        """Each matching call fails with chance ``p`` (0 to 1), drawn from ``inject``'s seed and the
-        tool's name: the same seed fails the same calls."""
-        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"faults: sometimes(p) takes a chance from 0 to 1, got {p!r}")
-        return replace(self, every="sometimes", times=0, chance=p)
+        """Each call fails with probability ``p``, from a generator ``inject``'s seed fixes."""
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"{self.label}.sometimes(p): p is a probability from 0 to 1, got {p!r}")
+        return replace(self, chance=float(p), first_k=None)
 
     def when(self, **arguments: Any) -> Fault:
-        """Only calls with these arguments fail (``.when(path="src/main.rs")``); added to any earlier
-        ``when``, and combined with the other schedules (``.when(path="a").first(1)``)."""
+        """Only calls with these arguments (each equal) fail; the others run as they are."""
         if not arguments:
-            raise ValueError("faults: when() needs at least one argument, e.g. when(path='src/main.rs')")
-        merged = dict(self.match) | arguments
-        return replace(self, match=tuple(sorted(merged.items())))
+            raise ValueError(f"{self.label}.when(...): name at least one argument, e.g. .when(path='a.txt')")
+        return replace(self, where=tuple(sorted(arguments.items())))
 
-    # -- what it holds ----------------------------------------------------------------------------
-
-    def param(self, name: str) -> Any:
-        """The argument ``name`` it was made with, or the kind's default."""
-        for key, value in self.params:
-            if key == name:
-                return value
-        return dict(SIGNATURES[self.kind])[name]
+    def applies(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with these arguments is one the fault is about (``when``)."""
+        return all(k in arguments and arguments[k] == v for k, v in self.where)
 
     @property
-    def text(self) -> str:
-        """An ``error``'s text (what the model reads); for another kind, what its failure says."""
-        match self.kind:
-            case "error":
-                return str(self.param("text"))
-            case "hang":
-                return f"no answer after {_seconds_text(self.seconds)}"
-            case "unavailable":
-                return _status_text(self.status)
-            case "crash":
-                return str(self.exception())
-            case _:
-                return ""
+    def explicit(self) -> bool:
+        """Whether the failure shows as one (an error, a crash, a hang); ``wrong``/``empty`` do not."""
+        return self.kind in EXPLICIT
 
     @property
-    def seconds(self) -> float:
-        """A ``hang``'s or a ``slow``'s seconds (0 for the other kinds)."""
-        return float(self.param("seconds")) if self.kind in ("hang", "slow") else 0.0
-
-    @property
-    def value(self) -> Any:
-        """What a ``wrong`` call returns (``""`` for ``empty``; ``None`` for the other kinds)."""
-        if self.kind == "wrong":
-            return self.param("value")
-        return "" if self.kind == "empty" else None
-
-    @property
-    def status(self) -> int:
-        """An ``unavailable``'s HTTP status."""
-        return int(self.param("status")) if self.kind == "unavailable" else 0
-
-    @property
-    def retry_after(self) -> float | None:
-        """An ``unavailable``'s ``Retry-After`` seconds, when it has one."""
-        value = self.param("retry_after") if self.kind == "unavailable" else None
-        return None if value is None else float(value)
-
-    def exception(self) -> Exception:
-        """A fresh copy of the exception a ``crash`` raises (each call raises its own)."""
-        exc = self.param("exc") if self.kind == "crash" else None
-        if exc is None:
-            return RuntimeError(DEFAULT_CRASH)
-        try:
-            fresh: Exception = copy.copy(exc)
-        except Exception:  # an exception that cannot be copied is raised itself
-            return exc  # type: ignore[no-any-return]
-        return fresh
-
-    @property
-    def implicit(self) -> bool:
-        """True for the faults no error flag shows (``wrong``, ``empty``): invisible to the channels."""
-        return self.kind in ("wrong", "empty")
+    def transient(self) -> bool:
+        """Whether only the first calls fail (``first``)."""
+        return self.first_k is not None
 
     @property
     def label(self) -> str:
-        """Its text, as written: ``error("disk busy").first(2)``; ``parse(label)`` gives it back."""
-        args = _arguments(self)
-        text = f"{self.kind}({args})"
-        if self.match:
-            text += ".when(" + ", ".join(f"{k}={render(v)}" for k, v in self.match) + ")"
-        if self.every == "first":
-            text += f".first({self.times})"
-        elif self.every == "sometimes":
-            text += f".sometimes({render(self.chance)})"
+        """The fault as text: ``error("disk busy").first(2)``; ``parse`` reads it back."""
+        text = f"{self.kind}({', '.join(_literal(a) for a in self.arguments)})"
+        if self.where:
+            text += f".when({', '.join(f'{k}={_literal(v)}' for k, v in self.where)})"
+        if self.first_k is not None:
+            text += f".first({self.first_k})"
+        elif self.chance is not None:
+            text += f".sometimes({self.chance!r})"
         return text
-
-    def __eq__(self, other: object) -> bool:
-        """Equal when they fail the same calls the same way (a crash's exceptions by type and args)."""
-        if not isinstance(other, Fault):
-            return NotImplemented
-        return _key(self) == _key(other)
-
-    def __hash__(self) -> int:
-        return hash(self.label)
 
     def __str__(self) -> str:
         return self.label
@@ -195,164 +100,171 @@ class Fault:
         return f"<Fault {self.label}>"
 
 
-def _key(fault: Fault) -> tuple[Any, ...]:
-    params = tuple((k, (type(v), v.args) if isinstance(v, BaseException) else v) for k, v in fault.params)
-    return (fault.kind, params, fault.every, fault.times, fault.chance, fault.match)
-
-
-def _arguments(fault: Fault) -> str:
-    """The arguments of a label: the first positionally, the others by name."""
-    names = [name for name, _ in SIGNATURES[fault.kind]]
-    given = dict(fault.params)
-    parts = []
-    for i, name in enumerate(names):
-        if name not in given:
-            continue
-        value = given[name]
-        shown = _exception_text(value) if name == "exc" else render(value)
-        parts.append(shown if i == 0 else f"{name}={shown}")
-    return ", ".join(parts)
-
-
-def _exception_text(exc: BaseException) -> str:
-    """An exception as a label writes it: ``ValueError("bad input")``."""
-    return f"{type(exc).__name__}({', '.join(render(a) for a in exc.args)})"
-
-
-def _seconds_text(seconds: float) -> str:
-    return f"{seconds:g}s"
-
-
-def _status_text(status: int) -> str:
-    import http
-
-    try:
-        phrase = http.HTTPStatus(status).phrase
-    except ValueError:
-        return f"HTTP {status}"
-    return f"HTTP {status} {phrase}"
-
-
-# -- the constructors -----------------------------------------------------------------------------
-
-
-def make(kind: FaultKind, *args: Any, **kwargs: Any) -> Fault:
-    """A fault of ``kind`` with its arguments checked (what each constructor and ``parse`` call)."""
-    signature = SIGNATURES[kind]
-    names = [name for name, _ in signature]
-    if len(args) > len(names):
-        raise TypeError(f"faults.{kind}() takes {_takes(names)}, got {len(args)} arguments")
-    given = dict(zip(names, args, strict=False))
-    for name, value in kwargs.items():
-        if name not in names:
-            raise TypeError(f"faults.{kind}() has no argument {name!r}; it takes {_takes(names)}")
-        if name in given:
-            raise TypeError(f"faults.{kind}() got {name!r} twice")
-        given[name] = value
-    for name, default in signature:
-        if default is REQUIRED and name not in given:
-            raise TypeError(f"faults.{kind}() needs its {name}: e.g. {kind}({_EXAMPLES[kind]})")
-    for name, value in given.items():
-        _check(kind, name, value)
-    defaults = dict(signature)
-    params = tuple(
-        (name, _kept(given[name]))
-        for name in names
-        if name in given and not _same(given[name], defaults[name])
-    )
-    return Fault(kind, params)
-
-
-_EXAMPLES = {"hang": "30", "slow": "0.5", "wrong": '"a plausible answer"'}
-
-
-def _takes(names: list[str]) -> str:
-    return ", ".join(names) if names else "no arguments"
-
-
-def _same(value: object, default: object) -> bool:
-    """Whether ``value`` is the default (left out of the label); ``True`` is not ``1``."""
-    return type(value) is type(default) and value == default
-
-
-def _kept(value: Any) -> Any:
-    """A ``crash``'s exception class becomes an instance of it (``crash(ValueError)``)."""
-    return value() if isinstance(value, type) else value
-
-
-def _check(kind: FaultKind, name: str, value: object) -> None:
-    """Raise ``TypeError``/``ValueError`` naming what ``kind``'s ``name`` takes, when ``value`` is not it."""
-    if name == "text" and not isinstance(value, str):
-        raise TypeError(f"faults.error: text must be a str (what the model reads), got {value!r:.60}")
-    if name == "seconds" and not _finite(value):
-        raise ValueError(f"faults.{kind}: seconds must be a finite number >= 0, got {value!r:.60}")
-    if name == "retry_after" and value is not None and not _finite(value):
-        raise ValueError(f"faults.unavailable: retry_after must be None or seconds >= 0, got {value!r:.60}")
-    if name == "status" and (isinstance(value, bool) or not isinstance(value, int) or not 100 <= value < 600):
-        raise ValueError(
-            f"faults.unavailable: status must be an HTTP status from 100 to 599, got {value!r:.60}"
+def _literal(value: Any) -> str:
+    """A value as the label writes it: a literal, or ``Class("message")`` for an exception."""
+    if isinstance(value, BaseException):
+        return (
+            f"{type(value).__name__}({_literal(str(value))})" if str(value) else f"{type(value).__name__}()"
         )
-    if name == "exc" and value is not None:
-        _check_exception(value)
-
-
-def _finite(value: object) -> bool:
-    return (
-        not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and value >= 0
-    )
-
-
-def _check_exception(value: object) -> None:
-    kind = value if isinstance(value, type) else type(value)
-    if not issubclass(kind, Exception):
-        raise TypeError(
-            f"faults.crash: exc must be an exception (an Exception or its class), got {value!r:.60}; "
-            "KeyboardInterrupt, SystemExit and the like would not crash a tool, they would end your program"
-        )
-    if issubclass(kind, ToolError):
-        raise TypeError("faults.crash: a ToolError is a soft error, not a crash; use faults.error(text)")
-    if isinstance(value, type):
-        try:
-            value()
-        except Exception as exc:
-            raise TypeError(
-                f"faults.crash: {kind.__name__}() cannot be made without arguments ({exc}); "
-                f"pass an instance, e.g. crash({kind.__name__}('boom'))"
-            ) from exc
+    text = repr(value)
+    if isinstance(value, str) and '"' not in value:
+        text = '"' + text[1:-1].replace("\\'", "'") + '"'  # the label's quotes: error("disk busy")
+    return text
 
 
 def error(text: str = DEFAULT_ERROR) -> Fault:
-    """The call fails softly with ``text``: a ``ToolError`` the model reads (explicit)."""
-    return make("error", text)
+    """The call fails softly with ``text``: the tool's ordinary error, which the model reads."""
+    return Fault("error", (_text("error", text),))
 
 
-def crash(exc: BaseException | type[BaseException] | None = None) -> Fault:
-    """The call raises ``exc`` (default ``RuntimeError("injected crash")``): a panic."""
-    return make("crash", exc)
+def crash(exc: BaseException | str | None = None) -> Fault:
+    """The tool raises ``exc`` (a ``RuntimeError`` with that text, when given a text): a panic."""
+    if exc is None:
+        exc = RuntimeError("injected crash")
+    elif isinstance(exc, str):
+        exc = RuntimeError(exc)
+    elif not isinstance(exc, Exception):
+        raise TypeError(f"crash(exc): expected an exception or its text, got {type(exc).__name__}")
+    return Fault("crash", (exc,))
 
 
-def hang(seconds: float) -> Fault:
-    """No answer for ``seconds``: a shorter timeout fires first; with none, the call then fails as
-    a ``TimeoutError`` would."""
-    return make("hang", seconds)
+def hang(seconds: float = DEFAULT_HANG) -> Fault:
+    """The call does not answer for ``seconds``: it outlasts a timeout, which then fails it."""
+    return Fault("hang", (_seconds("hang", seconds),))
 
 
 def wrong(value: Any) -> Fault:
-    """The call returns ``value`` instead of its real result, with no error flag (implicit)."""
-    return make("wrong", value)
+    """The call succeeds with ``value`` instead of the real result: implicit, no error flag."""
+    _literal_only("wrong", value)
+    return Fault("wrong", (value,))
 
 
 def empty() -> Fault:
-    """The call returns an empty result (``""``) with no error flag (implicit)."""
-    return make("empty")
+    """The call succeeds with an empty result: implicit, no error flag."""
+    return Fault("empty")
 
 
-def slow(seconds: float) -> Fault:
-    """The real call, ``seconds`` late (a timeout shorter than that fires first)."""
-    return make("slow", seconds)
+def slow(seconds: float = DEFAULT_SLOW) -> Fault:
+    """The call takes ``seconds`` longer, then runs as it is (fails only against a timeout)."""
+    return Fault("slow", (_seconds("slow", seconds),))
 
 
 def unavailable(status: int = 503, retry_after: float | None = None) -> Fault:
-    """For a model: the request fails with ``ModelUnavailable`` (``status``, and ``retry_after``
-    seconds when given), as a server's 503 or 429 does."""
-    return make("unavailable", status, retry_after=retry_after)
+    """The service is down: a model raises ``ModelUnavailable(status, retry_after)``; a tool fails
+    softly saying it is unavailable, with the status."""
+    if type(status) is not int or not 100 <= status <= 599:
+        raise ValueError(f"unavailable(status): an HTTP status from 100 to 599, got {status!r}")
+    if retry_after is None:
+        return Fault("unavailable", (status,))
+    return Fault("unavailable", (status, _seconds("unavailable", retry_after)))
+
+
+def _text(kind: str, text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{kind}(text): expected the text the model reads, got {type(text).__name__}")
+    return text
+
+
+def _seconds(kind: str, seconds: object) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise ValueError(f"{kind}(seconds): a number of seconds, got {seconds!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{kind}(seconds): a finite number of seconds >= 0, got {seconds!r}")
+    return float(seconds)
+
+
+def _literal_only(kind: str, value: object) -> None:
+    """A value a label can write and ``parse`` read back: literals, lists, tuples and dicts of them."""
+    try:
+        ast.literal_eval(repr(value))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise TypeError(
+            f"{kind}(value): expected a literal (text, number, bool, None, or lists, tuples and dicts "
+            f"of them), got {type(value).__name__}"
+        ) from None
+
+
+_MAKERS = {"error": error, "crash": crash, "hang": hang, "wrong": wrong, "empty": empty, "slow": slow}
+_MAKERS["unavailable"] = unavailable
+_SCHEDULES = ("first", "always", "sometimes", "when")
+
+
+class FaultSyntaxError(ValueError):
+    """A fault label that is not one: says where, and what was expected."""
+
+
+def parse(label: str) -> Fault:
+    """The fault a label describes: ``error("disk busy").first(2)``, ``crash``, ``wrong([])``.
+
+    A bare kind takes its defaults (``error.first(2)`` is ``error().first(2)``). Nothing is
+    evaluated: only the seven kinds, the schedules ``first``, ``always``, ``sometimes`` and
+    ``when``, and literal arguments are read (a crash may name a built-in exception class:
+    ``crash(TimeoutError("slow disk"))``).
+    """
+    if not isinstance(label, str):
+        raise TypeError(f"parse(label): expected the fault's text, got {type(label).__name__}")
+    try:
+        tree = ast.parse(label.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise FaultSyntaxError(
+            f"{label!r} is no fault: {exc.msg} at column {exc.offset}; {_EXPECTED}"
+        ) from None
+    return _fault(tree, label)
+
+
+_EXPECTED = (
+    'expected a kind (error, crash, hang, wrong, empty, slow, unavailable), e.g. error("disk busy"), '
+    "then schedules: .first(k), .always(), .sometimes(p), .when(name=value)"
+)
+
+
+def _fault(node: ast.expr, label: str) -> Fault:
+    if isinstance(node, ast.Name):
+        return _make(node.id, [], {}, label)
+    if isinstance(node, ast.Attribute):  # a bare schedule name: error.always
+        return _schedule(_fault(node.value, label), node.attr, [], {}, label)
+    if isinstance(node, ast.Call):
+        args = [_argument(a, label) for a in node.args]
+        kwargs = {k.arg: _argument(k.value, label) for k in node.keywords if k.arg is not None}
+        if len(kwargs) != len(node.keywords):
+            raise FaultSyntaxError(f"{label!r}: '**' is not a fault argument; {_EXPECTED}")
+        if isinstance(node.func, ast.Name):
+            return _make(node.func.id, args, kwargs, label)
+        if isinstance(node.func, ast.Attribute):
+            return _schedule(_fault(node.func.value, label), node.func.attr, args, kwargs, label)
+    raise FaultSyntaxError(f"{label!r}: {ast.unparse(node)!r} is not a fault; {_EXPECTED}")
+
+
+def _make(kind: str, args: list[Any], kwargs: dict[str, Any], label: str) -> Fault:
+    maker = _MAKERS.get(kind)
+    if maker is None:
+        raise FaultSyntaxError(f"{label!r}: no fault is called {kind!r}; {_EXPECTED}")
+    try:
+        made: Fault = maker(*args, **kwargs)  # type: ignore[operator]
+        return made
+    except (TypeError, ValueError) as exc:
+        raise FaultSyntaxError(f"{label!r}: {exc}") from None
+
+
+def _schedule(fault: Fault, name: str, args: list[Any], kwargs: dict[str, Any], label: str) -> Fault:
+    if name not in _SCHEDULES:
+        raise FaultSyntaxError(f"{label!r}: {name!r} is no schedule; {_EXPECTED}")
+    try:
+        return getattr(fault, name)(*args, **kwargs)  # type: ignore[no-any-return]
+    except (TypeError, ValueError) as exc:
+        raise FaultSyntaxError(f"{label!r}: {exc}") from None
+
+
+def _argument(node: ast.expr, label: str) -> Any:
+    """A literal argument, or a built-in exception made from literals (``TimeoutError("x")``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        cls = getattr(builtins, node.func.id, None)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            return cls(*(_argument(a, label) for a in node.args))
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise FaultSyntaxError(
+            f"{label!r}: {ast.unparse(node)!r} is not a literal; arguments are texts, numbers, "
+            "True/False/None, lists, tuples and dicts of them"
+        ) from None

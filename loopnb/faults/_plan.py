@@ -1,143 +1,107 @@
-"""``FaultPlan``: the one per-call decision of an injection, and the log of what it injected.
+"""Deciding, call by call, whether a fault fires, and what firing does to a tool call.
 
-Every wrapper ``inject`` makes, and any wrapper of another framework's tools, asks the plan once
-per call: ``plan.decide(tool, arguments, run=..., call_id=...)`` returns the ``Fault`` that fires
-on this call, or ``None`` for the real call. A fired fault is logged as an ``Injection``.
-
-Schedules count calls per run and per tool (``.first(2)``: the first two calls of each run), only
-calls that match the fault's ``.when``. ``.sometimes(p)`` draws from a generator seeded by the
-plan's seed and the tool's name, fresh for each run: the same seed fails the same calls of a run.
-A wrapper with no runs to tell apart (a plain function) counts all its calls as one run's.
+A ``Schedule`` holds one fault's state for one tool of one wrapped target: how many calls it has
+seen and its random generator. ``decide`` is the one per-call decision every target shares
+(loopnb's tools and models, plain callables, other frameworks' tools): it answers the fault that
+fires for this call, or ``None``, and logs each firing as an ``Injection``. ``outcome`` says what a
+fired fault does in words every wrapper can act on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loopnb.faults._fault import Fault
-from loopnb.faults._label import parse
-
-_RUNS_KEPT = 1024
-"""Per-run counts kept for the latest runs (a long-lived plan forgets older ones)."""
+from loopnb.faults._fault import DEFAULT_ERROR, Fault
 
 
 @dataclass(frozen=True, slots=True)
 class Injection:
-    """One fault that fired: on which call of which tool, as which label."""
+    """One call a fault fired on: which tool, the call's number among that tool's calls (from 1),
+    its id where the framework gives one, and the fault's label."""
 
-    call_id: str
-    """The call's id (``""`` when the caller has none: a plain function)."""
     tool: str
-    """The tool (or model) the fault fired on."""
+    call: int
     label: str
-    """The fault's label, e.g. ``error("disk busy").first(2)``."""
-    run_id: str = ""
-    """The run the call belonged to (``""`` when the caller has none)."""
+    call_id: str | None = None
 
 
-class _Count:
-    """One tool's matching calls so far in one run, and its draws for ``sometimes``."""
+class Schedule:
+    """One fault's state for one tool: calls seen, calls it fired on, and its seeded generator.
 
-    __slots__ = ("n", "rng")
-
-    def __init__(self, seed: int, tool: str) -> None:
-        self.n = 0
-        self.rng = random.Random(f"loopnb.faults:{seed}:{tool}")  # a str seed: the same in every process
-
-
-def faults_of(faults: Mapping[str, Fault | str], where: str = "inject") -> dict[str, Fault]:
-    """``faults`` with each label parsed (``{"read_file": 'error("x").first(2)'}``), checked."""
-    if not isinstance(faults, Mapping):
-        raise TypeError(
-            f"{where}: faults must be a mapping {{tool name: fault}}, got {type(faults).__name__}"
-        )
-    out: dict[str, Fault] = {}
-    for name, fault in faults.items():
-        if not isinstance(name, str):
-            raise TypeError(f"{where}: a key of faults must be a tool's name, got {name!r:.60}")
-        out[name] = fault_of(fault, f"{where}: faults[{name!r}]")
-    return out
-
-
-def fault_of(fault: Fault | str, where: str) -> Fault:
-    """A ``Fault``, or a label parsed into one."""
-    if isinstance(fault, Fault):
-        return fault
-    if isinstance(fault, str):
-        return parse(fault)
-    raise TypeError(f"{where} must be a Fault (faults.error(...), ...) or its label, got {fault!r:.60}")
-
-
-class FaultPlan:
-    """Which calls of which tools fail, and how: the faults by tool name, the seed, and the log.
-
-    Args:
-        faults: tool (or model) name -> ``Fault`` or its label.
-        seed: seeds ``.sometimes``; the same seed fails the same calls.
+    The generator is seeded from ``inject``'s seed and the tool's name (a stable hash, not
+    Python's salted ``hash``), so ``sometimes(p)`` fails the same calls on every run with that seed.
     """
 
-    def __init__(self, faults: Mapping[str, Fault | str], *, seed: int = 0) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"inject: seed must be an int, got {seed!r:.60}")
-        self.faults: dict[str, Fault] = faults_of(faults)
-        self.seed = seed
-        self.injections: list[Injection] = []
-        """Every fault that fired, in order."""
-        self._counts: dict[tuple[str, str], _Count] = {}
+    __slots__ = ("_lock", "calls", "fault", "fired", "label", "log", "rng", "tool")
 
-    def decide(
-        self, tool: str, arguments: Mapping[str, Any] | None = None, *, run: str = "", call_id: str = ""
-    ) -> Fault | None:
-        """The fault that fires on this call of ``tool`` (logged), or ``None``: make the real call.
+    def __init__(self, tool: str, fault: Fault, seed: int, log: list[Injection]) -> None:
+        self.tool = tool
+        self.fault = fault
+        self.label = fault.label
+        self.calls = 0
+        self.fired = 0
+        self.log = log
+        digest = hashlib.blake2b(f"{seed}:{tool}".encode(), digest_size=8).digest()
+        self.rng = random.Random(int.from_bytes(digest, "big"))
+        self._lock = threading.Lock()  # tools may run on threads at once (timeouts)
 
-        ``arguments`` are the call's (checked against ``.when``); ``run`` tells runs apart for the
-        schedules' counts; ``call_id`` is what the log keeps of the call.
-        """
-        fault = self.faults.get(tool)
-        if fault is None:
+    def decide(self, arguments: Mapping[str, Any], call_id: str | None = None) -> Fault | None:
+        """The fault if it fires on this call (logged), else ``None``: the call runs as it is."""
+        fault = self.fault
+        if fault.where and not fault.applies(arguments):
             return None
-        if fault.match and not _matches(fault.match, arguments):
-            return None
-        if fault.every != "always":
-            count = self._count(run, tool)
-            count.n += 1
-            if fault.every == "first":
-                if count.n > fault.times:
-                    return None
-            elif count.rng.random() >= fault.chance:
-                return None
-        self.injections.append(Injection(call_id, tool, fault.label, run))
-        return fault
-
-    def _count(self, run: str, tool: str) -> _Count:
-        key = (run, tool)
-        count = self._counts.get(key)
-        if count is None:
-            if len(self._counts) >= _RUNS_KEPT:
-                del self._counts[next(iter(self._counts))]
-            count = self._counts[key] = _Count(self.seed, tool)
-        return count
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={fault.label}" for name, fault in self.faults.items())
-        return f"FaultPlan({shown}; seed={self.seed}, {len(self.injections)} injected)"
+        with self._lock:
+            self.calls += 1
+            if fault.first_k is not None:
+                fires = self.calls <= fault.first_k
+            elif fault.chance is not None:
+                fires = self.rng.random() < fault.chance
+            else:
+                fires = True
+            if fires:
+                self.fired += 1
+                self.log.append(Injection(self.tool, self.calls, self.label, call_id))
+        return fault if fires else None
 
 
-_MISSING = object()
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a fired fault does to a call, for a wrapper to carry out.
+
+    ``error_text``: a soft error to raise, in the framework's own kind of tool error (``error``,
+    ``unavailable``, and ``hang`` once it has waited); ``raises``: an exception to raise (``crash``);
+    ``returns``: the value to answer with (``has_value``); ``wait``: seconds to wait first;
+    ``then_run``: after waiting, run the real call (``slow``).
+    """
+
+    error_text: str | None = None
+    raises: BaseException | None = None
+    has_value: bool = False
+    value: Any = None
+    wait: float = 0.0
+    then_run: bool = False
 
 
-def _matches(match: tuple[tuple[str, Any], ...], arguments: Mapping[str, Any] | None) -> bool:
-    """Whether the call's arguments hold each of ``match`` (an argument whose ``==`` raises: no)."""
-    if arguments is None:
-        return False
-    get = arguments.get
-    try:
-        for name, value in match:
-            if get(name, _MISSING) != value:
-                return False
-    except Exception:
-        return False
-    return True
+def outcome(fault: Fault) -> Outcome:
+    """What ``fault`` does to a tool call when it fires."""
+    kind, args = fault.kind, fault.arguments
+    if kind == "error":
+        return Outcome(error_text=args[0] if args else DEFAULT_ERROR)
+    if kind == "unavailable":
+        status = args[0]
+        after = f"; retry after {args[1]:g} s" if len(args) > 1 else ""
+        return Outcome(error_text=f"the service is unavailable (HTTP {status}){after}")
+    if kind == "crash":
+        return Outcome(raises=args[0])
+    if kind == "hang":  # outlasts a timeout; with none, it fails once it has waited
+        return Outcome(wait=args[0], error_text=f"the tool did not answer for {args[0]:g} s")
+    if kind == "slow":
+        return Outcome(wait=args[0], then_run=True)
+    if kind == "wrong":
+        return Outcome(has_value=True, value=args[0])
+    return Outcome(has_value=True, value="")  # empty

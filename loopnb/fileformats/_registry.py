@@ -11,14 +11,16 @@ modules of that package the first time it is called (none of them imports its fr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import loopnb.foreign as readers
+from loopnb.engine._events import Event, ToolDispatched
 from loopnb.fileformats._own import OWN
 from loopnb.foreign._formats import ForeignFormat, Format
 from loopnb.record import RecordingError
@@ -159,22 +161,55 @@ def _marks(name: str) -> Mapping[str, Mark] | None:
 read_marks_with(_marks)  # the audit, below this layer, learns what each format's statuses mean
 
 
-def from_pydantic_ai(messages: Any, **kwargs: Any) -> Recording:
+def from_pydantic_ai(messages: Any, *, injected: Injected = None, **kwargs: Any) -> Recording:
     """A recording of a pydantic-ai run's messages (``result.all_messages()``, the list
-    ``capture_run_messages()`` holds after a failure, or their JSON)."""
-    return shipped("pydantic-ai").from_memory(messages, **kwargs)
+    ``capture_run_messages()`` holds after a failure, or their JSON). ``injected``: what
+    ``loopnb.inject`` put into the run (the wrapped agent's ``injections``), marked by call id."""
+    return marked(shipped("pydantic-ai").from_memory(messages, **kwargs), injected)
 
 
-def from_inspect(log: Any, **kwargs: Any) -> Recording:
-    """A recording of an Inspect AI ``EvalLog`` (one run per sample)."""
-    return shipped("inspect").from_memory(log, **kwargs)
+def from_inspect(log: Any, *, injected: Injected = None, **kwargs: Any) -> Recording:
+    """A recording of an Inspect AI ``EvalLog`` (one run per sample); ``injected`` as for
+    ``from_pydantic_ai``."""
+    return marked(shipped("inspect").from_memory(log, **kwargs), injected)
 
 
-def from_otel(spans: Any, **kwargs: Any) -> Recording:
-    """A recording of OpenTelemetry SDK spans (``ReadableSpan``s, e.g. an in-memory exporter's)."""
-    return shipped("otlp").from_memory(spans, **kwargs)
+def from_otel(spans: Any, *, injected: Injected = None, **kwargs: Any) -> Recording:
+    """A recording of OpenTelemetry SDK spans (``ReadableSpan``s, e.g. an in-memory exporter's);
+    ``injected`` as for ``from_pydantic_ai``."""
+    return marked(shipped("otlp").from_memory(spans, **kwargs), injected)
 
 
-def from_openai_agents(spans: Any, **kwargs: Any) -> Recording:
-    """A recording of OpenAI Agents SDK spans and traces (objects, or their ``export()`` dicts)."""
-    return shipped("openai-agents").from_memory(spans, **kwargs)
+def from_openai_agents(spans: Any, *, injected: Injected = None, **kwargs: Any) -> Recording:
+    """A recording of OpenAI Agents SDK spans and traces (objects, or their ``export()`` dicts);
+    ``injected`` as for ``from_pydantic_ai``."""
+    return marked(shipped("openai-agents").from_memory(spans, **kwargs), injected)
+
+
+Injected = Iterable[Any] | Mapping[str, str] | None
+"""What ``loopnb.inject`` put into a run: a wrapped target's ``injections`` (each with a
+``call_id`` and a ``label``), or ``{call_id: label}``."""
+
+
+def marked(recording: Recording, injected: Injected) -> Recording:
+    """``recording`` with each call ``injected`` names marked with its fault's label (the
+    ``injected`` column of its turns and events); a call id the run does not hold is left out."""
+    from loopnb.record import Recording
+
+    if injected is None:
+        return recording
+    if isinstance(injected, Mapping):
+        labels = {str(k): str(v) for k, v in injected.items()}
+    else:
+        entries: Iterable[Any] = injected
+        labels = {str(i.call_id): str(i.label) for i in entries if getattr(i, "call_id", None)}
+    if not labels:
+        return recording
+    events: list[Event] = [
+        dataclasses.replace(e, injected=labels[e.result.call_id])
+        if isinstance(e, ToolDispatched) and e.result.call_id in labels
+        else e
+        for e in recording.event_objects
+    ]
+    meta = {k: v for k, v in recording.meta.items() if k not in ("path",)}
+    return Recording.from_events(events, meta=meta)

@@ -17,6 +17,7 @@ from loopnb.engine._errors import SoftProducer
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
 from loopnb.foreign._formats import Unread
+from loopnb.foreign._otlp_profile import INJECTED
 from loopnb.foreign._otlp_spans import Span
 from loopnb.foreign._transcript import TurnWriter, status
 
@@ -177,7 +178,14 @@ def write_result(
         executed=span.attributes.get("pydantic_ai.tool.failure_stage") != "validation",
         at=span.end,
         latency_ms=span_ms(span),
+        injected=_injected(span),
     )
+
+
+def _injected(span: Span) -> str | None:
+    """The fault ``loopnb.inject`` put into the call, as its wrapper marked the tool span."""
+    label = span.attributes.get(INJECTED)
+    return label if isinstance(label, str) and label else None
 
 
 def _said(span: Span, agent: Span | None, later: bool) -> str:

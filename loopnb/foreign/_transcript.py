@@ -280,9 +280,11 @@ class TurnWriter:
         executed: bool = True,
         at: float | None = None,
         latency_ms: float = 0.0,
+        injected: str | None = None,
     ) -> ToolResult:
         """What the model read for call ``call_id``: an error when ``producer`` is given (the
-        channel table's row it falls in), else the tool's output."""
+        channel table's row it falls in), else the tool's output; ``injected`` is the label of the
+        fault ``loopnb.inject`` put into the call, where the source says so."""
         run = self._run
         if name is None:
             name = (
@@ -303,6 +305,7 @@ class TurnWriter:
                 executed=executed,
                 latency_ms=latency_ms,
                 source_status=source_status,
+                injected=injected,
             )
         )
         if producer is not None:

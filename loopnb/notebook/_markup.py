@@ -219,15 +219,6 @@ def _latency(ms: float | None) -> str:
     return f" · {ms:.1f} ms" if ms is not None else " · latency unknown"
 
 
-def injected_word(label: str | None) -> Html:
-    """`` · injected error("x")``: a fault ``loopnb.inject`` put in the turn (nothing for none)."""
-    if label is None:
-        return _NOTHING
-    return Html(' · <span class="loopnb-injected" style="font-weight:600">injected</span> {}').format(
-        code(label.replace("\n", "; "), 120)
-    )
-
-
 def inspector_html(turn: TurnView | None) -> Html:
     """One turn: the request (the reply's tool calls), and exactly the text the model read."""
     if turn is None:
@@ -238,10 +229,12 @@ def inspector_html(turn: TurnView | None) -> Html:
     parts = [
         Html("<b>turn {}</b> {}").format(turn.turn, chip(turn.channel)),
         Html(" {}").format(code(turn.producer)) if turn.producer else _NOTHING,
-        injected_word(turn.injected),
         Html(" · model {}").format(code(turn.model, NAME_LIMIT)) if turn.model else _NOTHING,
         _latency(turn.latency_ms),
         f" · {retries} recovery retr{'y' if retries == 1 else 'ies'}" if retries else _NOTHING,
+        Html(' · <span class="loopnb-injected">&#x26A1; injected {}</span>').format(code(turn.event.injected))
+        if turn.event.injected is not None
+        else _NOTHING,
     ]
     body = [_NOTHING.join(parts)]
     if turn.calls:
@@ -265,13 +258,16 @@ def inspector_html(turn: TurnView | None) -> Html:
     if turn.read:
         body.append(Html("<div>then the model read:</div>"))
         for item in turn.read:
+            tag = f"{item.name} · error ({item.producer})" if item.is_error else f"{item.name} · ok"
+            if item.source == "engine":
+                tag = f"engine feedback · {item.producer or item.name}"
             body.append(
                 Html(
                     '<div style="{};font-size:12px">{}{}</div><pre class="loopnb-read" style="{}">{}</pre>'
                 ).format(
                     Html("font-weight:600") if item.is_error else _MUTED,
                     icon("soft") if item.is_error else _NOTHING,
-                    esc(item.tag, 160),
+                    esc(tag, 120),
                     _PRE,
                     esc(item.text, 4000),
                 )

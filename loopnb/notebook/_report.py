@@ -19,7 +19,7 @@ from loopnb._palette import IDLE, PALE, PALETTE
 from loopnb.engine._events import Event
 from loopnb.notebook._html import Html, esc
 from loopnb.notebook._layout import icon
-from loopnb.notebook._markup import NAME_LIMIT, injected_word
+from loopnb.notebook._markup import NAME_LIMIT
 from loopnb.notebook._page import REPORT_STYLE, page
 from loopnb.notebook._panes import Pane, checked_panes, drawn, folded
 from loopnb.notebook._replay import EventSource, events_of
@@ -126,9 +126,15 @@ def _board(state: ViewState) -> Html:
 
 
 def _read(item: ReadView) -> Html:
+    if item.source == "engine":
+        tag = f"engine feedback · {item.producer or item.name}"
+    elif item.is_error:
+        tag = f"{item.name} · error ({item.producer or 'tool'})"
+    else:
+        tag = f"{item.name} · ok"
     err = Html(" error") if item.is_error else Html()
     out = Html('<div class="item{0}">{1}</div><pre class="loopnb-read{0}">{2}</pre>').format(
-        err, esc(item.tag, 160), esc(item.text, TEXT_LIMIT)
+        err, esc(tag, 160), esc(item.text, TEXT_LIMIT)
     )
     if item.note:
         out += Html(
@@ -147,8 +153,7 @@ def _row(t: TurnView, anchor: str, full: bool) -> Html:
         turn=t.turn,
         channel=t.channel,
         word=_word(t.channel),
-        producer=(Html("<code>{}</code>").format(esc(t.producer, NAME_LIMIT)) if t.producer else Html())
-        + injected_word(t.injected),
+        producer=Html("<code>{}</code>").format(esc(t.producer, NAME_LIMIT)) if t.producer else Html(),
         model=esc(t.model or "", NAME_LIMIT),
     )
     if not full:

@@ -164,16 +164,6 @@ class ReadView:
     is_error: bool
     producer: str | None
     note: str | None = None
-    injected: str | None = None
-    """The label of the fault ``loopnb.inject`` made this result with (``None``: a real one)."""
-
-    @property
-    def tag(self) -> str:
-        """What it is, in words: ``read_file · error (tool_error) · injected error("x")``."""
-        if self.source == "engine":
-            return f"engine feedback · {self.producer or self.name}"
-        tag = f"{self.name} · error ({self.producer or 'tool'})" if self.is_error else f"{self.name} · ok"
-        return tag if self.injected is None else f"{tag} · injected {self.injected}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +209,8 @@ class TurnView:
         """Exactly what the model read after its reply: tool results, then engine feedback."""
         e = self.event
         return tuple(
-            ReadView("tool", r.name, r.content, r.is_error, r.producer, r.note, r.injected) for r in e.results
+            ReadView("tool", r.name, r.content, r.is_error, r.producer, r.note) for r in e.results
         ) + tuple(ReadView("engine", m.role, m.content, m.is_error, m.producer) for m in e.feedback)
-
-    @property
-    def injected(self) -> str | None:
-        """The labels of the faults ``loopnb.inject`` put in this turn, one per line (``None``: none)."""
-        return self.event.injected
 
     @property
     def reply_text(self) -> str | None:

@@ -92,9 +92,8 @@ def _turn_tip(t: TurnView) -> str:
     what = t.producer or ("final reply" if not t.tools else "tool calls ok")
     tools = f" · {', '.join(t.tools)}" if t.tools else ""
     ms = f"{t.latency_ms:,.1f} ms" if t.latency_ms is not None else "latency unknown"
-    injected = t.injected
-    fault = "" if injected is None else f" · injected {injected.replace(chr(10), '; ')}"
-    return f"turn {t.turn}: {t.channel} ({what}){tools}{fault} · {ms}"
+    injected = f" · injected {t.event.injected}" if t.event.injected is not None else ""
+    return f"turn {t.turn}: {t.channel} ({what}){tools} · {ms}{injected}"
 
 
 def nice(value: float) -> float:
@@ -150,6 +149,8 @@ def marks_svg(
     said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
     if simulated:
         said += " · simulated clock: times are simulated, not waited"
+    if any(b.worst.event.injected is not None for b in bins):
+        said += " · \u26a1 a fault loopnb.inject put there"
     parts = [
         Html('<text class="cap" x="12" y="20">turn timeline</text><text x="130" y="20">{}</text>{}').format(
             said, legend(_W - 180, 20)
@@ -256,9 +257,10 @@ _GROUP = Html(
 )
 _LATER, _GREY = Html(" loopnb-later"), Html(' opacity="0.3"')
 _INJECTED = Html(
-    '<circle class="loopnb-injected" cx="{:.1f}" cy="{:.1f}" r="{:.1f}" fill="none" stroke="currentColor" '
-    'stroke-width="1.2" stroke-dasharray="2 1.6"><title>injected</title></circle>'
+    '<text class="loopnb-injected" x="{:.1f}" y="{:.1f}" text-anchor="middle" '
+    'style="font-size:15px">&#x26A1;</text>'
 )
+"""The flag over a turn a fault was injected into: a lightning sign, the tip says which fault."""
 _CHANNEL = {c: Html.escape(c) for c in _WORST}
 
 
@@ -281,10 +283,10 @@ def _mark(
         x - width / 2,
         width,
     )
-    shape = mark(t.channel, x, y, size)
-    if t.injected is not None:  # a fault put there on purpose: ringed, dashed
-        shape += _INJECTED.format(x, y, size / 2 + 2.5)
-    drawn += (shape, tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
+    drawn_mark = mark(t.channel, x, y, size)
+    if t.event.injected is not None:  # a failure put there on purpose (loopnb.inject): flagged
+        drawn_mark += _INJECTED.format(x, y - size / 2 - 4)
+    drawn += (drawn_mark, tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
     if anchor is not None:
         return _LINKED.format(*drawn, anchor)
     if selected is not None and b.first_turn > selected:  # after the selected turn: greyed

@@ -60,6 +60,7 @@ from loopnb.foreign._otlp_profile import (
     CHANNEL,
     DECISION,
     ERROR_TEXT,
+    INJECTED,
     PRODUCER,
 )
 from loopnb.otel._metrics import Meters
@@ -315,6 +316,8 @@ class Exporter:
             CEILING: run.ceiling,
             BREAKER: run.breakers.get(result.name, "closed"),
         }
+        if e.injected is not None:  # a fault loopnb.inject put there (labels are ours, not the run's)
+            attributes[INJECTED] = e.injected
         if not result.is_error:
             attributes[CHANNEL] = "ok"
         span, end = self._child(

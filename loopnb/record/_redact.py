@@ -217,6 +217,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(_token("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), (("J", "eyJ"),)),
 )
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(rule.pattern for rule in DEFAULT_RULES)
+"""The regular expressions of the default rules, one a rule: what ``Redactor()`` finds and masks."""
 
 _Triggers = tuple[tuple[str, re.Pattern[str]], ...]
 _Screen = list[tuple[str, Callable[[str], "re.Match[str] | None"]]]

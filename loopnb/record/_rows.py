@@ -147,7 +147,7 @@ _fills(
     text="result.content",
     latency_ms="latency_ms",
     source_status="source_status",
-    injected="result.injected",
+    injected="injected",
 )
 _fills(
     RecoveryDecided,

@@ -262,9 +262,9 @@ TURNS = Table(
         Column(
             "injected",
             "string",
-            "The label of the fault loopnb.inject put in this turn's place (e.g. "
-            'error("disk busy").first(2)); one per line when several fired; missing for a turn whose '
-            "failures, if any, were real.",
+            "The label of each fault loopnb.inject put into the turn (its model requests', then its "
+            'calls\'), e.g. error("disk busy").first(2), joined by "; "; missing when nothing was '
+            "injected: a natural failure.",
             lambda t: t.injected,
         ),
     ),
@@ -344,8 +344,8 @@ EVENTS = Table(
         Column(
             "injected",
             "string",
-            "The label of the fault loopnb.inject made this dispatch's result (tool_dispatched) or "
-            "this model failure (model_failed) with; missing for a real one.",
+            "The label of the fault loopnb.inject made a dispatch (tool_dispatched) or a model request "
+            "(model_failed) fail with; missing otherwise.",
         ),
     ),
     frozenset({"run_id", "seq", "kind", "at"}),

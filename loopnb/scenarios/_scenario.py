@@ -10,7 +10,7 @@ and the soft producers seen with what the scenario declares.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ from loopnb.engine import (
 from loopnb.engine._errors import HardProducer, LoopError, SoftProducer
 from loopnb.engine._events import Event, RunStarted
 from loopnb.engine._state import Observer
+from loopnb.faults import Fault, inject
 
 Ending = Literal["ok"] | HardProducer
 """How a run ends: ``"ok"`` (a final reply) or the producer of the hard error that ended it."""
@@ -78,19 +79,23 @@ class Scenario:
         clock: Clock | None = None,
         observers: Iterable[Observer] = (),
         seed: int | None = None,
-        with_tools: Callable[[list[Any]], list[Any]] | None = None,
+        faults: Mapping[str, Fault | str] | None = None,
         **overrides: Any,
     ) -> Engine:
-        """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments, and
-        ``with_tools`` is given its tools and returns those the engine gets (e.g.
-        ``lambda tools: loopnb.inject(tools, {"read_file": faults.error("busy")})``)."""
+        """A fresh engine for this scenario; ``overrides`` replace any of its Engine arguments.
+
+        ``faults`` (``{tool_name: fault}``, a fault or its label) are injected into the scenario's
+        tools (``loopnb.inject``, seeded with the run's seed, on the run's clock).
+        """
         _check_seed(self.name, seed)
         clock = clock if clock is not None else (FakeClock() if self.fake_clock else None)
         build = Build(clock=clock or SystemClock(), seed=self.seed if seed is None else seed)
         kwargs = {**self.builder(build), **overrides}
-        if with_tools is not None:
-            kwargs["tools"] = with_tools(list(kwargs.get("tools", ())))
         kwargs.setdefault("clock", build.clock)
+        if faults:
+            kwargs["tools"] = inject(
+                list(kwargs.get("tools", ())), faults, seed=build.seed, clock=kwargs["clock"]
+            )
         kwargs["observers"] = [*kwargs.get("observers", ()), *observers]
         return Engine(**kwargs)
 
@@ -101,14 +106,14 @@ class Scenario:
         observers: Iterable[Observer] = (),
         seed: int | None = None,
         cancel: CancelToken | None = None,
-        with_tools: Callable[[list[Any]], list[Any]] | None = None,
+        faults: Mapping[str, Fault | str] | None = None,
         **overrides: Any,
     ) -> Outcome:
-        """Run the scenario once; a hard ending is returned (``outcome.error``), not raised."""
+        """Run the scenario once; a hard ending is returned (``outcome.error``), not raised.
+        ``faults`` are injected into its tools (see ``engine``)."""
         events: list[Event] = []
-        engine = self.engine(
-            clock=clock, observers=[events.append, *observers], seed=seed, with_tools=with_tools, **overrides
-        )
+        observing = [events.append, *observers]
+        engine = self.engine(clock=clock, observers=observing, seed=seed, faults=faults, **overrides)
         try:
             result = engine.run(self.task, cancel=cancel)
         except LoopError as err:

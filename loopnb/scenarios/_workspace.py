@@ -26,6 +26,7 @@ FILES: Mapping[str, str] = {
         ]
     ),
 }
+"""The workspace's files by path: what ``read_file`` returns and ``list_dir`` lists."""
 
 
 def make_read_file(files: Mapping[str, str] = FILES) -> Tool:

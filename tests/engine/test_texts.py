@@ -35,6 +35,7 @@ READERS = {
     "engine/models/_corrections.py": "FallibleModel reads texts as a model does: a pattern per text",
     "engine/models/_fallible.py": "FallibleModel again: the words it routes around or retries on",
     "foreign/_openai_agents.py": "the OpenAI Agents SDK's own words ('Tool 'x' timed out after N seconds.')",
+    "foreign/_agents_spans.py": "the OpenAI Agents SDK's own words on a turn span ('Tool not found')",
 }
 """Modules that match other words against a text, and why: they read texts, they do not build them."""
 

@@ -328,3 +328,15 @@ def test_10_the_try_it_edits_move_the_divergence_and_a_new_text_needs_a_new_run(
         "print(c.first_divergence, c.divergence.how, acted_differently(c))"
     )
     assert out == "1 error_text None\n", out  # this model ignores even a helpful text
+
+
+def test_11_six_failures_in_a_row_meet_the_loop_detector(session):
+    """The loop detector refuses the 4th identical failing call (softly), the model gives up: an
+    answer with no recovery, which the audit calls a false success."""
+    s = session("11_breaking_it_on_purpose.ipynb")
+    s.edit("EXERCISE_FAULT =", 'faults.error("disk busy").first(2)', 'faults.error("disk busy").first(6)')
+    s.run_all()
+    assert not s.errors()
+    said = s.run_cell(cell_index(s.nb, "EXERCISE_FAULT ="))
+    assert "dispatch refused before execution: loop detected" in said and "ended hard: None" in said
+    assert re.search(r'error\("disk busy"\)\.first\(6\)\s+3\s+0\s+0\.0', said), said

@@ -70,11 +70,8 @@ def reference_turn_row(turn) -> dict:
         "output_tokens": usage.output_tokens if usage else None,
         "started_at": datetime.fromtimestamp(turn.started_at, UTC),
         "source_status": turn.finished.source_status,
-        "injected": "\n".join(
-            dict.fromkeys(
-                [d.result.injected for d in turn.dispatched if d.result.injected]
-                + [f.injected for f in turn.model_failures if f.injected]
-            )
+        "injected": "; ".join(
+            dict.fromkeys([*turn.model_injected, *(d.injected for d in turn.dispatched if d.injected)])
         )
         or None,
     }

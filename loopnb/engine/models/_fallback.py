@@ -359,12 +359,6 @@ def _attribute(exc: BaseException, name: str) -> object:
         return None
 
 
-def _injected(exc: BaseException) -> str | None:
-    """The label a failure ``loopnb.inject`` made carries (``None`` for a real failure)."""
-    label = _attribute(exc, "injected")
-    return str.__str__(label) if isinstance(label, str) else None
-
-
 def _status(exc: BaseException) -> int | None:
     """The HTTP-like status a failure carries: an int from 100 to 599, else ``None``."""
     status = _attribute(exc, "status")
@@ -382,3 +376,9 @@ def _retry_after(exc: BaseException) -> float | None:
         except OverflowError:  # an int past a float's range: as good as never
             return math.inf
     return None
+
+
+def _injected(exc: BaseException) -> str | None:
+    """The label of the fault ``loopnb.inject`` raised ``exc`` for (its ``loopnb_injected``)."""
+    label = _attribute(exc, "loopnb_injected")
+    return str.__str__(label) if isinstance(label, str) else None
