@@ -163,7 +163,27 @@ class Invocation:
                 return self._awaited(tool, fn, call, attempt, state, t0, {}, value, mark)
             else:
                 content, producer = _content(tool.name, value)
+        if mark is not None and mark.wait:  # an injected hang or slow call: it waits on the run's clock
+            return self._late(tool, call, attempt, state, t0, content, producer, mark)
         return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
+
+    async def _late(
+        self, tool: Tool, call: ToolCall, attempt: int, state: RunState, t0: float, *outcome: Any
+    ) -> ToolResult:
+        content, producer, mark = outcome
+        content, producer = await self._waited(tool.name, mark.wait, content, producer)
+        return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
+
+    async def _waited(self, name: str, wait: float, content: str, producer: SoftProducer | None) -> Outcome:
+        """What an attempt that takes ``wait`` seconds more says: waited on the run's clock, or the
+        timeout's answer when the timeout is shorter (``content`` and ``producer`` are what the
+        call said)."""
+        timeout = self.timeout
+        if timeout is not None and wait >= timeout:
+            await self.clock.sleep(timeout)
+            return timeout_text(name, timeout), "timeout"
+        await self.clock.sleep(wait)
+        return content, producer
 
     def _result(
         self,
@@ -235,6 +255,8 @@ class Invocation:
             content, producer = _failure(tool.name, exc, timeout, run_cancellable=True)
         else:
             content, producer = _content(tool.name, value)
+        if mark is not None and mark.wait and producer != "timeout":  # an injected hang or slow call
+            content, producer = await self._waited(tool.name, mark.wait, content, producer)
         return self._result(tool, call, attempt, state, t0, content, producer, True, mark)
 
 

@@ -88,13 +88,16 @@ class Tool:
 
 class FaultMark:
     """What one attempt of a fault-injecting tool says it did: the label of the fault it injected
-    (``None``: the tool ran as it is). Passed in, not kept anywhere shared, so calls running at
-    once (on threads, in tasks) each have their own."""
+    (``None``: the tool ran as it is), and the seconds the call takes (``wait``: a hang's or a slow
+    call's), which the engine waits on the run's clock after the call, under its timeout, instead of
+    the tool sleeping. Passed in, not kept anywhere shared, so calls running at once (on threads,
+    in tasks) each have their own."""
 
-    __slots__ = ("label",)
+    __slots__ = ("label", "wait")
 
     def __init__(self) -> None:
         self.label: str | None = None
+        self.wait = 0.0
 
 
 def usable_name(name: str) -> bool:

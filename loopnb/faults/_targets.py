@@ -133,7 +133,9 @@ def calling(
             then = fire(schedule, kwargs, mark)
             if then is None:
                 return await fn(**kwargs)
-            if then.wait:
+            if mark is not None:  # in an engine: it waits on the run's clock, under its timeout
+                mark.wait = then.wait
+            elif then.wait:
                 await (wait_async(then.wait, clock) if then.then_run else asyncio.sleep(then.wait))
             return await fn(**kwargs) if then.then_run else _carry_out(then)
 
@@ -144,7 +146,9 @@ def calling(
         then = fire(schedule, kwargs, mark)
         if then is None:
             return fn(**kwargs)
-        if then.wait:
+        if mark is not None:  # in an engine: it waits on the run's clock, under its timeout
+            mark.wait = then.wait
+        elif then.wait:
             wait(then.wait, clock) if then.then_run else time.sleep(then.wait)
         return fn(**kwargs) if then.then_run else _carry_out(then)
 
