@@ -124,10 +124,15 @@ def fire(schedule: Schedule, arguments: Mapping[str, Any], mark: FaultMark | Non
 
 
 def calling(
-    fn: Callable[..., Any], schedule: Schedule, mark: FaultMark | None, clock: Any
+    fn: Callable[..., Any],
+    schedule: Schedule,
+    mark: FaultMark | None,
+    clock: Any,
+    is_async: bool | None = None,
 ) -> Callable[..., Any]:
-    """``fn`` with ``schedule``'s fault, as a function of the same kind (sync or async)."""
-    if inspect.iscoroutinefunction(fn):
+    """``fn`` with ``schedule``'s fault, as a function of the same kind (sync or async; ``is_async``
+    says which when the caller knows, as a tool does: the engine asks for one each attempt)."""
+    if inspect.iscoroutinefunction(fn) if is_async is None else is_async:
 
         async def injected_async(**kwargs: Any) -> Any:
             then = fire(schedule, kwargs, mark)
@@ -179,7 +184,7 @@ class InjectedTool(Tool):
         self.fn = calling(original.fn, schedule, None, clock)
 
     def marked(self, mark: FaultMark) -> Callable[..., Any]:
-        return calling(self.original.fn, self.schedule, mark, self._clock)
+        return calling(self.original.fn, self.schedule, mark, self._clock, self.is_async)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call it directly, as the tool is called (the fault decides here too)."""
