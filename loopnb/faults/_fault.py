@@ -27,7 +27,7 @@ DEFAULT_HANG = 3600.0
 DEFAULT_SLOW = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Fault:
     """One fault and its schedule. Build one with ``loopnb.faults.error(...)`` and the others;
     each schedule method returns a new fault.
@@ -66,6 +66,20 @@ class Fault:
         if not arguments:
             raise ValueError(f"{self.label}.when(...): name at least one argument, e.g. .when(path='a.txt')")
         return replace(self, where=tuple(sorted(arguments.items())))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fault):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple[Any, ...]:
+        """What the fault does: a crash's exception by its type and arguments (two exceptions
+        with the same are equal only this way), so that ``parse(fault.label) == fault``."""
+        arguments = tuple((type(a), a.args) if isinstance(a, BaseException) else a for a in self.arguments)
+        return (self.kind, arguments, self.first_k, self.chance, self.where)
 
     def applies(self, arguments: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments is one the fault is about (``when``)."""
@@ -206,13 +220,46 @@ def parse(label: str) -> Fault:
     """
     if not isinstance(label, str):
         raise TypeError(f"parse(label): expected the fault's text, got {type(label).__name__}")
-    try:
-        tree = ast.parse(label.strip(), mode="eval").body
-    except SyntaxError as exc:
+    label = label.strip()
+    if len(label) > MAX_LABEL:
         raise FaultSyntaxError(
-            f"{label!r} is no fault: {exc.msg} at column {exc.offset}; {_EXPECTED}"
-        ) from None
+            f"{_quoted(label)}: a label of {len(label)} characters; at most {MAX_LABEL} are read"
+        )
+    try:
+        tree = ast.parse(label, mode="eval").body
+    except SyntaxError as exc:
+        where = f" (at column {exc.offset})" if exc.offset and exc.lineno in (None, 1) else ""
+        raise FaultSyntaxError(f"{_quoted(label)} is no fault: {exc.msg}; {_EXPECTED}{where}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # a NUL, nesting deeper than the parser goes
+        raise FaultSyntaxError(f"{_quoted(label)} is no fault ({type(exc).__name__}); {_EXPECTED}") from None
     return _fault(tree, label)
+
+
+MAX_LABEL = 10_000
+"""The longest label ``parse`` reads, in characters."""
+
+
+def _quoted(label: str) -> str:
+    """A label as an error quotes it: cut short when long."""
+    return repr(label) if len(label) <= 80 else repr(label[:77] + "...")
+
+
+def _at(node: ast.AST, label: str) -> str:
+    """`` (at column N)``: where ``node`` starts in ``label``, counted in characters from 1 (for a
+    schedule, where its name starts after the dot)."""
+    offset = getattr(node, "col_offset", None)
+    if isinstance(node, ast.Attribute) and node.end_col_offset is not None:
+        offset = node.end_col_offset - len(node.attr.encode("utf-8"))
+    if not isinstance(offset, int):
+        return ""
+    column = len(label.encode("utf-8", errors="surrogatepass")[:offset].decode("utf-8", errors="ignore")) + 1
+    return f" (at column {column})"
+
+
+def _shown(node: ast.AST, label: str) -> str:
+    """The text of ``node`` as the label wrote it (cut short), for an error to quote."""
+    segment = ast.get_source_segment(label, node) or type(node).__name__
+    return repr(segment if len(segment) <= 60 else segment[:57] + "...")
 
 
 _EXPECTED = (
@@ -223,39 +270,54 @@ _EXPECTED = (
 
 def _fault(node: ast.expr, label: str) -> Fault:
     if isinstance(node, ast.Name):
-        return _make(node.id, [], {}, label)
+        return _make(node, node.id, [], {}, label)
     if isinstance(node, ast.Attribute):  # a bare schedule name: error.always
-        return _schedule(_fault(node.value, label), node.attr, [], {}, label)
+        return _schedule(_fault(node.value, label), node, [], {}, label)
     if isinstance(node, ast.Call):
         args = [_argument(a, label) for a in node.args]
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise FaultSyntaxError(
+                    f"{_quoted(label)}: '**' is not a fault argument; {_EXPECTED}{_at(keyword, label)}"
+                )
         kwargs = {k.arg: _argument(k.value, label) for k in node.keywords if k.arg is not None}
-        if len(kwargs) != len(node.keywords):
-            raise FaultSyntaxError(f"{label!r}: '**' is not a fault argument; {_EXPECTED}")
         if isinstance(node.func, ast.Name):
-            return _make(node.func.id, args, kwargs, label)
+            return _make(node.func, node.func.id, args, kwargs, label)
         if isinstance(node.func, ast.Attribute):
-            return _schedule(_fault(node.func.value, label), node.func.attr, args, kwargs, label)
-    raise FaultSyntaxError(f"{label!r}: {ast.unparse(node)!r} is not a fault; {_EXPECTED}")
+            if node.func.attr == "when" and node.args:
+                raise FaultSyntaxError(
+                    f'{_quoted(label)}: when() takes arguments by name, e.g. .when(path="a.txt")'
+                    + _at(node.args[0], label)
+                )
+            return _schedule(_fault(node.func.value, label), node.func, args, kwargs, label)
+    raise FaultSyntaxError(
+        f"{_quoted(label)}: {_shown(node, label)} is not a fault; {_EXPECTED}{_at(node, label)}"
+    )
 
 
-def _make(kind: str, args: list[Any], kwargs: dict[str, Any], label: str) -> Fault:
+def _make(node: ast.AST, kind: str, args: list[Any], kwargs: dict[str, Any], label: str) -> Fault:
     maker = _MAKERS.get(kind)
     if maker is None:
-        raise FaultSyntaxError(f"{label!r}: no fault is called {kind!r}; {_EXPECTED}")
+        raise FaultSyntaxError(
+            f"{_quoted(label)}: no fault is called {kind!r}; {_EXPECTED}{_at(node, label)}"
+        )
     try:
         made: Fault = maker(*args, **kwargs)  # type: ignore[operator]
         return made
     except (TypeError, ValueError) as exc:
-        raise FaultSyntaxError(f"{label!r}: {exc}") from None
+        raise FaultSyntaxError(f"{_quoted(label)}: {exc}{_at(node, label)}") from None
 
 
-def _schedule(fault: Fault, name: str, args: list[Any], kwargs: dict[str, Any], label: str) -> Fault:
+def _schedule(
+    fault: Fault, node: ast.Attribute, args: list[Any], kwargs: dict[str, Any], label: str
+) -> Fault:
+    name = node.attr
     if name not in _SCHEDULES:
-        raise FaultSyntaxError(f"{label!r}: {name!r} is no schedule; {_EXPECTED}")
+        raise FaultSyntaxError(f"{_quoted(label)}: {name!r} is no schedule; {_EXPECTED}{_at(node, label)}")
     try:
         return getattr(fault, name)(*args, **kwargs)  # type: ignore[no-any-return]
     except (TypeError, ValueError) as exc:
-        raise FaultSyntaxError(f"{label!r}: {exc}") from None
+        raise FaultSyntaxError(f"{_quoted(label)}: {exc}{_at(node, label)}") from None
 
 
 def _argument(node: ast.expr, label: str) -> Any:
@@ -268,6 +330,6 @@ def _argument(node: ast.expr, label: str) -> Any:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise FaultSyntaxError(
-            f"{label!r}: {ast.unparse(node)!r} is not a literal; arguments are texts, numbers, "
-            "True/False/None, lists, tuples and dicts of them"
+            f"{_quoted(label)}: {_shown(node, label)} is not a literal; arguments are texts, numbers, "
+            "True/False/None, lists, tuples and dicts of them" + _at(node, label)
         ) from None
