@@ -51,7 +51,9 @@ def inject(target: Any, faults: Faults, seed: int = 0, *, clock: Any = None) -> 
         faults: ``{tool_name: fault}`` for tools and agents (a fault or its label:
             ``"error('disk busy').first(2)"``); one fault for a model or a single tool.
         seed: fixes which calls ``sometimes(p)`` fails, per tool.
-        clock: a ``FakeClock`` makes ``slow`` advance it instead of sleeping.
+        clock: a ``FakeClock`` makes ``slow`` and ``hang`` advance it instead of sleeping, where
+            nothing else waits for them (a model, a plain function); a tool in an engine waits on
+            the engine's clock, under its timeout.
 
     Every fault that fires is marked where the run is recorded: a loopnb run's turns frame says
     its label in ``injected``; a wrapped target's ``injections`` lists each firing.
@@ -141,7 +143,7 @@ def calling(
             if mark is not None:  # in an engine: it waits on the run's clock, under its timeout
                 mark.wait = then.wait
             elif then.wait:
-                await (wait_async(then.wait, clock) if then.then_run else asyncio.sleep(then.wait))
+                await wait_async(then.wait, clock)
             return await fn(**kwargs) if then.then_run else _carry_out(then)
 
         injected_async.__name__ = getattr(fn, "__name__", schedule.tool)
@@ -154,7 +156,7 @@ def calling(
         if mark is not None:  # in an engine: it waits on the run's clock, under its timeout
             mark.wait = then.wait
         elif then.wait:
-            wait(then.wait, clock) if then.then_run else time.sleep(then.wait)
+            wait(then.wait, clock)
         return fn(**kwargs) if then.then_run else _carry_out(then)
 
     injected.__name__ = getattr(fn, "__name__", schedule.tool)
@@ -215,11 +217,9 @@ class InjectedModel:
         if fault is None:
             return await self.original.complete(messages, tools)
         then, label = outcome(fault), self.schedule.label
+        await wait_async(then.wait, self._clock)  # a hang or a slow request, on inject's clock if given
         if then.then_run:
-            await wait_async(then.wait, self._clock)
             return await self.original.complete(messages, tools)
-        if then.wait:
-            await asyncio.sleep(then.wait)
         exc: BaseException
         if fault.kind == "unavailable":
             args = fault.arguments
