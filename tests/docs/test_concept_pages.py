@@ -132,3 +132,14 @@ def foreign_formats() -> list[str]:
     from loopnb.fileformats import formats
 
     return [f.name for f in formats() if f.name not in ("jsonl", "parquet")]
+
+
+def test_the_faults_pages_example_runs_and_shows_the_injected_turns():
+    """The faults page's Python block, run as written: two injected turns, then the real tool."""
+    page = (REPO / "docs" / "faults.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    namespace: dict[str, object] = {}
+    exec(compile(block, "docs/faults.md", "exec"), namespace)
+    turns = namespace["rec"].turns  # type: ignore[attr-defined]
+    assert turns["injected"].tolist()[:2] == ['error("disk busy").first(2)'] * 2
+    assert turns["channel"].tolist() == ["soft", "soft", "ok", "ok"]
