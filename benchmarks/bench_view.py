@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,7 @@ def one_run(turns: int, with_view: bool, max_fps: float) -> dict[str, float]:
     if with_view:
         view = LiveView(max_fps=max_fps)
         engine.subscribe(view)
+    gc.collect()  # each run pays for its own garbage, not for the previous round's (issue #30)
     start = time.perf_counter()
     result = engine.run(task)
     elapsed = time.perf_counter() - start
@@ -157,6 +159,7 @@ def measure(turns: int = 2000, rounds: int = 7, max_fps: float = 10.0) -> dict[s
         "without_view_median_s": med_without,
         "with_view_median_s": med_with,
         "ratio": med_with / med_without,
+        "round_ratios": [w / o for w, o in zip(with_view, without, strict=True)],
         "without_view_min_s": min(without),
         "with_view_min_s": min(with_view),
         "ratio_min": min(with_view) / min(without),
@@ -186,7 +189,11 @@ def report(r: dict[str, Any], where: str) -> None:
     print(f"  LiveView() afterwards (median):           {r['view_build_median_s'] * 1e3:8.1f} ms")
     print(f"  run without the view (median):            {r['without_view_median_s'] * 1e3:8.1f} ms")
     print(f"  run with the view (median):               {r['with_view_median_s'] * 1e3:8.1f} ms")
-    print(f"  ratio with/without, whole runs:           {r['ratio']:8.2f}x")
+    ratios = r["round_ratios"]
+    print(
+        f"  ratio with/without, whole runs:           {r['ratio']:8.2f}x"
+        f"  (rounds {min(ratios):.2f}-{max(ratios):.2f}, load {os.getloadavg()[0]:.2f})"
+    )
     print(
         f"  fastest rounds: {r['without_view_min_s'] * 1e3:.1f} ms vs {r['with_view_min_s'] * 1e3:.1f} ms"
         f" = {r['ratio_min']:.2f}x"
