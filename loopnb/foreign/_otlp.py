@@ -62,6 +62,7 @@ from loopnb.foreign._otlp_calls import (
 )
 from loopnb.foreign._otlp_runs import Run, key, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
+from loopnb.foreign._otlp_steps import Steps, loose
 from loopnb.foreign._transcript import RunWriter, status, unexplained
 from loopnb.record import Recording, RecordingError
 from loopnb.record._disagree import Mark
@@ -174,6 +175,8 @@ def write_run(run: Run, unread: Unread | None = None) -> list[Event]:
     reader = RunReader(run.run_id, run.agent, run.chats, unread)
     for tool in run.tools:
         reader.tool(tool)
+    for span in run.failed:
+        reader.steps.add(span)
     reader.turns(run.chats, run.agent, end=True)
     return reader.writer.events
 
@@ -207,6 +210,8 @@ class RunReader:
         """The last request written, and the last text the model answered."""
         self.outputs: set[str] = set()
         """Every output tool a request offered (pydantic-ai's ``final_result``)."""
+        self.steps = Steps()
+        """The run's failed steps not yet placed in a turn (smolagents')."""
         offered: list[str] = []
         for chat in chats:
             names, output_tools = self._offered(chat)
@@ -313,7 +318,8 @@ class RunReader:
         """Write the turn of request ``chat`` (``following``: the next request, None for the last)."""
         writer = self.writer
         later = following is not None
-        outputs = self._read(chat)[1]
+        inputs, outputs = self._read(chat)
+        step = self.steps.of(chat)
         self._last = (chat, self._last[1])
         if later and _failed(chat) and not outputs and not tools:
             return  # a failed model request the framework made again
@@ -330,10 +336,14 @@ class RunReader:
         if following is None and _ends_here(agent, pairs):
             return
         wanted = {c.id for c in calls}
-        responses = None if following is None else results_read(self._read(following)[0], wanted)
+        after = None if following is None else self._read(following)[0]
+        responses = None if after is None else results_read(after, wanted)
+        given = None if inputs is None else loose(after, len(inputs))
         offered = self._offered(chat)[0]
         for call, t in pairs:
-            write_result(turn, call, t, responses, later, offered, self.outputs, agent, self.unread)
+            write_result(
+                turn, call, t, responses, later, offered, self.outputs, agent, self.unread, given, step
+            )
         rejected = g.loopnb_soft(chat)  # loopnb's export: a final answer the run turned down
         if rejected is not None:
             turn.feedback(rejected[1], rejected[0], at=chat.end)
@@ -374,6 +384,8 @@ def _end_hard(
     """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
     failed = next((t for t in reversed(last_tools) if t.span.status == "ERROR"), None)
     source = agent if agent is not None else (failed.span if failed is not None else None)
+    if source is None and last_chat is not None and _failed(last_chat):
+        source = last_chat  # a model request that failed with nothing after it (no agent span ended)
     if source is None:
         writer.end_hard(
             "source_error",

@@ -16,6 +16,7 @@ from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
+from loopnb.foreign import _otlp_steps as steps
 from loopnb.foreign._formats import Unread
 from loopnb.foreign._otlp_profile import INJECTED
 from loopnb.foreign._otlp_spans import Span
@@ -132,12 +133,18 @@ def write_result(
     outputs: set[str],
     agent: Span | None,
     unread: Unread,
+    loose: str | None = None,
+    step: Span | None = None,
 ) -> None:
     """Write what the model read for ``call``, and what the trace said of it (``agent``: the run's
     agent span as known when the turn is written, open or ended, ``None`` when it has none; a
-    retry counter that cannot be read goes to ``unread``)."""
+    retry counter that cannot be read goes to ``unread``; ``loose``: what the next request gave
+    back with no call id, read for a call with no result of its own; ``step``: the failed step
+    that wrapped the turn's request, ``_otlp_steps``)."""
     read = responses.get(call.id) if responses is not None else None
     withheld = read is None and responses is not None and call.id in responses
+    if read is None and not withheld:
+        read = loose
     producer: SoftProducer | None = None
     if t is None:
         if call.name in outputs:
@@ -147,6 +154,10 @@ def write_result(
             said = "missing"
             if later and offered is not None and call.name not in offered:
                 producer = "not_advertised"
+            elif later and step is not None:  # the step caught what the call did before any tool ran
+                producer = steps.producer(step)
+            if producer is not None and step is not None:
+                said = _said(step, agent, later)
         text = WITHHELD if withheld else g.dumps(read)
         turn.result(
             call.id, text, name=call.name, producer=producer, source_status=status(NAME, said), executed=False

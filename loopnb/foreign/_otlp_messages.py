@@ -196,6 +196,22 @@ def _events(span: Span, unread: Unread | None) -> tuple[list[Message], list[Mess
     return inputs, outputs
 
 
+def _contents(group: dict[str, Any], lead: str) -> str | None:
+    """OpenInference's multi-part content (``message.contents.N.message_content.text``, as
+    smolagents' instrumentation writes every message): its texts, one after another."""
+    texts = [
+        str(part["message_content.text"])
+        for part in indexed(group, lead + "contents")
+        if part.get("message_content.text") is not None
+    ]
+    return "\n".join(texts) if texts else None
+
+
+_RESULT_ROLES = frozenset({"tool", "tool-response"})
+"""The roles of a message that gives results back: ``tool``, and smolagents' ``tool-response`` (its
+observations and the errors it gives the model, with no call id)."""
+
+
 def _flat(attrs: dict[str, Any], prefix: str, style: str) -> list[Message]:
     """OpenInference's ``llm.*_messages.N.message.*`` or the older ``gen_ai.prompt.N.*``."""
     lead = "message." if style == "openinference" else ""
@@ -205,7 +221,9 @@ def _flat(attrs: dict[str, Any], prefix: str, style: str) -> list[Message]:
         msg = Message(role)
         call_id = group.get(lead + "tool_call_id")
         content = group.get(lead + "content")
-        if role == "tool" or call_id is not None:
+        if content is None and style == "openinference":
+            content = _contents(group, lead)
+        if role in _RESULT_ROLES or call_id is not None:
             msg.parts.append(Part("tool_call_response", content, str(call_id or "")))
             out.append(msg)
             continue

@@ -119,6 +119,8 @@ class Run:
     agent: Span | None
     chats: list[Span]
     tools: list[Span]
+    failed: list[Span] = field(default_factory=list)
+    """Its other spans that ended ``ERROR`` (a failed step may wrap one of its requests)."""
 
 
 def split_runs(spans: list[Span]) -> list[Run]:
@@ -148,8 +150,9 @@ def split_runs(spans: list[Span]) -> list[Run]:
             turned = [s for s in group if nodes[s.span_id].top]
             chats = sorted((s for s in turned if nodes[s.span_id].role == "chat"), key=key)
             tools = sorted((s for s in turned if nodes[s.span_id].role == "tool"), key=key)
+            failed = [s for s in group if s.status == "ERROR" and nodes[s.span_id].role == "other"]
             first = agent or min(group, key=key)
-            runs.append((key(first), Run(run_id(trace_id, owner, lead), agent, chats, tools)))
+            runs.append((key(first), Run(run_id(trace_id, owner, lead), agent, chats, tools, failed)))
     runs.sort(key=lambda r: r[0])
     return [run for _, run in runs]
 

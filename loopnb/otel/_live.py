@@ -325,7 +325,9 @@ class LiveSpans(SpanProcessor):
             run.reader = RunReader(fresh, run.agent, rest)
             for tool in run.tools:
                 run.reader.tool(tool)
-            run.tools = []
+            for span in run.failed:
+                run.reader.steps.add(span)
+            run.tools, run.failed = [], []
             self._runs += 1
         agent = None if run.agent_given_up else run.agent  # as it started: it says nothing of the end
         written = run.reader.turns(rest, agent, end=over)

@@ -41,6 +41,8 @@ class Run:
     """Its ended model requests whose turns are not written yet, in order."""
     tools: list[Span] = field(default_factory=list)
     """Its ended tool spans, in order, until the reader is made (then the reader holds them)."""
+    failed: list[Span] = field(default_factory=list)
+    """Its other spans that ended ``ERROR`` (a failed step), until the reader is made."""
     reader: RunReader | None = None
     """Made when the run is first shown."""
     has_chat: bool = False
@@ -118,6 +120,11 @@ class Trace:
                 run.open[span.span_id] = span.start or 0.0
             return
         run.first = min(run.first, key(span))
+        if node.role == "other" and span.status == "ERROR":  # a failed step: it says what a call did
+            if run.reader is not None:
+                run.reader.steps.add(span)
+            else:
+                run.failed.append(span)
         if node.top:
             run.open.pop(span.span_id, None)
             if node.role == "chat":

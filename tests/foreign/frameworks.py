@@ -1,0 +1,36 @@
+"""What the tests of another framework's live runs need: the framework installed, or a skip that
+says so, except in its CI lane.
+
+Each framework is tested in a lane of its own (``.ci/frameworks.txt``) that installs only what it
+needs; the main lane has none of them and reads their committed goldens instead. A lane sets
+``LOOPNB_REQUIRE_FRAMEWORK`` to its framework's name (several: separated by commas or spaces), and
+there a missing package fails the tests instead of skipping them: a broken install must not pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+REQUIRE = "LOOPNB_REQUIRE_FRAMEWORK"
+
+
+def required(framework: str) -> bool:
+    """Whether ``LOOPNB_REQUIRE_FRAMEWORK`` names ``framework``."""
+    names = os.environ.get(REQUIRE, "").replace(",", " ").split()
+    return framework in names
+
+
+def need(framework: str, *modules: str) -> None:
+    """Import ``modules`` (what ``framework``'s live tests use), or skip the test module saying
+    which is missing; fail instead when ``LOOPNB_REQUIRE_FRAMEWORK`` names ``framework``."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            reason = f"{framework} is not installed ({module}: {exc}); its lane in .ci/frameworks.txt runs it"
+            if required(framework):
+                pytest.fail(f"{REQUIRE} names {framework} but {reason}", pytrace=False)
+            pytest.skip(reason, allow_module_level=True)

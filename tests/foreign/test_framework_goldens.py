@@ -1,0 +1,88 @@
+"""Other frameworks' traces, read from the goldens their own packages made (no framework needed).
+
+Each golden is made by ``tests/golden/foreign/make_<framework>.py`` from real runs offline, and
+the same runs are made again and checked against the same rows by ``test_<framework>_live.py`` in
+the framework's own CI lane (``.ci/frameworks.txt``). A row is what loopnb decides of a turn
+(channel, producer, the source's status, the tools called) and, for a turn that read an error,
+words of ours that its text must hold (our tool's message, our fake server's): the rest of the
+text is the framework's, and only required to be there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import loopnb
+from loopnb.record import Recording
+from tests.foreign.test_otlp import plain
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "otlp"
+
+Row = tuple[int, int, str, str | None, str | None, str | None, str | None]
+"""(run, turn, channel, producer, source_status, tools, words the error text holds or None)."""
+
+SMOLAGENTS = GOLDEN / "smolagents.otlp.json"
+SMOLAGENTS_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", "final_answer", None),
+    (1, 1, "soft", "tool_error", "otlp:OK", "read_file", "file a.txt not found"),
+    (1, 2, "soft", "tool_error", "otlp:OK", "read_file", "file b.txt not found"),
+    (1, 3, "ok", None, "otlp:OK", None, None),  # the step limit: an answer asked for with no tools
+    (2, 1, "soft", "tool_error", "otlp:OK", "read_file", "file a.txt not found"),
+    (2, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+]
+"""smolagents 1.26 under openinference-instrumentation-smolagents 0.1.43: the run that recovers
+(the tool raises, bad arguments, an unknown tool, then a call that works and the answer), the
+one that reaches its step limit, the one whose model fails (the run raises)."""
+
+GOLDENS = {"smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS)}
+
+
+def rows(rec: Recording) -> list[tuple[Any, ...]]:
+    """Each turn as (run, turn, channel, producer, source_status, tools, error_text)."""
+    runs = {r: i for i, r in enumerate(rec.meta["run_ids"])}
+    cols = ["run_id", "turn", "channel", "producer", "source_status", "tools", "error_text"]
+    return [(runs[r[0]], *map(plain, r[1:])) for r in rec.turns[cols].itertuples(index=False)]
+
+
+def check(rec: Recording, expected: list[Row]) -> None:
+    """``rec``'s turns are ``expected``: every decision to the letter; a turn that read an error
+    has a text, holding our words where the row names them; a turn that read none has no text."""
+    found = rows(rec)
+    assert [r[:6] for r in found] == [r[:6] for r in expected]
+    for got, want in zip(found, expected, strict=True):
+        text, words = got[6], want[6]
+        if want[2] == "ok":
+            assert text is None, got
+        else:
+            assert isinstance(text, str) and text.strip(), f"no text the model read: {got}"
+            assert words is None or words in text, got
+
+
+@pytest.mark.parametrize("framework", sorted(GOLDENS))
+def test_a_frameworks_golden_reads_turn_by_turn(framework):
+    path, expected = GOLDENS[framework]
+    check(loopnb.load(path), expected)
+
+
+def test_smolagents_steps_give_what_the_model_read_and_why():
+    rec = loopnb.load(SMOLAGENTS)
+    assert rec.meta["source"]["version"].startswith("openinference.instrumentation.smolagents ")
+    texts = rows(rec)
+    # what the model read is smolagents' message for the step, not the tool's bare exception
+    assert texts[0][6] != "FileNotFoundError: file nots.txt not found; the folder holds notes.txt"
+    assert "file nots.txt not found" in texts[0][6] and texts[0][6].startswith("Error:")
+    # the unknown tool's text names it; the model's failure ends the run with its own words
+    assert "serch" in texts[2][6]
+    # a run that recovered has no disagreement; the run whose model failed has no agent span
+    # (OpenInference never ends it), so its tool error cannot be told from a run-ending one
+    reasons = loopnb.audit(rec).disagreements()[["run_id", "turn", "reason"]]
+    assert reasons.to_dict("records") == [
+        {"run_id": rec.meta["run_ids"][2], "turn": 1, "reason": "soft_shown_as_hard"}
+    ]
