@@ -146,6 +146,8 @@ def write_result(
     if read is None and not withheld:
         read = loose
     producer: SoftProducer | None = None
+    if offered is None and agent is not None:
+        offered = g.agent_tools(agent)
     if t is None:
         if call.name in outputs:
             said = "missing" if later else "output"
@@ -167,6 +169,8 @@ def write_result(
     attempt = 0
     if _errored(t):
         producer = _soft(t)
+        if producer == "tool_error":
+            producer = _answered(call, span, offered) or producer
         attempt = _attempt(span, unread)
     own = g.loopnb_soft(span)
     if read is not None:
@@ -191,6 +195,52 @@ def write_result(
         latency_ms=span_ms(span),
         injected=_injected(span),
     )
+
+
+def _answered(call: ToolCall, span: Span, offered: list[str] | None) -> SoftProducer | None:
+    """What a failed call that the framework answered itself was (Strands makes a tool span for
+    every call it answers, the tool's or not): a name no request offered, or arguments that do not
+    fit the JSON schema the span records for the tool."""
+    if offered is not None and call.name not in offered:
+        return "not_advertised"
+    if misfit(call.arguments, g.loads(span.attributes.get(SCHEMA))):
+        return "invalid_arguments"
+    return None
+
+
+SCHEMA = "gen_ai.tool.json_schema"
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def misfit(arguments: Any, schema: Any) -> bool:
+    """Whether ``arguments`` break ``schema`` (a tool's JSON schema) where it is plain to see: a
+    required argument missing, one it does not name where it allows no others, or a value not of
+    the JSON type it names. Anything the check does not cover (``$ref``, ``anyOf``, ...) fits."""
+    if not isinstance(arguments, dict) or not isinstance(schema, dict):
+        return False
+    named = schema.get("properties")
+    named = named if isinstance(named, dict) else {}
+    required = schema.get("required")
+    if isinstance(required, list) and any(name not in arguments for name in required):
+        return True
+    if schema.get("additionalProperties") is False and any(name not in named for name in arguments):
+        return True
+    for name, value in arguments.items():
+        kind = named.get(name, {}).get("type") if isinstance(named.get(name), dict) else None
+        types = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
+        if types is not None and (
+            not isinstance(value, types) or (bool not in types and isinstance(value, bool))
+        ):
+            return True
+    return False
 
 
 def _injected(span: Span) -> str | None:

@@ -274,6 +274,15 @@ def agent_name(span: Span) -> str | None:
     return None if value is None else str(value)
 
 
+def agent_tools(span: Span) -> list[str] | None:
+    """The tools an agent span says its agent has (Strands' ``gen_ai.agent.tools``, a JSON list of
+    names), ``None`` when it does not say."""
+    names = loads(span.attributes.get("gen_ai.agent.tools"))
+    if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+        return list(names)
+    return None
+
+
 def system_text(span: Span) -> str | None:
     """The system instructions a model request (or an agent run) recorded."""
     raw = loads(span.attributes.get("gen_ai.system_instructions"))

@@ -72,14 +72,20 @@ def _semconv(raw: Any, where: str, start: int = 0) -> list[Message]:
                     Part("tool_call", p.get("arguments"), str(p.get("id") or ""), str(p.get("name") or ""))
                 )
             elif kind == "tool_call_response":
-                parts.append(
-                    Part("tool_call_response", p.get("result", p.get("response")), str(p.get("id") or ""))
-                )
+                response = p.get("result", p.get("response"))
+                if _is_blocks(response):  # Strands writes a result's content blocks
+                    response = _block_text(response)
+                parts.append(Part("tool_call_response", response, str(p.get("id") or "")))
         out.append(Message(str(msg.get("role", "")), parts))
     return out
 
 
 _BLOCKS = "a message object, a text or a list of content blocks (text, toolUse, toolResult)"
+
+
+def _is_blocks(value: Any) -> bool:
+    """Whether ``value`` is a list of content blocks (``[{"text": ...}, ...]``)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(b, dict) and "text" in b for b in value)
 
 
 def _block_text(blocks: Any) -> str:
@@ -273,6 +279,8 @@ def _messages(
 ) -> tuple[list[Message] | None, list[Message] | None]:
     a = span.attributes
     inputs, outputs = a.get(INPUTS), a.get(OUTPUTS)
+    if inputs is None and outputs is None:
+        inputs, outputs = _details(span)
     if inputs is not None or outputs is not None:
         read: list[Message] | None = None
         if inputs is not None:
@@ -291,6 +299,20 @@ def _messages(
         if any(k.startswith(prefix_in + ".") or k.startswith(prefix_out + ".") for k in a):
             return _flat(a, prefix_in, style), _flat(a, prefix_out, style)
     return None, None
+
+
+DETAILS = "gen_ai.client.inference.operation.details"
+"""The event the GenAI conventions put a request's messages in where they are not span attributes
+(Strands Agents' latest conventions write them so)."""
+
+
+def _details(span: Span) -> tuple[Any, Any]:
+    """``gen_ai.input.messages`` and ``gen_ai.output.messages`` from the span's ``DETAILS`` events."""
+    found: dict[str, Any] = {}
+    for event in span.events:
+        if event.name == DETAILS:
+            found.update((k, v) for k, v in event.attributes.items() if k in (INPUTS, OUTPUTS))
+    return found.get(INPUTS), found.get(OUTPUTS)
 
 
 class History:

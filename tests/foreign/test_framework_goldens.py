@@ -41,7 +41,26 @@ SMOLAGENTS_TURNS: list[Row] = [
 (the tool raises, bad arguments, an unknown tool, then a call that works and the answer), the
 one that reaches its step limit, the one whose model fails (the run raises)."""
 
-GOLDENS = {"smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS)}
+STRANDS_DEFAULT = GOLDEN / "strands_default.otlp.json"
+STRANDS_LATEST = GOLDEN / "strands_latest.otlp.json"
+STRANDS_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", None, None),
+    (1, 1, "soft", "tool_error", "otlp:OK", "read_file", "file a.txt not found"),
+    (1, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+]
+"""Strands Agents 1.62's own spans, in its default shape and with the latest conventions opted
+in (the same rows): the run that recovers (the tool raises, bad arguments, an unknown tool, a call
+that works, the answer) and the one whose model fails (the run raises). Strands has no step limit."""
+
+GOLDENS = {
+    "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
+    "strands-default": (STRANDS_DEFAULT, STRANDS_TURNS),
+    "strands-latest": (STRANDS_LATEST, STRANDS_TURNS),
+}
 
 
 def rows(rec: Recording) -> list[tuple[Any, ...]]:
@@ -86,3 +105,17 @@ def test_smolagents_steps_give_what_the_model_read_and_why():
     assert reasons.to_dict("records") == [
         {"run_id": rec.meta["run_ids"][2], "turn": 1, "reason": "soft_shown_as_hard"}
     ]
+
+
+@pytest.mark.parametrize("path", [STRANDS_DEFAULT, STRANDS_LATEST], ids=["default", "latest"])
+def test_strands_calls_it_answered_itself_are_told_apart(path):
+    # Strands makes an ERROR tool span for every call it answers: the tool's own error, arguments
+    # that break the tool's schema (recorded on the span), a name the agent does not have
+    rec = loopnb.load(path)
+    assert rec.meta["source"]["version"].startswith("strands.telemetry")
+    soft = rec.turns[rec.turns["channel"] == "soft"]
+    assert soft["producer"].tolist() == ["tool_error", "invalid_arguments", "not_advertised", "tool_error"]
+    # what the model read is Strands' tool result, not the bare exception the tool span records
+    assert soft["error_text"].iloc[0].endswith("file nots.txt not found; the folder holds notes.txt")
+    assert soft["error_text"].iloc[0] != "file nots.txt not found; the folder holds notes.txt"
+    assert loopnb.audit(rec).disagreements().empty

@@ -2,7 +2,8 @@
 
 Closely enough for the official clients: each request takes the next action of the script and
 the server answers it in the protocol the request's path names (``.../chat/completions`` or
-``.../messages``). Everything the clients sent is kept in ``server.requests``.
+``.../messages``; an OpenAI request with ``"stream": true`` gets it as server-sent events).
+Everything the clients sent is kept in ``server.requests``.
 
     with FakeServer([Reply(calls=[("read_file", {"path": "src/mian.rs"})]), Reply("done")]) as srv:
         model = OpenAIChatModel("gpt-test", base_url=srv.openai_url)
@@ -311,6 +312,22 @@ def _error_body(protocol: str, fail: Fail) -> dict[str, Any]:
     }
 
 
+def _events(body: dict[str, Any]) -> bytes:
+    """A chat completion as the server-sent events of a streamed one (a request with
+    ``"stream": true``): the whole message in one chunk, its finish reason, its usage, ``[DONE]``."""
+    choice = body["choices"][0]
+    message = dict(choice["message"])
+    if "tool_calls" in message:
+        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    head = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {**head, "choices": [], "usage": body["usage"]},
+    ]
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 10  # an idle keep-alive connection is closed after this many seconds
@@ -341,7 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route for POST {self.path}"}})
             return
         action = self.fake._next_action(request)
-        if isinstance(action, Reply):
+        if isinstance(action, Reply) and request.protocol == "openai" and request.body.get("stream"):
+            self._send_bytes(200, _events(self.fake._reply_body(request, action)), "text/event-stream")
+        elif isinstance(action, Reply):
             self._send(200, self.fake._reply_body(request, action))
         elif isinstance(action, Fail):
             headers = action.headers
