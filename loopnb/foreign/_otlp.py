@@ -100,6 +100,7 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
     "FallbackExceptionGroup": "fallback_exhausted",
     "MaxTurnsExceeded": "loop_detected",
     "GraphRecursionError": "loop_detected",
+    "LlmCallsLimitExceededError": "loop_detected",  # Google ADK's RunConfig.max_llm_calls
     # loopnb's own profile: a hard ending's error.type is the LoopError's class name
     **{cls.__name__: cls.producer for cls in LoopError.__subclasses__()},
 }
@@ -309,7 +310,7 @@ class RunReader:
             if i >= count:
                 kept.append(tool)
             elif i >= 0:
-                windows[i].append(g.tool_span(tool))
+                windows[i].append(g.tool_span(tool, rest[i]))
         self._tools = kept
         self._numbers.update(n for c in rest[:count] if (n := g.loopnb_turn(c)) is not None)
         return windows

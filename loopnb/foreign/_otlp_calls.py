@@ -170,7 +170,7 @@ def write_result(
     if _errored(t):
         producer = _soft(t)
         if producer == "tool_error":
-            producer = _answered(call, span, offered) or producer
+            producer = _answered(call, t, offered) or producer
         attempt = _attempt(span, unread)
     own = g.loopnb_soft(span)
     if read is not None:
@@ -197,18 +197,20 @@ def write_result(
     )
 
 
-def _answered(call: ToolCall, span: Span, offered: list[str] | None) -> SoftProducer | None:
-    """What a failed call that the framework answered itself was (Strands makes a tool span for
-    every call it answers, the tool's or not): a name no request offered, or arguments that do not
-    fit the JSON schema the span records for the tool."""
+def _answered(call: ToolCall, t: g.ToolSpan, offered: list[str] | None) -> SoftProducer | None:
+    """What a failed call that the framework answered itself was (Strands and Google ADK make a
+    tool span for every call they answer, the tool's or not): a name no request offered, or
+    arguments that do not fit the tool's JSON schema (as its span or its request records it)."""
     if offered is not None and call.name not in offered:
         return "not_advertised"
-    if misfit(call.arguments, g.loads(span.attributes.get(SCHEMA))):
+    # the arguments as the tool span or the reply records them; none recorded (a trace that keeps
+    # no content) is no sign of bad ones
+    arguments = g.loads(t.arguments) if t.arguments is not None else call.arguments
+    if arguments and misfit(arguments, t.schema):
         return "invalid_arguments"
     return None
 
 
-SCHEMA = "gen_ai.tool.json_schema"
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),

@@ -234,6 +234,9 @@ class ToolSpan:
     result: Any
     exception: tuple[str, str] | None
     """The recorded exception's type and message."""
+    schema: Any = None
+    """The tool's JSON schema, as the tool span (``gen_ai.tool.json_schema``) or the request that
+    offered the tool (its ``gen_ai.tool.definitions``) records it."""
 
 
 def exception(span: Span) -> tuple[str, str] | None:
@@ -254,18 +257,42 @@ def error_class(span: Span) -> str | None:
     return kind.rsplit(".", 1)[-1] or None
 
 
-def tool_span(span: Span) -> ToolSpan:
+def _call_id(value: Any) -> str:
+    """A tool span's call id; none where it says it has none (Google ADK's ``<not specified>``)."""
+    return "" if value is None or value == "<not specified>" else str(value)
+
+
+@functools.lru_cache(maxsize=64)
+def _parameters(defs: str) -> dict[str, Any]:
+    """Each tool's parameters (its JSON schema) in a ``gen_ai.tool.definitions`` text, by name."""
+    found = loads(defs)
+    out: dict[str, Any] = {}
+    for d in found if isinstance(found, list) else ():
+        name, fn = _tool_name(d), d.get("function") if isinstance(d, dict) else None
+        params = (fn if isinstance(fn, dict) else d).get("parameters") if isinstance(d, dict) else None
+        if name is not None and isinstance(params, dict):
+            out[name] = params
+    return out
+
+
+def tool_span(span: Span, chat: Span | None = None) -> ToolSpan:
+    """What ``span`` says of the call it ran (``chat``: the request that asked for it)."""
     a = span.attributes
     name = first(a, "gen_ai.tool.name", "tool.name")
     if name is None:
         name = span.name.removeprefix("execute_tool").strip() if span.name.startswith("execute_tool") else ""
+    schema = loads(a.get("gen_ai.tool.json_schema"))
+    defs = None if chat is None else chat.attributes.get("gen_ai.tool.definitions")
+    if schema is None and isinstance(defs, str):
+        schema = _parameters(defs).get(str(name))
     return ToolSpan(
         span=span,
         name=str(name),
-        call_id=str(first(a, "gen_ai.tool.call.id", "tool_call.id", "tool.call.id") or ""),
+        call_id=_call_id(first(a, "gen_ai.tool.call.id", "tool_call.id", "tool.call.id")),
         arguments=first(a, "gen_ai.tool.call.arguments", "tool_arguments", "input.value"),
         result=first(a, "gen_ai.tool.call.result", "tool_response", "output.value"),
         exception=exception(span),
+        schema=schema,
     )
 
 

@@ -56,7 +56,31 @@ STRANDS_TURNS: list[Row] = [
 in (the same rows): the run that recovers (the tool raises, bad arguments, an unknown tool, a call
 that works, the answer) and the one whose model fails (the run raises). Strands has no step limit."""
 
+ADK = GOLDEN / "adk.otlp.json"
+ADK_TURNS: list[Row] = [
+    (0, 1, "ok", None, "otlp:UNSET", "read_file", None),  # an error the tool returned: unmarked
+    (0, 2, "ok", None, "otlp:UNSET", "read_file", None),
+    (0, 3, "ok", None, "otlp:UNSET", None, None),
+    (1, 1, "soft", "invalid_arguments", "otlp:UNSET", "read_file", None),
+    (1, 2, "ok", None, "otlp:UNSET", None, None),
+    (2, 1, "soft", "not_advertised", "otlp:UNSET", "serch", None),
+    (2, 2, "ok", None, "otlp:UNSET", None, None),
+    (3, 1, "ok", None, "otlp:UNSET", "read_file", None),
+    (3, 2, "hard", "loop_detected", "otlp:ERROR:invoke_agent", "read_file", None),
+    (4, 1, "ok", None, "otlp:UNSET", "read_file", None),
+    (4, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+    (5, 1, "hard", "source_error", "otlp:ERROR:execute_tool", "read_file", "the disk is on fire"),
+]
+"""Google ADK 2.13's own spans with the GenAI conventions' content on them: an error the tool
+returns as ADK's guide says (``{"status": "error", ...}``) is a result like any other to the trace
+(the one turn of these the trace cannot tell: the model read an error there); bad arguments and an
+unknown tool, which ADK answers itself; the step limit (``max_llm_calls``); the model failing; the
+tool raising, which ends an ADK run."""
+ADK_UNMARKED = {(0, 1)}
+"""(run, turn) where the model read an error that ADK's trace does not mark."""
+
 GOLDENS = {
+    "adk": (ADK, ADK_TURNS),
     "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
     "strands-default": (STRANDS_DEFAULT, STRANDS_TURNS),
     "strands-latest": (STRANDS_LATEST, STRANDS_TURNS),
