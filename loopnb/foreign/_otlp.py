@@ -365,8 +365,8 @@ def _error_text(span: Span) -> tuple[str, str]:
     its status)."""
     exc = g.exception(span)
     kind = g.error_class(span) or "Error"
-    if span.description:
-        return kind, span.description
+    if span.description:  # less the stack trace some instrumentations add (OpenInference's LangChain)
+        return kind, span.description.split("Traceback (most recent call last):", 1)[0].rstrip() or kind
     if exc is None and g.error_class(span) is None:
         return kind, f"span {span.name!r} is ERROR and says nothing more: {unexplained()}"
     return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind

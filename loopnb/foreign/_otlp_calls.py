@@ -101,6 +101,7 @@ def _errored(t: g.ToolSpan) -> bool:
         or t.exception is not None
         or a.get("error.type") is not None
         or a.get("pydantic_ai.tool.retry.cause") is not None
+        or g.tool_message_failed(t.result)
     )
 
 

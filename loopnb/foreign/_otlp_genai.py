@@ -54,6 +54,8 @@ def role_of(span: Span) -> Role:
     kind = a.get("openinference.span.kind")
     if isinstance(kind, str) and kind.upper() in _KINDS:
         return _KINDS[kind.upper()]
+    if kind == "CHAIN" and span.parent_id is None:  # OpenInference's entry point (a LangGraph graph)
+        return "agent"
     if span.name in _NAMES:
         return _NAMES[span.name]
     return next((role for prefix, role in _PREFIXES if span.name.startswith(prefix)), "other")
@@ -320,9 +322,22 @@ def system_text(span: Span) -> str | None:
 
 
 def final_output(span: Span) -> str | None:
-    """What an agent run answered: pydantic-ai's ``final_result``, OpenInference's ``output.value``."""
-    value = first(span.attributes, "final_result", "output.value")
+    """What an agent run answered: pydantic-ai's ``final_result``, OpenInference's ``output.value``
+    on an ``AGENT`` span (a ``CHAIN``'s is the chain's whole state, not an answer)."""
+    names = ("final_result",) if span.attributes.get("openinference.span.kind") == "CHAIN" else _OUTPUTS
+    value = first(span.attributes, *names)
     return None if value is None else dumps(value)
+
+
+_OUTPUTS = ("final_result", "output.value")
+
+
+def tool_message_failed(result: Any) -> bool:
+    """Whether a tool span's output is a LangChain ``ToolMessage`` marked ``status: "error"`` (a
+    tool's error handled into the message the model reads, as OpenInference records it)."""
+    found = loads(result) if isinstance(result, str) and result.startswith("{") else result
+    data = found.get("data") if isinstance(found, dict) and found.get("type") == "tool" else None
+    return isinstance(data, dict) and data.get("status") == "error"
 
 
 def loopnb_producer(span: Span) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import Any
 
 import pytest
 
@@ -34,3 +35,11 @@ def need(framework: str, *modules: str) -> None:
             if required(framework):
                 pytest.fail(f"{REQUIRE} names {framework} but {reason}", pytrace=False)
             pytest.skip(reason, allow_module_level=True)
+
+
+def last_result(body: dict[str, Any]) -> str:
+    """The tool result the last message of a chat-completions request gave the model."""
+    message = body["messages"][-1]
+    assert message["role"] == "tool", message
+    content = message["content"]
+    return content if isinstance(content, str) else "\n".join(p["text"] for p in content)

@@ -79,8 +79,28 @@ tool raising, which ends an ADK run."""
 ADK_UNMARKED = {(0, 1)}
 """(run, turn) where the model read an error that ADK's trace does not mark."""
 
+LANGCHAIN = GOLDEN / "langchain.otlp.json"
+LANGCHAIN_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", None, None),
+    (1, 1, "ok", None, "otlp:OK", "read_file", None),
+    (1, 2, "hard", "loop_detected", "otlp:ERROR:invoke_agent", "read_file", None),
+    (2, 1, "ok", None, "otlp:OK", "read_file", None),
+    (2, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+    (3, 1, "hard", "source_error", "otlp:ERROR:execute_tool", "delete", "the disk is on fire"),
+]
+"""LangChain 1.5's ``create_agent`` under openinference-instrumentation-langchain 0.1.80 (no
+AGENT span: the graph's root CHAIN is the run): a ``ToolException`` the tool handles (its span OK,
+its ``ToolMessage`` marked ``status: "error"``), bad arguments and an unknown tool (LangGraph's
+``ToolNode`` answers both), a call that works and the answer; the recursion limit; the model
+failing; a tool's plain exception, which ends the run."""
+
 GOLDENS = {
     "adk": (ADK, ADK_TURNS),
+    "langchain": (LANGCHAIN, LANGCHAIN_TURNS),
     "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
     "strands-default": (STRANDS_DEFAULT, STRANDS_TURNS),
     "strands-latest": (STRANDS_LATEST, STRANDS_TURNS),

@@ -12,11 +12,10 @@ server keeps every request) and how each run ended.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from tests.foreign.frameworks import need
+from tests.foreign.frameworks import last_result, need
 
 need("strands", "strands", "openai")
 
@@ -29,14 +28,6 @@ from tests.golden.foreign.otlp_files import normalised, spec_json  # noqa: E402
 @pytest.fixture(scope="module", params=sorted(make.SHAPES))
 def made(request: pytest.FixtureRequest) -> make.Sample:
     return make.sample(request.param)
-
-
-def last_result(body: dict[str, Any]) -> str:
-    """The tool result the last message of a chat-completions request gave the model."""
-    message = body["messages"][-1]
-    assert message["role"] == "tool", message
-    content = message["content"]
-    return content if isinstance(content, str) else "\n".join(p["text"] for p in content)
 
 
 def test_spans_made_now_read_as_the_goldens(made, tmp_path):
