@@ -396,6 +396,8 @@ def _end_hard(
         )
         return
     kind, message = _error_text(source)
+    if agent is not None and g.error_class(agent) is None and last_chat is not None and _failed(last_chat):
+        kind, message = _error_text(last_chat)  # the agent span names no error (Agno's): the request does
     own = g.loopnb_producer(source)
     producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
     exc = g.exception(source)

@@ -204,10 +204,9 @@ def _answered(call: ToolCall, t: g.ToolSpan, offered: list[str] | None) -> SoftP
     arguments that do not fit the tool's JSON schema (as its span or its request records it)."""
     if offered is not None and call.name not in offered:
         return "not_advertised"
-    # the arguments as the tool span or the reply records them; none recorded (a trace that keeps
-    # no content) is no sign of bad ones
-    arguments = g.loads(t.arguments) if t.arguments is not None else call.arguments
-    if arguments and misfit(arguments, t.schema):
+    # the arguments as the model's reply records them (a tool span's input may be the framework's
+    # own call, smolagents'); none recorded (a trace that keeps no content) is no sign of bad ones
+    if call.arguments and misfit(call.arguments, t.schema):
         return "invalid_arguments"
     return None
 

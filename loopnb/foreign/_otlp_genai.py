@@ -277,6 +277,16 @@ def _parameters(defs: str) -> dict[str, Any]:
     return out
 
 
+def _offered_schemas(chat: Span) -> dict[str, Any]:
+    """Each tool's parameters a request offered, by name: its ``gen_ai.tool.definitions``, or
+    OpenInference's ``llm.tools.N.tool.json_schema``."""
+    defs = chat.attributes.get("gen_ai.tool.definitions")
+    if isinstance(defs, str):
+        return _parameters(defs)
+    schemas = [s.get("tool.json_schema") for s in indexed(chat.attributes, "llm.tools")]
+    return _parameters(json.dumps([loads(s) for s in schemas if isinstance(s, str)])) if schemas else {}
+
+
 def tool_span(span: Span, chat: Span | None = None) -> ToolSpan:
     """What ``span`` says of the call it ran (``chat``: the request that asked for it)."""
     a = span.attributes
@@ -284,9 +294,8 @@ def tool_span(span: Span, chat: Span | None = None) -> ToolSpan:
     if name is None:
         name = span.name.removeprefix("execute_tool").strip() if span.name.startswith("execute_tool") else ""
     schema = loads(a.get("gen_ai.tool.json_schema"))
-    defs = None if chat is None else chat.attributes.get("gen_ai.tool.definitions")
-    if schema is None and isinstance(defs, str):
-        schema = _parameters(defs).get(str(name))
+    if schema is None and chat is not None:
+        schema = _offered_schemas(chat).get(str(name))
     return ToolSpan(
         span=span,
         name=str(name),

@@ -349,6 +349,7 @@ def _goldens() -> dict[str, list[Golden]]:
             Golden(f"{foreign}/otlp/legacy_genai.console.txt", "otlp", Values(indent=4)),
             Golden(f"{foreign}/otlp/adk.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/langchain.otlp.json", "otlp", doc),
+            Golden(f"{foreign}/otlp/agno.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/smolagents.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/strands_default.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/strands_latest.otlp.json", "otlp", doc),

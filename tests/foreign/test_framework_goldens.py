@@ -98,8 +98,30 @@ its ``ToolMessage`` marked ``status: "error"``), bad arguments and an unknown to
 ``ToolNode`` answers both), a call that works and the answer; the recursion limit; the model
 failing; a tool's plain exception, which ends the run."""
 
+AGNO = GOLDEN / "agno.otlp.json"
+AGNO_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", None, None),
+    (1, 1, "ok", None, "otlp:OK", "read_file", None),
+    (1, 2, "ok", None, "otlp:OK", "read_file", None),  # refused at the tool call limit: unmarked
+    (1, 3, "ok", None, "otlp:OK", None, None),
+    (2, 1, "ok", None, "otlp:OK", "read_file", None),
+    (2, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+]
+"""Agno 3.1 under openinference-instrumentation-agno 1.0.15: the run that recovers (the tool
+raises, bad arguments, an unknown tool, a call that works, the answer); a call Agno refuses at its
+``tool_call_limit`` (the model reads the refusal as the call's result; no span marks it: the one
+turn of these the trace cannot tell); the model failing (Agno ends the run with status ``error``,
+its agent span saying no more)."""
+AGNO_UNMARKED = {(1, 2)}
+"""(run, turn) where the model read an error that Agno's trace does not mark."""
+
 GOLDENS = {
     "adk": (ADK, ADK_TURNS),
+    "agno": (AGNO, AGNO_TURNS),
     "langchain": (LANGCHAIN, LANGCHAIN_TURNS),
     "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
     "strands-default": (STRANDS_DEFAULT, STRANDS_TURNS),
