@@ -45,6 +45,10 @@ _PREFIXES: tuple[tuple[str, Role], ...] = (
 )
 
 
+_REQUEST = ("llm.input_messages.", "llm.output_messages.", "llm.tools.", "llm.token_count.")
+"""What an OpenInference ``LLM`` span that stands for a model request records (any of them)."""
+
+
 def role_of(span: Span) -> Role:
     """What the span is to a run: the agent's run, a model request, a tool's execution."""
     a = span.attributes
@@ -52,6 +56,8 @@ def role_of(span: Span) -> Role:
     if isinstance(op, str) and op in _OPERATIONS:
         return _OPERATIONS[op]
     kind = a.get("openinference.span.kind")
+    if kind == "LLM" and not any(k.startswith(_REQUEST) for k in a):
+        return "other"  # it records no request (LlamaIndex's _prepare_chat_with_tools builds one)
     if isinstance(kind, str) and kind.upper() in _KINDS:
         return _KINDS[kind.upper()]
     if kind == "CHAIN" and span.parent_id is None:  # OpenInference's entry point (a LangGraph graph)

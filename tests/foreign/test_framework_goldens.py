@@ -119,9 +119,27 @@ its agent span saying no more)."""
 AGNO_UNMARKED = {(1, 2)}
 """(run, turn) where the model read an error that Agno's trace does not mark."""
 
+LLAMAINDEX = GOLDEN / "llamaindex.otlp.json"
+LLAMAINDEX_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", None, None),
+    (1, 1, "hard", "source_error", "otlp:ERROR:invoke_agent", "read_file", None),  # the step limit
+    (2, 1, "ok", None, "otlp:OK", "read_file", None),
+    (2, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+]
+"""LlamaIndex 0.14's ``FunctionAgent`` under openinference-instrumentation-llama-index 4.6 (no
+AGENT span: the root CHAIN ``FunctionAgent.run`` is the run; ``_prepare_chat_with_tools``, an LLM
+span that records no request, is none): the run that recovers; ``max_iterations`` (a
+``WorkflowRuntimeError``, a class that does not say it is a step limit: ``source_error``, its text
+saying so); the model failing."""
+
 GOLDENS = {
     "adk": (ADK, ADK_TURNS),
     "agno": (AGNO, AGNO_TURNS),
+    "llamaindex": (LLAMAINDEX, LLAMAINDEX_TURNS),
     "langchain": (LANGCHAIN, LANGCHAIN_TURNS),
     "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
     "strands-default": (STRANDS_DEFAULT, STRANDS_TURNS),
