@@ -43,10 +43,9 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any
 
-from loopnb.engine import LoopError, ToolCall, Usage
-from loopnb.engine._errors import HardProducer, SourceProducer
+from loopnb.engine import ToolCall, Usage
 from loopnb.engine._events import Event
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
@@ -54,16 +53,17 @@ from loopnb.foreign import _sniff
 from loopnb.foreign._formats import Errors, ForeignFormat, Unread
 from loopnb.foreign._otlp_calls import (
     NAME,
+    Steps,
+    loose,
     pair_spans,
     read_reply,
     results_read,
     span_ms,
     write_result,
 )
-from loopnb.foreign._otlp_runs import Run, key, split_runs
+from loopnb.foreign._otlp_runs import Run, end_hard, key, request_failed, split_runs
 from loopnb.foreign._otlp_spans import Decoded, Span, decode_objects, read_file
-from loopnb.foreign._otlp_steps import Steps, loose
-from loopnb.foreign._transcript import RunWriter, status, unexplained
+from loopnb.foreign._transcript import RunWriter, status
 from loopnb.record import Recording, RecordingError
 from loopnb.record._disagree import Mark
 
@@ -90,23 +90,6 @@ with no tool span; ``output`` for a call to pydantic-ai's output tool, recorded 
 span rather than a tool span; on the turn a run ended on, where the ``ERROR`` came from (the
 tool span that raised, the agent span, the model request), or ``unanswered`` for a trace that
 ends on tool calls with no agent span saying how the run ended."""
-
-_HARD_BY_ERROR: dict[str, HardProducer] = {
-    "UsageLimitExceeded": "context_exceeded",
-    "ContextWindowExceededError": "context_exceeded",
-    "ContextLengthExceeded": "context_exceeded",
-    "CancelledError": "cancelled",
-    "KeyboardInterrupt": "cancelled",
-    "FallbackExceptionGroup": "fallback_exhausted",
-    "MaxTurnsExceeded": "loop_detected",
-    "GraphRecursionError": "loop_detected",
-    "LlmCallsLimitExceededError": "loop_detected",  # Google ADK's RunConfig.max_llm_calls
-    # loopnb's own profile: a hard ending's error.type is the LoopError's class name
-    **{cls.__name__: cls.producer for cls in LoopError.__subclasses__()},
-}
-_HARD: frozenset[str] = frozenset(get_args(HardProducer))
-_EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
-
 
 Messages = tuple[list[m.Message] | None, list[m.Message] | None]
 """A model request's input and output messages, as ``m.messages`` reads them."""
@@ -159,11 +142,6 @@ def _user_text(inputs: list[m.Message] | None, role: str) -> str | None:
             if texts:
                 return "\n".join(texts)
     return None
-
-
-def _failed(chat: Span) -> bool:
-    """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
-    return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
 
 
 def _start(agent: Span | None, chats: Sequence[Span]) -> float:
@@ -281,7 +259,7 @@ class RunReader:
                 writer.finish(output, at=at)
             else:
                 tools = windows[-1] if windows else [g.tool_span(t) for t in self._tools]
-                _end_hard(writer, agent, last_chat, tools)
+                end_hard(writer, agent, last_chat, tools)
         return count
 
     def _read(self, chat: Span) -> Messages:
@@ -322,10 +300,10 @@ class RunReader:
         inputs, outputs = self._read(chat)
         step = self.steps.of(chat)
         self._last = (chat, self._last[1])
-        if later and _failed(chat) and not outputs and not tools:
+        if later and request_failed(chat) and not outputs and not tools:
             return  # a failed model request the framework made again
         turn = writer.turn(at=chat.start)
-        if _failed(chat) and not outputs and not later:
+        if request_failed(chat) and not outputs and not later:
             return  # the model request that ended the run: ended hard after it
         text, calls = read_reply(outputs, chat)
         self._last = (chat, text)
@@ -357,58 +335,6 @@ def _ends_here(agent: Span | None, pairs: list[tuple[ToolCall, g.ToolSpan | None
     if agent is not None:
         return agent.status == "ERROR"
     return bool(pairs)
-
-
-def _error_text(span: Span) -> tuple[str, str]:
-    """An error span's class (its ``error.type``, else its exception's) and the message that ended
-    the run (saying plainly that the trace does not say why, when the span says nothing more than
-    its status)."""
-    exc = g.exception(span)
-    kind = g.error_class(span) or "Error"
-    if span.description:  # less the stack trace some instrumentations add (OpenInference's LangChain)
-        return kind, span.description.split("Traceback (most recent call last):", 1)[0].rstrip() or kind
-    if exc is None and g.error_class(span) is None:
-        return kind, f"span {span.name!r} is ERROR and says nothing more: {unexplained()}"
-    return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind
-
-
-def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
-    lowered = message.lower()
-    if any(words in lowered for words in _EXHAUSTED):
-        return "tool_recovery_exhausted"
-    return _HARD_BY_ERROR.get(kind, "source_error")
-
-
-def _end_hard(
-    writer: RunWriter, agent: Span | None, last_chat: Span | None, last_tools: list[g.ToolSpan]
-) -> None:
-    """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
-    failed = next((t for t in reversed(last_tools) if t.span.status == "ERROR"), None)
-    source = agent if agent is not None else (failed.span if failed is not None else None)
-    if source is None and last_chat is not None and _failed(last_chat):
-        source = last_chat  # a model request that failed with nothing after it (no agent span ended)
-    if source is None:
-        writer.end_hard(
-            "source_error",
-            f"{unexplained()}: it ends on tool calls no model request read, and no agent span says how"
-            " the run ended",
-            source_status=status(NAME, "unanswered"),
-        )
-        return
-    kind, message = _error_text(source)
-    if agent is not None and g.error_class(agent) is None and last_chat is not None and _failed(last_chat):
-        kind, message = _error_text(last_chat)  # the agent span names no error (Agno's): the request does
-    own = g.loopnb_producer(source)
-    producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
-    exc = g.exception(source)
-    raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
-    if raised and producer == "source_error":
-        origin = "ERROR:execute_tool"  # the tool's own exception, not the framework giving up
-    elif last_chat is not None and last_chat.status == "ERROR":
-        origin = "ERROR:chat"
-    else:
-        origin = "ERROR:invoke_agent"
-    writer.end_hard(producer, message, error=kind, at=source.end, source_status=status(NAME, origin))
 
 
 FORMAT = ForeignFormat(

@@ -6,6 +6,17 @@ recorded an error (an ``ERROR`` status, an ``exception`` event, ``error.type``, 
 retry cause, loopnb's ``loopnb.channel`` ``soft``) gives a soft error, its row of the channel
 table read from what the span says, and whether the source marked it handled from the agent span
 above it (``_said``); a call with no tool span is ``missing``.
+
+Steps, as smolagents' OpenInference instrumentation writes them (``Step N``, kind ``CHAIN``,
+between the agent's span and the request's): smolagents runs a step's calls itself and gives the
+model what came of them as one message with no call id (role ``tool-response``: ``Observation:
+...``, or the error it caught); a step that caught an error ends ``ERROR`` with it. So what the
+model read for a call with no result of its own id is the id-less results the next request added
+(``loose``), and a call that no tool span ran (it never reached the tool) falls in the row its
+failed step's error class names (``step_producer``, the step kept by ``Steps`` until its turn):
+arguments that do not fit the tool's inputs (``AgentToolCallError``) or a call smolagents could
+not parse (``AgentParsingError``) are ``invalid_arguments``, anything else a failed step caught
+``tool_error`` (a name the request did not offer is ``not_advertised`` before this is asked).
 """
 
 from __future__ import annotations
@@ -16,7 +27,6 @@ from loopnb.engine import ToolCall
 from loopnb.engine._errors import SoftProducer
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign import _otlp_messages as m
-from loopnb.foreign import _otlp_steps as steps
 from loopnb.foreign._formats import Unread
 from loopnb.foreign._otlp_profile import INJECTED
 from loopnb.foreign._otlp_spans import Span
@@ -141,7 +151,7 @@ def write_result(
     agent span as known when the turn is written, open or ended, ``None`` when it has none; a
     retry counter that cannot be read goes to ``unread``; ``loose``: what the next request gave
     back with no call id, read for a call with no result of its own; ``step``: the failed step
-    that wrapped the turn's request, ``_otlp_steps``)."""
+    that wrapped the turn's request, ``Steps``)."""
     read = responses.get(call.id) if responses is not None else None
     withheld = read is None and responses is not None and call.id in responses
     if read is None and not withheld:
@@ -158,7 +168,7 @@ def write_result(
             if later and offered is not None and call.name not in offered:
                 producer = "not_advertised"
             elif later and step is not None:  # the step caught what the call did before any tool ran
-                producer = steps.producer(step)
+                producer = step_producer(step)
             if producer is not None and step is not None:
                 said = _said(step, agent, later)
         text = WITHHELD if withheld else g.dumps(read)
@@ -280,3 +290,46 @@ def _attempt(span: Span, unread: Unread) -> int:
         unread.skip(g.label(span), g.bad(span, g.Malformed(ATTEMPT, "a whole number of retries", counter)))
         return 0
     return counter
+
+
+# Steps: smolagents' OpenInference spans (see the module docstring).
+_BY_CLASS: dict[str, SoftProducer] = {
+    "AgentToolCallError": "invalid_arguments",
+    "AgentParsingError": "invalid_arguments",
+}
+
+
+class Steps:
+    """The failed steps of one run (``ERROR`` spans that wrap a model request), each kept until
+    the turn of the request it wraps is written."""
+
+    __slots__ = ("_failed",)
+
+    def __init__(self) -> None:
+        self._failed: dict[str, Span] = {}
+
+    def add(self, span: Span) -> None:
+        """A span of the run that may wrap a request (only a failed one says anything)."""
+        if span.status == "ERROR" and g.role_of(span) == "other":
+            self._failed[span.span_id] = span
+
+    def of(self, chat: Span) -> Span | None:
+        """The failed step that wrapped request ``chat``, if any (taken: it is asked once)."""
+        return None if chat.parent_id is None else self._failed.pop(chat.parent_id, None)
+
+
+def step_producer(step: Span) -> SoftProducer:
+    """The row of the channel table of a call that a failed ``step`` caught before any tool ran."""
+    return _BY_CLASS.get(g.error_class(step) or "", "tool_error")
+
+
+def loose(inputs: list[m.Message] | None, since: int) -> str | None:
+    """The results with no call id that ``inputs`` (a request's input messages) gives back after
+    its first ``since`` messages (the previous request's input), one after another."""
+    texts = [
+        g.dumps(p.content)
+        for msg in (inputs or ())[since:]
+        for p in msg.parts
+        if p.kind == "tool_call_response" and not p.id
+    ]
+    return "\n".join(texts) if texts else None

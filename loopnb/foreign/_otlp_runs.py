@@ -1,4 +1,4 @@
-"""Which run each span of a trace belongs to, placed as the spans arrive.
+"""Which run each span of a trace belongs to, placed as the spans arrive, and how a run ended hard.
 
 A run is an agent span (or, in a trace with none, the trace itself); a span belongs to the
 nearest agent span at or above it. Of a run's spans, its turns are read from the model requests
@@ -11,15 +11,29 @@ placed again (as it ended) whose role changed, or a parent that arrives after it
 file lists spans as they ended), places again what hangs below it, as far down as a place
 changes: a chain listed leaf first is placed in time linear in its length. ``split_runs`` reads
 a whole trace with the same ``Tree``.
+
+How a run ended hard (``end_hard``) is read as the conventions' "Recording Errors" put it: its
+agent span ``ERROR``, with ``error.type`` or an ``exception`` event naming the class. That class
+says which of the channel table's hard producers ended it (a usage limit, a step limit, a
+cancellation, loopnb's own ``LoopError`` names), else ``source_error``; where the error came from
+(the tool span that raised, the model request that failed, the agent span itself) is the turn's
+``source_status``. With no agent span (OpenInference never ends smolagents' when its model fails),
+the failed request or tool span says it; where nothing does, the end is said to be unexplained,
+never given a guessed cause.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast, get_args
 
+from loopnb.engine import LoopError
+from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.foreign import _otlp_genai as g
+from loopnb.foreign._otlp_calls import NAME
 from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._transcript import RunWriter, status, unexplained
 
 
 def key(span: Span) -> tuple[float, float]:
@@ -166,3 +180,78 @@ def lead_agent(agents: Iterable[Span]) -> str | None:
 def run_id(trace_id: str, owner: str | None, lead: str | None) -> str:
     """The id of the run of agent span ``owner`` (``None``: the trace's agent-less run)."""
     return trace_id if owner == lead else f"{trace_id}-{owner or 'trace'}"
+
+
+_HARD_BY_ERROR: dict[str, HardProducer] = {
+    "UsageLimitExceeded": "context_exceeded",
+    "ContextWindowExceededError": "context_exceeded",
+    "ContextLengthExceeded": "context_exceeded",
+    "CancelledError": "cancelled",
+    "KeyboardInterrupt": "cancelled",
+    "FallbackExceptionGroup": "fallback_exhausted",
+    "MaxTurnsExceeded": "loop_detected",
+    "GraphRecursionError": "loop_detected",
+    "LlmCallsLimitExceededError": "loop_detected",  # Google ADK's RunConfig.max_llm_calls
+    # loopnb's own profile: a hard ending's error.type is the LoopError's class name
+    **{cls.__name__: cls.producer for cls in LoopError.__subclasses__()},
+}
+_HARD: frozenset[str] = frozenset(get_args(HardProducer))
+_EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
+
+
+def request_failed(chat: Span) -> bool:
+    """Whether a model request failed (a span status, or an ``error.type`` on a span left unset)."""
+    return chat.status == "ERROR" or chat.attributes.get("error.type") is not None
+
+
+def _error_text(span: Span) -> tuple[str, str]:
+    """An error span's class (its ``error.type``, else its exception's) and the message that ended
+    the run (saying plainly that the trace does not say why, when the span says nothing more than
+    its status)."""
+    exc = g.exception(span)
+    kind = g.error_class(span) or "Error"
+    if span.description:  # less the stack trace some instrumentations add (OpenInference's LangChain)
+        return kind, span.description.split("Traceback (most recent call last):", 1)[0].rstrip() or kind
+    if exc is None and g.error_class(span) is None:
+        return kind, f"span {span.name!r} is ERROR and says nothing more: {unexplained()}"
+    return kind, f"{kind}: {exc[1]}" if exc and exc[1] else kind
+
+
+def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
+    lowered = message.lower()
+    if any(words in lowered for words in _EXHAUSTED):
+        return "tool_recovery_exhausted"
+    return _HARD_BY_ERROR.get(kind, "source_error")
+
+
+def end_hard(
+    writer: RunWriter, agent: Span | None, last_chat: Span | None, last_tools: list[g.ToolSpan]
+) -> None:
+    """End the run hard as its agent span (or, without one, its last tool span) says it ended."""
+    failed = next((t for t in reversed(last_tools) if t.span.status == "ERROR"), None)
+    source = agent if agent is not None else (failed.span if failed is not None else None)
+    if source is None and last_chat is not None and request_failed(last_chat):
+        source = last_chat  # a model request that failed with nothing after it (no agent span ended)
+    if source is None:
+        writer.end_hard(
+            "source_error",
+            f"{unexplained()}: it ends on tool calls no model request read, and no agent span says how"
+            " the run ended",
+            source_status=status(NAME, "unanswered"),
+        )
+        return
+    kind, message = _error_text(source)
+    named = agent is None or g.error_class(agent) is not None
+    if not named and last_chat is not None and request_failed(last_chat):
+        kind, message = _error_text(last_chat)  # the agent span names no error (Agno's): the request does
+    own = g.loopnb_producer(source)
+    producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
+    exc = g.exception(source)
+    raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
+    if raised and producer == "source_error":
+        origin = "ERROR:execute_tool"  # the tool's own exception, not the framework giving up
+    elif last_chat is not None and last_chat.status == "ERROR":
+        origin = "ERROR:chat"
+    else:
+        origin = "ERROR:invoke_agent"
+    writer.end_hard(producer, message, error=kind, at=source.end, source_status=status(NAME, origin))
