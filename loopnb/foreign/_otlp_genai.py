@@ -49,6 +49,13 @@ _REQUEST = ("llm.input_messages.", "llm.output_messages.", "llm.tools.", "llm.to
 """What an OpenInference ``LLM`` span that stands for a model request records (any of them)."""
 
 
+def entry_chain(span: Span) -> bool:
+    """Whether ``span`` is an OpenInference ``CHAIN`` with no parent: an application's entry point,
+    a run of its own where no agent span below it has the turns (a LangGraph graph), else only
+    around the agents' runs (a CrewAI crew's kickoff)."""
+    return span.parent_id is None and span.attributes.get("openinference.span.kind") == "CHAIN"
+
+
 def role_of(span: Span) -> Role:
     """What the span is to a run: the agent's run, a model request, a tool's execution."""
     a = span.attributes
@@ -60,7 +67,7 @@ def role_of(span: Span) -> Role:
         return "other"  # it records no request (LlamaIndex's _prepare_chat_with_tools builds one)
     if isinstance(kind, str) and kind.upper() in _KINDS:
         return _KINDS[kind.upper()]
-    if kind == "CHAIN" and span.parent_id is None:  # OpenInference's entry point (a LangGraph graph)
+    if entry_chain(span):  # OpenInference's entry point (a LangGraph graph): the run, if it has turns
         return "agent"
     if span.name in _NAMES:
         return _NAMES[span.name]

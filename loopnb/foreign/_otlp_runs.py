@@ -164,6 +164,8 @@ def split_runs(spans: list[Span]) -> list[Run]:
             turned = [s for s in group if nodes[s.span_id].top]
             chats = sorted((s for s in turned if nodes[s.span_id].role == "chat"), key=key)
             tools = sorted((s for s in turned if nodes[s.span_id].role == "tool"), key=key)
+            if agent is not None and g.entry_chain(agent) and not turned:
+                continue  # an entry point around the agents' runs, no run itself
             failed = [s for s in group if s.status == "ERROR" and nodes[s.span_id].role == "other"]
             first = agent or min(group, key=key)
             runs.append((key(first), Run(run_id(trace_id, owner, lead), agent, chats, tools, failed)))
@@ -172,8 +174,9 @@ def split_runs(spans: list[Span]) -> list[Run]:
 
 
 def lead_agent(agents: Iterable[Span]) -> str | None:
-    """The id of the agent span of ``agents`` that started first."""
-    found = min(agents, key=lambda s: (s.start or 0.0, s.span_id), default=None)
+    """The id of the agent span of ``agents`` that started first (an entry chain only when there
+    is no other)."""
+    found = min(agents, key=lambda s: (g.entry_chain(s), s.start or 0.0, s.span_id), default=None)
     return None if found is None else found.span_id
 
 

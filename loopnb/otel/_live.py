@@ -52,6 +52,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from loopnb.engine._errors import LoopnbWarning, exception_text
 from loopnb.engine._events import Event
+from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp import RunReader
 from loopnb.foreign._otlp_runs import key, run_id
 from loopnb.foreign._otlp_spans import Span, decode_objects
@@ -292,7 +293,8 @@ class LiveSpans(SpanProcessor):
         if runs is None:
             runs = sorted(trace.runs.values(), key=lambda r: r.first if r.agent is None else key(r.agent))
         for run in runs:
-            if run.done or run.broken or (run.owner is None and not run.has_chat):
+            around = run.agent is not None and g.entry_chain(run.agent)  # a crew's kickoff, say
+            if run.done or run.broken or ((run.owner is None or around) and not run.has_chat):
                 continue
             try:
                 self._advance(trace_id, trace, run, flush)
@@ -339,7 +341,7 @@ class LiveSpans(SpanProcessor):
 
     @staticmethod
     def _run_id(trace_id: str, trace: Trace, run: Run) -> str:
-        return run_id(trace_id, run.owner, trace.lead[1] if trace.lead is not None else None)
+        return run_id(trace_id, run.owner, trace.lead[-1] if trace.lead is not None else None)
 
     def _fresh_id(self, run_id: str, trace_id: str, owner: str | None) -> str:
         """``run_id``, unless an earlier run was shown with it: then one named after the span."""

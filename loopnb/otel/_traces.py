@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp import RunReader
 from loopnb.foreign._otlp_runs import Tree, key
 from loopnb.foreign._otlp_spans import Span
@@ -65,8 +66,9 @@ class Trace:
     runs: dict[str | None, Run] = field(default_factory=dict)
     """By agent span id (``None``: the agent-less run)."""
     root_ended: bool = False
-    lead: tuple[float, str] | None = None
-    """The agent span that started first (its run has the trace's id)."""
+    lead: tuple[bool, float, str] | None = None
+    """The agent span that started first, an entry chain only while there is no other (its run has
+    the trace's id)."""
     chat_start: float = -math.inf
     """When the latest-starting model request that has ended started."""
 
@@ -79,6 +81,12 @@ class Trace:
     def place(self, span: Span, *, ended: bool) -> None:
         """Place ``span`` in its run (a span placed before that now hangs elsewhere moves too)."""
         moved = self.tree.add(span)
+        shown = self.runs.get(None)
+        if moved and ended and g.entry_chain(span) and shown is not None and shown.reader is not None:
+            # OpenInference names its entry point a CHAIN only as it ends: the run shown so far,
+            # the trace's, is its run (its turns stay where they were written), and it says the end
+            shown.agent = span
+            moved = []
         if moved:
             self._move(set(moved))
         if ended:
@@ -108,7 +116,7 @@ class Trace:
         run = self.run(node.owner)
         if node.role == "agent":
             run.agent = span
-            first = (span.start or 0.0, span.span_id)
+            first = (g.entry_chain(span), span.start or 0.0, span.span_id)
             if self.lead is None or first < self.lead:
                 self.lead = first
         elif node.role == "chat":

@@ -8,6 +8,7 @@ import pytest
 
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp_calls import misfit
+from loopnb.foreign._otlp_runs import split_runs
 from loopnb.foreign._otlp_spans import Span
 
 SCHEMA = {
@@ -60,3 +61,20 @@ def test_a_tool_span_takes_its_schema_from_the_request_and_no_placeholder_id():
     )
     assert tool.schema == {"required": ["path"]} and tool.call_id == ""
     assert g.agent_tools(span({"gen_ai.agent.tools": '["read_file"]'})) == ["read_file"]
+
+
+def test_an_entry_chain_around_agent_runs_is_no_run_and_does_not_take_the_trace_id():
+    def at(span_id: str, parent: str | None, kind: str, start: float) -> Span:
+        attributes = {"openinference.span.kind": kind}
+        if kind == "LLM":
+            attributes["llm.token_count.prompt"] = 3
+        return Span("t" * 32, span_id, parent, span_id, start, start + 1.0, "UNSET", None, attributes)
+
+    kickoff = at("crew", None, "CHAIN", 0.0)  # a CrewAI crew's kickoff: the agents run under it
+    spans = [kickoff, at("a1", "crew", "AGENT", 1.0), at("c1", "a1", "LLM", 1.1)]
+    spans += [at("a2", "crew", "AGENT", 3.0), at("c2", "a2", "LLM", 3.1)]
+    runs = split_runs(spans)
+    assert [run.agent.span_id for run in runs if run.agent] == ["a1", "a2"]
+    assert [run.run_id for run in runs] == ["t" * 32, "t" * 32 + "-a2"]
+    alone = split_runs([kickoff, at("c0", "crew", "LLM", 0.5)])  # a graph with its turns: the run
+    assert len(alone) == 1 and alone[0].agent is kickoff and alone[0].run_id == "t" * 32
