@@ -121,7 +121,8 @@ def span_ms(span: Span) -> float:
 
 def results_read(inputs: list[m.Message] | None, wanted: set[str]) -> dict[str, Any] | None:
     """What ``inputs`` gave back to each of the calls ``wanted`` (its last response), read from
-    the end: a request's input holds the whole history, the newest results last."""
+    the end: a request's input holds the whole history (read with a ``History``, what it added
+    to the one before), the newest results last."""
     if inputs is None:
         return None
     found: dict[str, Any] = {}

@@ -253,8 +253,8 @@ def messages(
     span: Span, history: History | None = None, unread: Unread | None = None
 ) -> tuple[list[Message] | None, list[Message] | None]:
     """A model request's input and output messages (``None`` where the span kept none);
-    ``history``: the run's requests read so far, in order (an input that repeats the previous
-    request's and adds to it is read from where that one ended). With ``unread``, an input,
+    ``history``: the run's requests read so far, in order (of an input that repeats the previous
+    request's and adds to it, only the messages it adds are read and given). With ``unread``, an input,
     output or message event that cannot be read goes to it and is read as absent."""
     try:
         return _messages(span, history, unread)
@@ -320,36 +320,57 @@ class History:
 
     A framework that sends the whole history with every request (pydantic-ai) writes each
     request's ``gen_ai.input.messages`` as the previous one's JSON with the new messages before
-    its closing bracket: that input is read from there on, and the messages read before are
-    kept, so reading a request costs what it adds rather than the length of the run.
+    its closing bracket: only those are read, so reading a request costs what it adds rather than
+    the length of the run. Only they are needed: the results a request gives back are to the calls
+    of the request before it, so they are among the messages it added. An input is taken to extend
+    the previous one when it is longer, has a comma where that one closed, begins as that one
+    began and ends its part the same way (``SEAM`` characters each: bounded, so that checking does
+    not grow with the run either), and what follows the comma reads as a list of messages.
     """
 
-    __slots__ = ("_last",)
+    __slots__ = ("_count", "_end", "_head", "_seam")
+
+    SEAM = 256
+    """How many characters of the previous input's beginning and of its end are compared."""
 
     def __init__(self) -> None:
-        self._last: tuple[str, list[Message]] | None = None
+        self._end = 0
+        """The length of the previous input's JSON text (0: nothing to extend)."""
+        self._head = self._seam = ""
+        self._count = 0
+        """How many messages the inputs read so far hold."""
 
     def read(self, raw: Any) -> list[Message]:
-        """``gen_ai.input.messages`` (a JSON text, or its value) as messages."""
+        """``gen_ai.input.messages`` (a JSON text, or its value) as messages: the ones added since
+        the previous request's, when this input extends it, else all of them."""
+        end, count = self._end, self._count
+        self._end = 0
         if not isinstance(raw, str):
             return _semconv(loads(raw), INPUTS)
-        last = self._last
-        found: list[Message] | None = None
-        if last is not None:
-            before, read = last
-            n = len(before)
-            if len(raw) > n and raw[n - 1] == "," and before[-1] == "]" and raw.startswith(before[:-1]):
-                try:
-                    added = json.loads("[" + raw[n:])  # what follows the last message read
-                except (ValueError, RecursionError):
-                    added = None
-                if isinstance(added, list):
-                    found = read + _semconv(added, INPUTS, len(read))
-        if found is None:
-            self._last = None
-            value = loads(raw)
-            found = _semconv(value, INPUTS)
-            if not isinstance(value, list):
+        if end and len(raw) > end and raw[end - 1] == "," and self._extends(raw, end):
+            try:
+                added = json.loads("[" + raw[end:])  # what follows the last message read
+            except (ValueError, RecursionError):
+                added = None
+            if isinstance(added, list):
+                found = _semconv(added, INPUTS, count)
+                self._note(raw, count + len(found))
                 return found
-        self._last = (raw, found)
+        value = loads(raw)
+        found = _semconv(value, INPUTS)
+        if isinstance(value, list):
+            self._note(raw, len(found))
         return found
+
+    def _extends(self, raw: str, end: int) -> bool:
+        """Whether ``raw`` begins as the previous input did and has its end before ``end``."""
+        seam = self._seam
+        return raw.startswith(self._head) and raw.startswith(seam, end - 1 - len(seam))
+
+    def _note(self, raw: str, count: int) -> None:
+        """Keep where ``raw``, an input of ``count`` messages, ends, for the next to extend."""
+        stripped = raw.rstrip()
+        if stripped.endswith("]"):
+            end = len(stripped)
+            self._end, self._count = end, count
+            self._head, self._seam = raw[: self.SEAM], raw[max(0, end - 1 - self.SEAM) : end - 1]

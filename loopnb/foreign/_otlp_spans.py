@@ -356,22 +356,24 @@ def decode_objects(spans: Iterable[Any], unread: Unread | None = None) -> Decode
         decoded.note("sdk")
         where = f"span {i} ({getattr(span, 'name', '?')})"
         try:
-            decoded.spans.append(_readable(span, where))
+            decoded.spans.append(readable(span, where))
         except RecordingError as exc:
             unread.skip(where, exc)
     return decoded
 
 
-def _readable(span: Any, where: str) -> Span:
-    """An SDK ``ReadableSpan``, read by its public attributes."""
+def readable(span: Any, where: str) -> Span:
+    """An SDK ``ReadableSpan``, read by its public attributes (``where``: how an error names it);
+    one of another shape is a ``RecordingError``. ``loopnb.otel.LiveSpans`` reads each span so, as
+    it starts and as it ends: this is the path every span of a watched agent takes."""
     context = getattr(span, "context", None)
     if context is None:
         raise RecordingError(f"{where}: expected an OpenTelemetry ReadableSpan, found {type(span).__name__}")
     try:
         parent = getattr(span, "parent", None)
-        scope = getattr(span, "instrumentation_scope", None)
         status = getattr(span, "status", None)
         code = getattr(getattr(status, "status_code", None), "name", "UNSET")
+        events = span.events
         return Span(
             trace_id=format(context.trace_id, "032x"),
             span_id=format(context.span_id, "016x"),
@@ -381,17 +383,37 @@ def _readable(span: Any, where: str) -> Span:
             end=v.nanos(span.end_time, "the end time"),
             status=v.status_code(code),
             description=v.text(getattr(status, "description", None), "the status description"),
-            attributes=dict(span.attributes or {}),
+            attributes=_copied(span.attributes),
             events=[
-                SpanEvent(e.name, v.nanos(e.timestamp, "an event's time"), dict(e.attributes or {}))
-                for e in span.events
-            ],
-            scope=_scope_name(
-                {"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)}
-            ),
+                SpanEvent(e.name, v.nanos(e.timestamp, "an event's time"), _copied(e.attributes))
+                for e in events
+            ]
+            if events
+            else [],
+            scope=_scope_of(getattr(span, "instrumentation_scope", None)),
             where=where,
         )
     except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}") from exc
     except (AttributeError, TypeError, ValueError) as exc:
         raise RecordingError(f"{where}: not a ReadableSpan's shape ({exception_text(exc)})") from exc
+
+
+def _copied(attributes: Any) -> dict[str, Any]:
+    """A span's (or an event's) attributes as a dict of their own. The SDK hands them out behind
+    a read-only proxy of its ``BoundedAttributes``, whose ``copy()`` copies the dict inside in one
+    step (since SDK 1.3x); item by item through the mapping protocol costs a Python call a key."""
+    if not attributes:
+        return {}
+    try:
+        found = attributes.copy()
+    except (AttributeError, TypeError):  # an older SDK's BoundedAttributes, or another mapping
+        found = None
+    return found if type(found) is dict else dict(attributes)
+
+
+def _scope_of(scope: Any) -> str | None:
+    """An SDK ``InstrumentationScope`` as ``_scope_name`` writes it."""
+    if scope is None:
+        return None
+    return _scope_name({"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)})

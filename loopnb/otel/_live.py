@@ -55,7 +55,7 @@ from loopnb.engine._events import Event
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp import RunReader
 from loopnb.foreign._otlp_runs import key, run_id
-from loopnb.foreign._otlp_spans import Span, decode_objects
+from loopnb.foreign._otlp_spans import Span, decode_objects, readable
 from loopnb.otel._traces import Run, Trace, remember
 
 if TYPE_CHECKING:
@@ -405,6 +405,8 @@ class LiveSpans(SpanProcessor):
 
 
 def _decode(span: Any) -> Span:
+    if not isinstance(span, (dict, list)):  # an SDK span, as the SDK hands every one over
+        return readable(span, f"span 0 ({getattr(span, 'name', '?')})")
     decoded = decode_objects([span]).spans
     if len(decoded) != 1:
         raise ValueError(f"expected one span, found {len(decoded)}")
