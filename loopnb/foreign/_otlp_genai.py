@@ -105,9 +105,21 @@ def first(attrs: dict[str, Any], *names: str) -> Any:
     return None
 
 
+_SCAN = json.JSONDecoder().scan_once
+"""json's own scanner, which ``json.loads`` wraps in two regular-expression matches and three
+Python calls: an attribute that is exactly one JSON value (as every writer writes one) is read by
+it alone; anything else takes ``json.loads``'s way, and its answer."""
+
+
 def loads(value: Any) -> Any:
     """A JSON attribute's value (attributes hold JSON as strings; in memory it may be parsed)."""
     if isinstance(value, str):
+        try:
+            found, end = _SCAN(value, 0)
+            if end == len(value):
+                return found
+        except (StopIteration, ValueError, RecursionError):  # not JSON from its first character
+            pass
         try:
             return json.loads(value)
         except (ValueError, RecursionError):  # not JSON (nested past reason, too long a number): text

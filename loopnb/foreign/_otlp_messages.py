@@ -14,7 +14,6 @@ input, output or event it is in is skipped instead and the rest is read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -348,10 +347,7 @@ class History:
         if not isinstance(raw, str):
             return _semconv(loads(raw), INPUTS)
         if end and len(raw) > end and raw[end - 1] == "," and self._extends(raw, end):
-            try:
-                added = json.loads("[" + raw[end:])  # what follows the last message read
-            except (ValueError, RecursionError):
-                added = None
+            added = loads("[" + raw[end:])  # what follows the last message read (a text if not JSON)
             if isinstance(added, list):
                 found = _semconv(added, INPUTS, count)
                 self._note(raw, count + len(found))

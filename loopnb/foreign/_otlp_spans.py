@@ -362,37 +362,40 @@ def decode_objects(spans: Iterable[Any], unread: Unread | None = None) -> Decode
     return decoded
 
 
-def readable(span: Any, where: str) -> Span:
+def readable(span: Any, where: str, *, started: bool = False) -> Span:
     """An SDK ``ReadableSpan``, read by its public attributes (``where``: how an error names it);
-    one of another shape is a ``RecordingError``. ``loopnb.otel.LiveSpans`` reads each span so, as
-    it starts and as it ends: this is the path every span of a watched agent takes."""
+    one of another shape is a ``RecordingError``. ``loopnb.otel.LiveSpans`` reads each span so as
+    it starts (``started``: only what a span has then, its ids, name, start and attributes; its
+    events, status and end come as it ends) and as it ends: the path of every span it watches."""
     context = getattr(span, "context", None)
     if context is None:
         raise RecordingError(f"{where}: expected an OpenTelemetry ReadableSpan, found {type(span).__name__}")
     try:
         parent = getattr(span, "parent", None)
-        status = getattr(span, "status", None)
-        code = getattr(getattr(status, "status_code", None), "name", "UNSET")
-        events = span.events
-        return Span(
+        read = Span(
             trace_id=format(context.trace_id, "032x"),
             span_id=format(context.span_id, "016x"),
             parent_id=None if parent is None else format(parent.span_id, "016x"),
             name=str(span.name),
             start=v.nanos(span.start_time, "the start time"),
-            end=v.nanos(span.end_time, "the end time"),
-            status=v.status_code(code),
-            description=v.text(getattr(status, "description", None), "the status description"),
+            end=None,
+            status="UNSET",
+            description=None,
             attributes=_copied(span.attributes),
-            events=[
-                SpanEvent(e.name, v.nanos(e.timestamp, "an event's time"), _copied(e.attributes))
-                for e in events
-            ]
-            if events
-            else [],
-            scope=_scope_of(getattr(span, "instrumentation_scope", None)),
             where=where,
         )
+        if started:
+            return read
+        status = getattr(span, "status", None)
+        read.end = v.nanos(span.end_time, "the end time")
+        read.status = v.status_code(getattr(getattr(status, "status_code", None), "name", "UNSET"))
+        read.description = v.text(getattr(status, "description", None), "the status description")
+        read.events = [
+            SpanEvent(e.name, v.nanos(e.timestamp, "an event's time"), _copied(e.attributes))
+            for e in span.events
+        ]
+        read.scope = _scope_of(getattr(span, "instrumentation_scope", None))
+        return read
     except v.Bad as exc:
         raise RecordingError(f"{where}: {exc}") from exc
     except (AttributeError, TypeError, ValueError) as exc:
@@ -412,8 +415,16 @@ def _copied(attributes: Any) -> dict[str, Any]:
     return found if type(found) is dict else dict(attributes)
 
 
+_last_scope: tuple[Any, str | None] = (None, None)
+"""The last SDK scope read and its text: the spans of one tracer share one scope object."""
+
+
 def _scope_of(scope: Any) -> str | None:
     """An SDK ``InstrumentationScope`` as ``_scope_name`` writes it."""
-    if scope is None:
-        return None
-    return _scope_name({"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)})
+    global _last_scope
+    last = _last_scope  # one read: another thread may set it meanwhile
+    if scope is None or last[0] is scope:
+        return last[1] if scope is not None else None
+    text = _scope_name({"name": getattr(scope, "name", None), "version": getattr(scope, "version", None)})
+    _last_scope = (scope, text)
+    return text

@@ -179,7 +179,7 @@ class LiveSpans(SpanProcessor):
         if not self._watching:
             return
         try:
-            decoded = _decode(span)
+            decoded = _decode(span, started=True)
             with self._lock:
                 trace = self._trace(decoded.trace_id)
                 if trace is None:
@@ -404,9 +404,9 @@ class LiveSpans(SpanProcessor):
         return f"LiveSpans({state}, runs={self._runs}, errors={len(self.errors)})"
 
 
-def _decode(span: Any) -> Span:
+def _decode(span: Any, *, started: bool = False) -> Span:
     if not isinstance(span, (dict, list)):  # an SDK span, as the SDK hands every one over
-        return readable(span, f"span 0 ({getattr(span, 'name', '?')})")
+        return readable(span, f"span 0 ({getattr(span, 'name', '?')})", started=started)
     decoded = decode_objects([span]).spans
     if len(decoded) != 1:
         raise ValueError(f"expected one span, found {len(decoded)}")
