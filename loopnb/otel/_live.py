@@ -356,6 +356,8 @@ class LiveSpans(SpanProcessor):
 
     def _deliver(self) -> None:
         """Hand the queued events to the observers, in order, one thread at a time."""
+        if not self._outbox:  # most spans make no turn final (a thread that queues one delivers it)
+            return
         while True:
             with self._lock:
                 if self._delivering or not self._outbox:
