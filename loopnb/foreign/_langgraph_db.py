@@ -143,6 +143,11 @@ def _unpackb(data: bytes) -> Any:
     return _msgpack().unpackb(data, ext_hook=_Ext, raw=False, strict_map_key=False)
 
 
+_NESTED = frozenset({list, dict, Obj})
+"""What holds more of a decoded blob (msgpack and json make exact lists and dicts; ext types are
+read as ``Obj``)."""
+
+
 def _opened(value: Any) -> Any:
     """``value``, or what it holds if it is an ext type (a delta snapshot's may be one again)."""
     while isinstance(value, _Ext):
@@ -153,26 +158,33 @@ def _opened(value: Any) -> Any:
 def _resolve(value: Any, where: str, path: Path) -> Any:
     """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
     constructed), walked with a stack of its own; lists, maps and objects nested deeper than
-    ``MAX_DEPTH`` are a ``RecordingError``."""
+    ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more goes on the stack (a blob is
+    mostly strings and numbers), and a value is written back only where an ext type was read."""
     top = [value]
     stack: list[tuple[Any, int]] = [(top, 0)]
+    push = stack.append
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, Obj):
-            item.value = _opened(item.value)
-            inside: Any = (item.value,)
-        elif isinstance(item, list):
-            item[:] = map(_opened, item)
-            inside = item
-        elif isinstance(item, dict):
+        inner = depth + 1
+        kind = type(item)
+        if kind is list:
+            for i, v in enumerate(item):
+                if type(v) is _Ext:
+                    v = item[i] = _opened(v)
+                if type(v) in _NESTED:
+                    push((v, inner))
+        elif kind is dict:
             for key, v in item.items():
-                item[key] = _opened(v)
-            inside = item.values()
-        else:
-            continue
+                if type(v) is _Ext:
+                    v = item[key] = _opened(v)  # a value replaced, no key added: iterating goes on
+                if type(v) in _NESTED:
+                    push((v, inner))
+        else:  # an Obj
+            v = item.value = _opened(item.value)
+            if type(v) in _NESTED:
+                push((v, inner))
         if depth > MAX_DEPTH:
             raise _too_deep(where, path)
-        stack.extend((v, depth + 1) for v in inside)
     return top[0]
 
 
