@@ -190,7 +190,8 @@ def main() -> None:
         row = bench(turns, args.rounds, clock_cost)
         rows.append(row)
         print(
-            f"{turns:>6,} turns ({row['spans']:,} spans)  inside LiveSpans {_spread([1e6 * s for s in row['live']], 1)}"
+            f"{turns:>6,} turns ({row['spans']:,} spans)"
+            f"  inside LiveSpans {_spread([1e6 * s for s in row['live']], 1)}"
             f" µs/span   SDK in-memory {_spread([1e6 * s for s in row['sdk']], 1)} µs/span"
             f"   ratio {_spread(row['ratio'])}x   watched run {_spread(row['watched'])}x unwatched"
             f" ({row['unwatched ms/turn']:.2f} ms/turn)   load {os.getloadavg()[0]:.2f}",
@@ -201,7 +202,10 @@ def main() -> None:
             f"growth: time inside LiveSpans ~ turns^{_exponent(rows, 'live'):.2f}, inside the SDK's processor"
             f" ~ turns^{_exponent(rows, 'sdk'):.2f}"
         )
-    print(f"targets: at most {TARGET}x the SDK's processor a span, linear; watched at most {WATCHED}x at 1,000 turns")
+    print(
+        f"targets: at most {TARGET}x the SDK's processor a span, linear;"
+        f" watched at most {WATCHED}x at 1,000 turns"
+    )
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def first(attrs: dict[str, Any], *names: str) -> Any:
     return None
 
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner, untyped
 """json's own scanner, which ``json.loads`` wraps in two regular-expression matches and three
 Python calls: an attribute that is exactly one JSON value (as every writer writes one) is read by
 it alone; anything else takes ``json.loads``'s way, and its answer."""

@@ -90,9 +90,11 @@ class _Starting(ReadableSpan):
 
 def test_a_span_is_read_as_it_starts_without_its_events_status_or_scope():
     context = SpanContext(0x1F, 0x2E, is_remote=False, trace_flags=TraceFlags(1))
-    span = _Starting("chat m", context=context, attributes={"gen_ai.operation.name": "chat"}, start_time=10**18)
+    attributes = {"gen_ai.operation.name": "chat"}
+    span = _Starting("chat m", context=context, attributes=attributes, start_time=10**18)
     read = readable(span, "span 0", started=True)
-    assert (read.trace_id, read.span_id, read.name, read.start) == (f"{0x1F:032x}", f"{0x2E:016x}", "chat m", 1e9)
+    ids = (f"{0x1F:032x}", f"{0x2E:016x}")
+    assert (read.trace_id, read.span_id, read.name, read.start) == (*ids, "chat m", 1e9)
     assert (read.end, read.status, read.events, read.scope) == (None, "UNSET", [], None)
     live = LiveSpans()
     live.on_start(span)  # what LiveSpans does as the SDK starts a span
@@ -116,7 +118,10 @@ def test_a_history_input_is_read_from_what_it_added():
     first = history.read(json.dumps(_history(1)))
     assert len(first) == 3  # the first request: all of it
     added = history.read(json.dumps(_history(2)))
-    assert [(p.kind, p.id) for msg in added for p in msg.parts] == [("tool_call", "c1"), ("tool_call_response", "c1")]
+    assert [(p.kind, p.id) for msg in added for p in msg.parts] == [
+        ("tool_call", "c1"),
+        ("tool_call_response", "c1"),
+    ]
     rewritten = _history(3)
     rewritten[0] = _message("user", "text", content="GO")  # a history rewritten: read whole again
     assert len(history.read(json.dumps(rewritten))) == 7
@@ -141,8 +146,22 @@ def test_a_malformed_added_message_is_said_with_its_index_in_the_whole_input():
 
 @pytest.mark.parametrize(
     "text",
-    ['{"a": 1}', ' {"a": 1} ', '{"a": 1}\n', "[1, 2]", '"text"', "12", "not json", "{} {}", "[1,", "", "1e400",
-     "NaN", "[" * 100_000, "9" * 5000],  # fmt: skip
+    [
+        '{"a": 1}',
+        ' {"a": 1} ',
+        '{"a": 1}\n',
+        "[1, 2]",
+        '"text"',
+        "12",
+        "not json",
+        "{} {}",
+        "[1,",
+        "",
+        "1e400",
+        "NaN",
+        "[" * 100_000,
+        "9" * 5000,
+    ],
 )
 def test_json_attributes_read_as_json_loads_reads_them(text):
     try:
