@@ -15,7 +15,7 @@ import re
 import tomllib
 from collections.abc import Iterator
 
-from tests.docs._site import REPO, read, table
+from tests.docs._site import REPO, built_site, read, table
 
 ENGINE = REPO / "loopnb" / "engine"
 SITE = re.compile(r"([\w/]+\.py): ([\w.]+)")
@@ -143,3 +143,22 @@ def test_the_faults_pages_example_runs_and_shows_the_injected_turns():
     turns = namespace["rec"].turns  # type: ignore[attr-defined]
     assert turns["injected"].tolist()[:2] == ['error("disk busy").first(2)'] * 2
     assert turns["channel"].tolist() == ["soft", "soft", "ok", "ok"]
+
+
+def test_the_frameworks_table_is_the_readmes_included_once():
+    """The other-frameworks page shows README's table of the frameworks read (included, not copied),
+    a row for each, and every framework lane of CI is one of them."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- --8<-- [start:frameworks] -->", "<!-- --8<-- [end:frameworks] -->"
+    section = readme[readme.index(start) : readme.index(end)]
+    written = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")]
+    header = ["framework", "tested with", "path", "what its traces cannot say"]
+    assert written[0] == header[0] and len(written) >= 11
+    rows = table(read(built_site() / "other-frameworks.html"), header)
+    assert [row[0] for row in rows] == written[1:]
+    page = (REPO / "docs" / "other-frameworks.md").read_text(encoding="utf-8")
+    assert "| framework | tested with |" not in page  # written once, in README.md
+    lanes = (REPO / ".ci" / "frameworks.txt").read_text(encoding="utf-8").splitlines()
+    names = {line.split("\t")[0] for line in lanes if line and not line.startswith("#")}
+    shown = " ".join(written).lower().replace(" ", "")
+    assert all(name.split("-")[0] in shown for name in names), (names, written)
