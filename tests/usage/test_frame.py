@@ -17,7 +17,7 @@ import pytest
 
 from loopnb import FakeClock, FallbackChain, audit, load
 from loopnb.analysis import Audit
-from loopnb.analysis._usage import NOT_INSTALLED, dollars, lookups
+from loopnb.analysis._usage import NOT_INSTALLED, Prices, dollars, lookups
 
 from .conftest import record, scripted
 
@@ -191,7 +191,9 @@ def test_simulated_clock_time_is_no_latency():
 
 
 def test_foreign_goldens_read_with_usage(golden_foreign):
-    """Every foreign golden: the tokens the source reported, and no cost for its test models."""
+    """Every foreign golden: the tokens the source reported; no cost for its test models, and a real
+    model's name (LlamaIndex's agent needs one its table knows) priced as the price list says."""
+    priced, real = Prices(), []
     for path in golden_foreign:
         rec = load(path)
         t = rec.turns
@@ -200,13 +202,18 @@ def test_foreign_goldens_read_with_usage(golden_foreign):
         assert run["input_tokens"].sum() == t["input_tokens"].sum(), path.name
         assert run["output_tokens"].sum() == t["output_tokens"].sum(), path.name
         assert run["turns"].sum() == len(t) and set(run["clock"]) == {"wall"}, path.name
-        assert run["cost_usd"].isna().all(), path.name
         named = t["model"].dropna().unique()
-        reasons = " ".join(run["unpriced"].dropna())
-        assert all(f"genai-prices has no price for {m}" in reasons for m in named), path.name
+        if any(priced(m, 1, 1, None).cost_usd is not None for m in named):
+            assert (run["cost_usd"] > 0).all(), path.name
+            real.append(path.name)
+        else:
+            assert run["cost_usd"].isna().all(), path.name
+            reasons = " ".join(run["unpriced"].dropna())
+            assert all(f"genai-prices has no price for {m}" in reasons for m in named), path.name
         per_model = a.usage("model")
         assert per_model["input_tokens"].sum() == t["input_tokens"].sum(), path.name
         assert len(a.usage("turn")) == len(t), path.name
+    assert 0 < len(real) < len(golden_foreign), real  # both branches taken (LlamaIndex names a real model)
 
 
 def test_a_foreign_run_under_a_real_model_name_is_priced(golden_foreign):
