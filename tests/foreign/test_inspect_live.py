@@ -74,8 +74,7 @@ def test_from_inspect_reads_the_log_in_memory_as_its_file(evaluated, tmp_path):
     assert in_memory.run_ids == from_file.run_ids
     for sample in TURNS:
         assert rows(in_memory, sample, [*COLUMNS, *USAGE]) == rows(from_file, sample, [*COLUMNS, *USAGE])
-    as_json = write_eval_log(log, tmp_path / "notes.json", format="json")
-    assert as_json is not None
+    write_eval_log(log, tmp_path / "notes.json", format="json")  # returns nothing before inspect-ai 0.3.1xx
     again = loopnb.load(tmp_path / "notes.json")
     assert again.turns.equals(from_file.turns)
 
