@@ -247,6 +247,7 @@ def run(log_dir: Path, log_format: str = "eval", samples: list[str] | None = Non
     ``EvalLog`` and the addresses the eval tried to reach (none)."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.approval import ApprovalPolicy, approver, auto_approver
+
     @approver(name="read_only")
     def read_only() -> Any:
         from inspect_ai.approval import Approval
