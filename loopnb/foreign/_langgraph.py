@@ -56,6 +56,9 @@ UNKNOWN_TOOL = re.compile(
     r"^Error: (?P<tool>.+?) is not a valid tool, try one of \[(?P<tools>.*)\]\.?$", re.S
 )
 INVALID_ARGS = re.compile(r"^Error invoking tool '(?P<tool>.+?)' with kwargs .* with error:\n", re.S)
+OLD_INVALID_ARGS = re.compile(r"^Error: \d+ validation errors? for (?P<tool>\S+)\n")
+"""How langgraph 0.3's ``ToolNode`` answered arguments the tool's schema refused: the pydantic
+``ValidationError`` it caught, in its "Error: ...\n Please fix your mistakes." wrapper."""
 _KINDS = {"HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool", "SystemMessage": "system"}
 _HARD_BY_ERROR: dict[str, HardProducer] = {
     "GraphRecursionError": "loop_detected",
@@ -241,11 +244,13 @@ def _offered(msgs: list[_Message]) -> list[str]:
     return names
 
 
-def _producer(text: str, said: str) -> SoftProducer | None:
-    """The table's row for a tool's answer: ``ToolNode``'s texts first, then the status."""
+def _producer(text: str, said: str, tool: str) -> SoftProducer | None:
+    """The table's row for a tool's answer to a call of ``tool``: ``ToolNode``'s texts first, then
+    the status."""
     if UNKNOWN_TOOL.match(text):
         return "not_advertised"
-    if INVALID_ARGS.match(text):
+    old = OLD_INVALID_ARGS.match(text)
+    if INVALID_ARGS.match(text) or (old and old.group("tool") == tool):  # not one the tool raised itself
         return "invalid_arguments"
     return "tool_error" if said == "error" else None
 
@@ -330,7 +335,7 @@ def _result(turn: TurnWriter, call: ToolCall, answer: _Message | None, seen: dic
         return
     text = text_of(answer.value.get("content"))
     said = str(answer.value.get("status") or "success")
-    producer = _producer(text, said)
+    producer = _producer(text, said, call.name)
     turn.result(
         call.id,
         text,
