@@ -302,12 +302,29 @@ def _parameters(defs: str) -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _pydantic_ai_parameters(params: str) -> dict[str, Any]:
+    """Each function tool's parameters in pydantic-ai's ``model_request_parameters`` text (what
+    pydantic-ai-slim 1.0 records where later releases add ``gen_ai.tool.definitions``), by name."""
+    found = loads(params)
+    tools = found.get("function_tools") if isinstance(found, dict) else None
+    out: dict[str, Any] = {}
+    for d in tools if isinstance(tools, list) else ():
+        schema = d.get("parameters_json_schema") if isinstance(d, dict) else None
+        if isinstance(d.get("name"), str) and isinstance(schema, dict):
+            out[d["name"]] = schema
+    return out
+
+
 def _offered_schemas(chat: Span) -> dict[str, Any]:
-    """Each tool's parameters a request offered, by name: its ``gen_ai.tool.definitions``, or
-    OpenInference's ``llm.tools.N.tool.json_schema``."""
+    """Each tool's parameters a request offered, by name: its ``gen_ai.tool.definitions``,
+    pydantic-ai's ``model_request_parameters``, or OpenInference's ``llm.tools.N.tool.json_schema``."""
     defs = chat.attributes.get("gen_ai.tool.definitions")
     if isinstance(defs, str):
         return _parameters(defs)
+    params = chat.attributes.get("model_request_parameters")
+    if isinstance(params, str):
+        return _pydantic_ai_parameters(params)
     schemas = [s.get("tool.json_schema") for s in indexed(chat.attributes, "llm.tools")]
     return _parameters(json.dumps([loads(s) for s in schemas if isinstance(s, str)])) if schemas else {}
 

@@ -33,6 +33,7 @@ from loopnb.engine._errors import HardProducer, SourceProducer
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp_calls import NAME
 from loopnb.foreign._otlp_spans import Span
+from loopnb.foreign._pydantic_ai_ends import usage_limit
 from loopnb.foreign._transcript import RunWriter, status, unexplained
 
 
@@ -186,7 +187,6 @@ def run_id(trace_id: str, owner: str | None, lead: str | None) -> str:
 
 
 _HARD_BY_ERROR: dict[str, HardProducer] = {
-    "UsageLimitExceeded": "context_exceeded",
     "ContextWindowExceededError": "context_exceeded",
     "ContextLengthExceeded": "context_exceeded",
     "CancelledError": "cancelled",
@@ -200,6 +200,11 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
 }
 _HARD: frozenset[str] = frozenset(get_args(HardProducer))
 _EXHAUSTED = ("exceeded max retries", "exceeded maximum retries")
+
+
+def request_failed_last(chat: Span | None) -> bool:
+    """Whether ``chat`` (a run's last model request, if any) failed."""
+    return chat is not None and request_failed(chat)
 
 
 def request_failed(chat: Span) -> bool:
@@ -224,6 +229,8 @@ def _producer(kind: str, message: str) -> HardProducer | SourceProducer:
     lowered = message.lower()
     if any(words in lowered for words in _EXHAUSTED):
         return "tool_recovery_exhausted"
+    if kind == "UsageLimitExceeded":  # pydantic-ai's: which limit says which row
+        return usage_limit(message)
     return _HARD_BY_ERROR.get(kind, "source_error")
 
 
@@ -251,6 +258,13 @@ def end_hard(
     producer = cast(HardProducer, own) if own in _HARD else _producer(kind, message)
     exc = g.exception(source)
     raised = failed is not None and (agent is None or (exc is not None and failed.exception == exc))
+    turn = writer.open_turn
+    ran = failed is None and bool(last_tools) and not request_failed_last(last_chat)
+    if ran and source is agent and turn is not None:
+        # every call of the last turn ran and the run stopped before its next request (a request
+        # or step limit): the turn ended as its calls did, and the run on a turn of its own
+        said = status(NAME, last_chat.status) if last_chat is not None else None
+        turn.finish(source_status=said, at=max((t.span.end or 0.0 for t in last_tools), default=None))
     if raised and producer == "source_error":
         origin = "ERROR:execute_tool"  # the tool's own exception, not the framework giving up
     elif last_chat is not None and last_chat.status == "ERROR":

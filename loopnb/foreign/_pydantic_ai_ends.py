@@ -96,17 +96,20 @@ def names_of(calls: list[ToolCall]) -> str:
     return ", ".join(f"{c.name}()" for c in calls)
 
 
+def usage_limit(message: str) -> HardProducer:
+    """The table's row for pydantic-ai's ``UsageLimitExceeded`` with ``message``: a limit on
+    requests or tool calls is a loop's (as ``max_turns``), one on tokens the context's."""
+    looped = "request_limit" in message or "tool_calls_limit" in message
+    return "loop_detected" if looped else "context_exceeded"
+
+
 def end_with(writer: RunWriter, error: BaseException, unanswered: list[ToolCall]) -> list[Event]:
     """End the run on the exception the caller gave: the producer its class fits."""
     names = {cls.__name__ for cls in type(error).__mro__}
     message = f"{type(error).__name__}: {error}"
     producer: HardProducer | SourceProducer
     if "UsageLimitExceeded" in names:
-        limit = str(error)
-        producer = (
-            "loop_detected" if "request_limit" in limit or "tool_calls_limit" in limit else "context_exceeded"
-        )
-        said = "usage_limit"
+        producer, said = usage_limit(str(error)), "usage_limit"
     elif "OutputTokenLimitExceeded" in names:
         producer, said = "context_exceeded", "usage_limit"
     elif "UnexpectedModelBehavior" in names and "retries" in str(error):

@@ -66,7 +66,8 @@ ADK_TURNS: list[Row] = [
     (2, 1, "soft", "not_advertised", "otlp:UNSET", "serch", None),
     (2, 2, "ok", None, "otlp:UNSET", None, None),
     (3, 1, "ok", None, "otlp:UNSET", "read_file", None),
-    (3, 2, "hard", "loop_detected", "otlp:ERROR:invoke_agent", "read_file", None),
+    (3, 2, "ok", None, "otlp:UNSET", "read_file", None),  # the call ran; the limit refused the next request
+    (3, 3, "hard", "loop_detected", "otlp:ERROR:invoke_agent", None, None),
     (4, 1, "ok", None, "otlp:UNSET", "read_file", None),
     (4, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
     (5, 1, "hard", "source_error", "otlp:ERROR:execute_tool", "read_file", "the disk is on fire"),

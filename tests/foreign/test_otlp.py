@@ -72,7 +72,8 @@ PYDANTIC_TURNS = [
     row(0, 4, "ok", None, None, "read_file", (108, 21)),
     row(0, 5, "ok", None, None, None, (109, 25)),
     row(1, 1, "hard", "source_error", "KeyError: 'x'", "delete", (52, 5), said="otlp:ERROR:execute_tool"),
-    row(2, 1, "hard", "context_exceeded", LIMIT, "read_file", (53, 6), said="otlp:ERROR:invoke_agent"),
+    row(2, 1, "ok", None, None, "read_file", (53, 6)),  # the call ran; the limit refused the next request
+    row(2, 2, "hard", "loop_detected", LIMIT, None, (None, None), said="otlp:ERROR:invoke_agent", model=None),
     row(
         3,
         1,
@@ -174,7 +175,7 @@ def test_times_come_from_the_spans():
     t = loopnb.load(PYDANTIC).turns
     first = t["started_at"].iloc[0]
     assert first == pd.Timestamp("2026-03-01 09:00:00.001", tz="UTC")
-    assert (t["latency_ms"] > 0).all()
+    assert (t.loc[t["model"].notna(), "latency_ms"] > 0).all()  # a turn of a model request
     assert t["started_at"].is_monotonic_increasing or t["run_id"].nunique() > 1
 
 
@@ -380,7 +381,8 @@ def test_spans_without_content_still_tell_soft_from_hard(tmp_path):
         (0, 4, "ok", None),
         (0, 5, "ok", None),
         (1, 1, "hard", "source_error"),
-        (2, 1, "hard", "context_exceeded"),
+        (2, 1, "ok", None),
+        (2, 2, "hard", "loop_detected"),
         (3, 1, "soft", "tool_error"),
         (3, 2, "hard", "tool_recovery_exhausted"),
     ]
@@ -478,7 +480,7 @@ def test_replay_and_the_report_of_a_trace(tmp_path):
 
 def test_load_many_reads_the_goldens_side_by_side(tmp_path):
     frame = loopnb.load_many([PYDANTIC, V2, OPENINFERENCE, LEGACY])
-    assert len(frame) == 9 + 7 + 6 + 6
+    assert len(frame) == 10 + 7 + 6 + 6
     assert frame["source_status"].str.startswith("otlp:").all()
     for path in (V2, OPENINFERENCE):
         (tmp_path / path.name).write_bytes(path.read_bytes())

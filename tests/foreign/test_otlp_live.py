@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 import loopnb
@@ -119,7 +118,7 @@ def test_without_content_the_channels_stay():
         make.scripted([*make.RECOVERED, make.say("done")]),
         name="reader",
         retries=3,
-        capabilities=[Instrumentation(settings=settings)],
+        **make.instrumented(settings),
     )
 
     @reader.tool_plain
@@ -149,12 +148,12 @@ def test_an_agent_run_inside_a_tool_is_a_run_of_its_own():
     helper: Agent[None, str] = Agent(
         make.scripted([make.say("the summary")]),
         name="helper",
-        capabilities=[Instrumentation(settings=settings)],
+        **make.instrumented(settings),
     )
     lead: Agent[None, str] = Agent(
         make.scripted([make.call("summarise", {"text": "notes"}, "h1"), make.say("done")]),
         name="lead",
-        capabilities=[Instrumentation(settings=settings)],
+        **make.instrumented(settings),
     )
 
     @lead.tool_plain

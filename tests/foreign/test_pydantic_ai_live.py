@@ -1,4 +1,6 @@
-"""The pydantic-ai reader on runs made here by the real package (``FunctionModel``, real tools).
+"""The pydantic-ai reader on runs made here by the real package (``FunctionModel``, real tools):
+what every claimed version must do, so this runs in the ``pydantic-ai-1.0`` lane too
+(``test_pydantic_ai_newest_live.py`` holds what needs the newest pydantic-ai's parts).
 
 Needs ``pydantic-ai-slim`` (the ``test`` extra): the goldens' tests in ``test_pydantic_ai.py``
 run without it.
@@ -6,28 +8,17 @@ run without it.
 
 from __future__ import annotations
 
+import inspect
 import json
-import warnings
 from pathlib import Path
 
 import pandas as pd
-import pydantic_ai
-import pytest
 from pydantic_ai import Agent, ModelRetry, UnexpectedModelBehavior, UsageLimitExceeded, capture_run_messages
-from pydantic_ai.messages import (
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    RetryFeedbackPart,
-    RetryInfo,
-    RetryPromptPart,
-    ToolReturnPart,
-)
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
 
 import loopnb
-from loopnb.foreign._pydantic_ai_text import feedback_text, legacy_retry_text, return_text
-from tests.foreign.their_words import their_words_set_aside
 from tests.golden.foreign import make_pydantic_ai as make
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "pydantic-ai"
@@ -48,96 +39,6 @@ def rows(frame: pd.DataFrame, columns: list[str]) -> list[list[object]]:
     return [[None if pd.isna(v) else v for v in row] for row in frame[columns].itertuples(index=False)]
 
 
-# What pydantic-ai renders for the model (a tool's retry, an unknown tool, invalid arguments with
-# pydantic's words, a rejected answer) is its to reword; FunctionModel counts a request's tokens
-# from those words, so the input tokens go with them.
-RENDERED = {"tool_error", "not_advertised", "invalid_arguments", "completion_rejected"}
-SAME = [column for column in COLUMNS if column != "input_tokens"]
-
-
-@pytest.mark.parametrize("name", sorted(make.SAMPLES))
-def test_a_fresh_run_reads_as_its_golden_does(name):
-    """The goldens were made by an earlier pydantic-ai: today's must read the same, its words aside."""
-    fresh = loopnb.from_pydantic_ai(make.SAMPLES[name]())
-    golden = loopnb.load(GOLDEN / f"{name}.json")
-    text, producer = SAME.index("error_text"), SAME.index("producer")
-    made, kept = their_words_set_aside(
-        rows(fresh.turns, SAME),
-        rows(golden.turns, SAME),
-        text=text,
-        theirs=lambda row: row[producer] in RENDERED,
-    )
-    assert made == kept
-    assert fresh.meta["source"] == {"format": "pydantic-ai", "version": pydantic_ai.__version__}
-
-
-def _parts(messages):
-    """Each request part beside its JSON shape, as the reader sees it."""
-    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
-    for message, shape in zip(messages, dumped, strict=True):
-        if isinstance(message, ModelRequest):
-            yield from zip(message.parts, shape["parts"], strict=True)
-
-
-def test_every_text_the_model_read_is_pydantic_ais_own_rendering():
-    seen = {"return": 0, "error": 0, "feedback": 0}
-    for build in make.SAMPLES.values():
-        for part, shape in _parts(build()):
-            if isinstance(part, ToolReturnPart):
-                assert return_text(shape, None) == part.model_response_str()
-                unwrapped = part.content_items(mode="str", wrap_if_error=False)
-                assert return_text(shape, "anthropic") == "".join(unwrapped)
-                seen["error" if part.outcome in ("retried", "failed") else "return"] += 1
-            elif isinstance(part, RetryFeedbackPart):
-                assert feedback_text(shape) == part.model_response()
-                seen["feedback"] += 1
-    assert seen["error"] >= 6 and seen["return"] >= 3 and seen["feedback"] == 1
-
-
-@pytest.mark.parametrize(
-    "part",
-    [
-        RetryFeedbackPart(
-            content=[
-                {"type": "missing", "loc": ("a",), "msg": "Field required", "input": {"b": 1}},
-                {"type": "missing", "loc": ("c",), "msg": "Field required", "input": {"b": 1}},
-                {
-                    "type": "int_parsing",
-                    "loc": ("d", 0),
-                    "msg": "Input should be a valid integer",
-                    "input": "x",
-                },
-            ],
-            retry=RetryInfo(cause="validation_error"),
-        ),
-        RetryFeedbackPart(content="Please return text or call a tool.", retry=RetryInfo(cause="no_output")),
-        RetryFeedbackPart(content="Please answer in French.", retry=RetryInfo(cause="no_output")),
-        ToolReturnPart("t", {"rows": [1, 2], "name": "ünï"}, "c", outcome="failed"),
-        ToolReturnPart("t", None, "c"),
-        ToolReturnPart("t", [1, "a"], "c", outcome="retried"),
-    ],
-)
-def test_the_rarer_shapes_render_as_pydantic_ai_renders_them(part):
-    shape = ModelMessagesTypeAdapter.dump_python([ModelRequest(parts=[part])], mode="json")[0]["parts"][0]
-    if isinstance(part, RetryFeedbackPart):
-        assert feedback_text(shape) == part.model_response()
-    else:
-        assert return_text(shape, None) == part.model_response_str()
-
-
-def test_a_legacy_retry_prompt_reads_as_the_version_that_wrote_it_sent_it():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        parts = [
-            RetryPromptPart("no such file", tool_name="read_file"),
-            RetryPromptPart("say it shorter"),
-            RetryPromptPart([{"type": "missing", "loc": ("path",), "msg": "Field required", "input": {}}]),
-        ]
-    for part in parts:
-        shape = {"part_kind": "retry-prompt", "tool_name": part.tool_name, "content": part.content}
-        assert legacy_retry_text(json.loads(json.dumps(shape))) == part.model_response()
-
-
 def test_objects_json_dicts_and_the_result_itself_read_alike():
     agent = make._notes_agent([make.call("read_file", {"path": "nots.txt"}, "c1"), make.say("done")])
     result = agent.run_sync("Read it.")
@@ -151,14 +52,6 @@ def test_objects_json_dicts_and_the_result_itself_read_alike():
     frames = [rows(loopnb.from_pydantic_ai(form).turns, [*COLUMNS, "run_id"]) for form in forms]
     assert all(frame == frames[0] for frame in frames)
     assert [r[1] for r in frames[0]] == ["soft", "ok"]
-
-
-def test_a_saved_history_is_detected_by_load(tmp_path):
-    path = tmp_path / "history.json"
-    path.write_bytes(make.dump(make.recovered()))
-    rec = loopnb.load(path)
-    assert rec.meta["source"]["format"] == "pydantic-ai" and rec.meta["path"] == str(path)
-    assert list(rec.turns["channel"]) == ["soft"] * 4 + ["ok", "soft", "ok"]
 
 
 def _failed(agent, **kwargs):
@@ -194,7 +87,11 @@ def test_a_token_limit_ends_the_run_on_the_reply_that_passed_it_as_context_excee
     rec = loopnb.from_pydantic_ai(messages, error=exc)
     assert list(rec.turns["channel"]) == ["ok", "hard"]
     assert _end(rec)[:3] == ["hard", "context_exceeded", "pydantic-ai:usage_limit"]
-    assert rec.turns["tools"].iloc[-1] == "read_file"
+    replies, last = sum(isinstance(m, ModelResponse) for m in messages), rec.turns["tools"].iloc[-1]
+    if replies == 2:  # newer pydantic-ai keeps the reply that passed the limit
+        assert last == "read_file"
+    else:  # pydantic-ai-slim 1.0 raised before keeping it
+        assert replies == 1 and pd.isna(last)
 
 
 def test_retries_past_the_budget_are_tool_recovery_exhausted_with_or_without_the_exception():
@@ -205,16 +102,32 @@ def test_retries_past_the_budget_are_tool_recovery_exhausted_with_or_without_the
     )
     assert isinstance(exc, UnexpectedModelBehavior)
     given, inferred = loopnb.from_pydantic_ai(messages, error=exc), loopnb.from_pydantic_ai(messages)
-    assert (
-        _end(given)[:3]
-        == _end(inferred)[:3]
-        == ["hard", "tool_recovery_exhausted", "pydantic-ai:retries_exceeded"]
-    )
-    assert _end(given)[3] == f"UnexpectedModelBehavior: {exc}"
+    assert _end(given) == [
+        "hard",
+        "tool_recovery_exhausted",
+        "pydantic-ai:retries_exceeded",
+        f"UnexpectedModelBehavior: {exc}",
+    ]
+    if _retried_outcomes(messages):  # the history says a call was retried, and how often it may be
+        assert _end(inferred)[:3] == ["hard", "tool_recovery_exhausted", "pydantic-ai:retries_exceeded"]
+    else:  # pydantic-ai-slim 1.0's retry prompts do not: the history alone cannot say why it stopped
+        assert _end(inferred)[:3] == ["hard", "source_error", "pydantic-ai:unanswered"]
+    assert loopnb.audit(inferred).disagreements().empty  # no panic is guessed where none happened
+
+
+def _retried_outcomes(messages) -> bool:
+    """Whether the history marks a tool's return ``retried`` (newer pydantic-ai) rather than
+    answering it with a ``retry-prompt`` part (pydantic-ai-slim 1.0)."""
+    dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    return any(part.get("outcome") == "retried" for message in dumped for part in message["parts"])
 
 
 def test_output_retries_past_the_budget_need_the_exception_to_be_seen():
-    agent = Agent(make.scripted([make.say("a"), make.say("b"), make.say("c")]), retries={"output": 1})
+    responses = make.scripted([make.say("a"), make.say("b"), make.say("c")])
+    if "output_retries" in inspect.signature(Agent).parameters:  # pydantic-ai-slim 1.0's spelling
+        agent = Agent(responses, output_retries=1)
+    else:
+        agent = Agent(responses, retries={"output": 1})
 
     @agent.output_validator
     def french(output: str) -> str:

@@ -36,7 +36,6 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -76,13 +75,21 @@ class Count(BaseModel):
     notes: int
 
 
+def instrumented(settings: InstrumentationSettings) -> dict[str, Any]:
+    """An ``Agent``'s keyword arguments that trace it with ``settings``: as a capability where
+    pydantic-ai has them, else as pydantic-ai-slim 1.0 took them (``instrument=``)."""
+    try:
+        from pydantic_ai.capabilities import Instrumentation
+    except ImportError:
+        return {"instrument": settings}
+    return {"capabilities": [Instrumentation(settings=settings)]}
+
+
 def _agent(
     tp: TracerProvider, name: str, responses: Sequence[ModelResponse], *, version: int, **kwargs: Any
 ) -> Agent[None, Any]:
     settings = InstrumentationSettings(tracer_provider=tp, version=version)  # type: ignore[arg-type]
-    agent: Agent[None, Any] = Agent(
-        scripted(responses), name=name, capabilities=[Instrumentation(settings=settings)], **kwargs
-    )
+    agent: Agent[None, Any] = Agent(scripted(responses), name=name, **instrumented(settings), **kwargs)
 
     @agent.tool_plain
     def read_file(path: str) -> str:

@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, capture_run_messages
-from pydantic_ai.exceptions import ToolFailed
+
+try:
+    from pydantic_ai.exceptions import ToolFailed
+except ImportError:  # before it (pydantic-ai-slim 1.0): only the ``recovered`` sample raises it
+    ToolFailed = None  # type: ignore[assignment,misc]
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
