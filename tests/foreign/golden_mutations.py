@@ -350,6 +350,7 @@ def _goldens() -> dict[str, list[Golden]]:
             Golden(f"{foreign}/otlp/adk.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/langchain.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/agno.otlp.json", "otlp", doc),
+            Golden(f"{foreign}/otlp/crewai.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/llamaindex.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/smolagents.otlp.json", "otlp", doc),
             Golden(f"{foreign}/otlp/strands_default.otlp.json", "otlp", doc),

@@ -137,9 +137,34 @@ span that records no request, is none): the run that recovers; ``max_iterations`
 ``WorkflowRuntimeError``, a class that does not say it is a step limit: ``source_error``, its text
 saying so); the model failing."""
 
+CREWAI = GOLDEN / "crewai.otlp.json"
+CREWAI_TURNS: list[Row] = [
+    (0, 1, "soft", "tool_error", "otlp:OK", "read_file", "file nots.txt not found"),
+    (0, 2, "soft", "invalid_arguments", "otlp:OK", "read_file", None),
+    (0, 3, "soft", "not_advertised", "otlp:OK", "serch", None),  # CrewAI answers it: no tool span
+    (0, 4, "ok", None, "otlp:OK", "read_file", None),
+    (0, 5, "ok", None, "otlp:OK", None, None),
+    (1, 1, "soft", "tool_error", "otlp:OK", "read_file", "file a.txt not found"),
+    (1, 2, "soft", "tool_error", "otlp:OK", "read_file", "file b.txt not found"),
+    (1, 3, "ok", None, "otlp:OK", None, None),  # max_iter: the final answer asked for with no tools
+    (2, 1, "ok", None, "otlp:OK", "read_file", None),
+    (2, 2, "hard", "source_error", "otlp:ERROR:chat", None, "the model's server is down for maintenance"),
+    (3, 1, "ok", None, "otlp:OK", "read_file", None),
+    (3, 2, "ok", None, "otlp:OK", None, None),
+    (4, 1, "ok", None, "otlp:OK", None, None),
+]
+"""CrewAI 1.15 under openinference-instrumentation-crewai 1.1 (a crew's kickoff CHAIN, an AGENT
+span per task, a TOOL span per tool run) with openinference-instrumentation-openai 0.1 for the
+model's requests: the crew that recovers (the tool raises, bad arguments, an unknown tool, a call
+that works, the answer); ``max_iter`` (CrewAI asks for the final answer with no tools offered: no
+span marks the limit); the model failing (CrewAI tries the task twice more from the start, each
+request failing, then the kickoff raises: one hard turn); a crew of two agents (the kickoff around
+their two runs is no run)."""
+
 GOLDENS = {
     "adk": (ADK, ADK_TURNS),
     "agno": (AGNO, AGNO_TURNS),
+    "crewai": (CREWAI, CREWAI_TURNS),
     "llamaindex": (LLAMAINDEX, LLAMAINDEX_TURNS),
     "langchain": (LANGCHAIN, LANGCHAIN_TURNS),
     "smolagents": (SMOLAGENTS, SMOLAGENTS_TURNS),
@@ -204,3 +229,21 @@ def test_strands_calls_it_answered_itself_are_told_apart(path):
     assert soft["error_text"].iloc[0].endswith("file nots.txt not found; the folder holds notes.txt")
     assert soft["error_text"].iloc[0] != "file nots.txt not found; the folder holds notes.txt"
     assert loopnb.audit(rec).disagreements().empty
+
+
+def test_crewai_reads_what_the_model_read_and_the_kickoff_is_no_run():
+    rec = loopnb.load(CREWAI)
+    assert rec.meta["source"]["version"].startswith("openinference.instrumentation.crewai ")
+    found = rows(rec)
+    # what the model read is CrewAI's message for the call, not the bare exception the tool span records
+    bare = "file nots.txt not found; the folder holds notes.txt"
+    assert found[0][6] != bare and found[0][6].endswith(bare)
+    # five runs: an agent's task each; the crews' kickoff CHAIN spans are none (the two agents'
+    # crew is one trace, its second run named after its agent span)
+    ids = rec.meta["run_ids"]
+    assert len(ids) == 5 and ids[4].startswith(ids[3] + "-")
+    # the unknown tool has no tool span (CrewAI answers it itself): said, and nothing else is
+    reasons = loopnb.audit(rec).disagreements()[["run_id", "turn", "tool", "reason"]]
+    assert reasons.to_dict("records") == [
+        {"run_id": ids[0], "turn": 3, "tool": "serch", "reason": "missing_tool_record"}
+    ]
