@@ -152,6 +152,9 @@ CREWAI_TURNS: list[Row] = [
     (3, 1, "ok", None, "otlp:OK", "read_file", None),
     (3, 2, "ok", None, "otlp:OK", None, None),
     (4, 1, "ok", None, "otlp:OK", None, None),
+    (5, 1, "ok", None, "otlp:OK", "read_file", None),
+    (5, 2, "ok", None, "otlp:OK", "read_file", None),  # refused at max_usage_count: no span, unmarked
+    (5, 3, "ok", None, "otlp:OK", None, None),
 ]
 """CrewAI 1.15 under openinference-instrumentation-crewai 1.1 (a crew's kickoff CHAIN, an AGENT
 span per task, a TOOL span per tool run) with openinference-instrumentation-openai 0.1 for the
@@ -159,7 +162,10 @@ model's requests: the crew that recovers (the tool raises, bad arguments, an unk
 that works, the answer); ``max_iter`` (CrewAI asks for the final answer with no tools offered: no
 span marks the limit); the model failing (CrewAI tries the task twice more from the start, each
 request failing, then the kickoff raises: one hard turn); a crew of two agents (the kickoff around
-their two runs is no run)."""
+their two runs is no run); a call CrewAI refuses at the tool's ``max_usage_count`` (the model reads
+the refusal as the call's result; no span: the one turn of these the trace cannot tell)."""
+CREWAI_UNMARKED = {(5, 2)}
+"""(run, turn) where the model read an error that CrewAI's trace does not mark."""
 
 GOLDENS = {
     "adk": (ADK, ADK_TURNS),
@@ -238,12 +244,14 @@ def test_crewai_reads_what_the_model_read_and_the_kickoff_is_no_run():
     # what the model read is CrewAI's message for the call, not the bare exception the tool span records
     bare = "file nots.txt not found; the folder holds notes.txt"
     assert found[0][6] != bare and found[0][6].endswith(bare)
-    # five runs: an agent's task each; the crews' kickoff CHAIN spans are none (the two agents'
+    # six runs: an agent's task each; the crews' kickoff CHAIN spans are none (the two agents'
     # crew is one trace, its second run named after its agent span)
     ids = rec.meta["run_ids"]
-    assert len(ids) == 5 and ids[4].startswith(ids[3] + "-")
-    # the unknown tool has no tool span (CrewAI answers it itself): said, and nothing else is
+    assert len(ids) == 6 and ids[4].startswith(ids[3] + "-")
+    # the unknown tool and the call refused at its usage limit have no tool span (CrewAI answers
+    # both itself): said, and nothing else is
     reasons = loopnb.audit(rec).disagreements()[["run_id", "turn", "tool", "reason"]]
     assert reasons.to_dict("records") == [
-        {"run_id": ids[0], "turn": 3, "tool": "serch", "reason": "missing_tool_record"}
+        {"run_id": ids[0], "turn": 3, "tool": "serch", "reason": "missing_tool_record"},
+        {"run_id": ids[5], "turn": 2, "tool": "read_file", "reason": "missing_tool_record"},
     ]

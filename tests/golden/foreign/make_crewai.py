@@ -16,7 +16,9 @@ for the model's requests (CrewAI's instrumentation records none), into the OTel 
 - ``model_error``: the model's server answers 400 from the second request on: CrewAI tries the
   task again from the start (``max_retry_limit``, 2 by default), then the kickoff raises;
 - ``two_agents``: a crew of two agents, a task each: one trace, the crew's kickoff around two
-  agents' runs.
+  agents' runs;
+- ``usage_limit``: the tool's ``max_usage_count=1``: CrewAI answers the second call itself, and
+  the model answers after.
 
 CrewAI's own telemetry and tracing are turned off (they would send to CrewAI's servers).
 """
@@ -49,12 +51,14 @@ DOWN = "the model's server is down for maintenance"
 TASK = "What do the notes say?"
 
 
-@tool("read_file")
-def read_file(path: str) -> str:
+def _read(path: str) -> str:
     """Read a text file of the notes folder."""
     if path != "notes.txt":
         raise FileNotFoundError(MISSING.format(path))
     return "buy milk"
+
+
+read_file = tool("read_file")(_read)
 
 
 SCRIPTS: dict[str, tuple[dict[str, Any], list[Any]]] = {
@@ -85,6 +89,14 @@ SCRIPTS: dict[str, tuple[dict[str, Any], list[Any]]] = {
             Reply("Reminder: buy milk."),
         ],
     ),
+    "usage_limit": (
+        {},
+        [
+            Reply(calls=[("read_file", {"path": "notes.txt"})]),
+            Reply(calls=[("read_file", {"path": "notes.txt"})]),
+            Reply("The notes say: buy milk."),
+        ],
+    ),
 }
 
 
@@ -101,11 +113,12 @@ class Run:
 
 def _crew(name: str, llm: LLM) -> Crew:
     options, _ = SCRIPTS[name]
+    limited = name == "usage_limit"  # a tool of its own: CrewAI counts its uses on the tool
     reader = Agent(
         role="reader",
         goal="Answer from the notes",
         backstory="You read notes.",
-        tools=[read_file],
+        tools=[tool("read_file", max_usage_count=1)(_read) if limited else read_file],
         llm=llm,
         verbose=False,
         **options,
