@@ -24,13 +24,18 @@ class (nothing tells them apart), makes ``from_otel`` say ``otlp:ERROR`` instead
 (an agent called from another's tool) are emitted as each turn is final, so their events interleave
 in the recorder where the reader lists run after run.
 
-A span that never ends (a crashed agent, a leaked span) would hold its run's turns and its trace
-forever, so what is kept is bounded: ``max_open`` spans open at once (past it, the one that started
-first is given up on: its run is read on without it, as from a file of the ended spans, and it is
-not read if it ends after all) and ``max_traces`` traces in progress (past it, the one seen least
-recently is written as far as it can be and let go). Each is said in ``errors`` (which keeps
-``ERRORS_KEPT`` lines and counts the rest) and a ``LoopnbWarning``. A trace in progress also keeps
-where each of its spans hung, and the recorder every event.
+An agent span left open when its run failed (OpenInference's smolagents, as the model raises)
+is let go once the trace says so: nothing of the run is open, its last model request failed
+(``Run.stuck``), and then an agent span starts directly under it (the process's next run), its
+trace's root span ends, or watching stops (until then the framework may try again). The run ends
+hard on that request, as ``from_otel`` reads the spans that ended. Any other span that never ends
+(a crashed agent, a leaked span) would hold its run's turns and its trace forever, so what is kept
+is bounded: ``max_open`` spans open at once (past it, the one that started first is given up on:
+its run is read on without it, as from a file of the ended spans, and it is not read if it ends
+after all) and ``max_traces`` traces in progress (past it, the one seen least recently is written
+as far as it can be and let go). Each is said in ``errors`` (which keeps ``ERRORS_KEPT`` lines
+and counts the rest) and a ``LoopnbWarning``. A trace in progress also keeps where each of its
+spans hung, and the recorder every event.
 """
 
 from __future__ import annotations
@@ -156,9 +161,10 @@ class LiveSpans(SpanProcessor):
     def stop(self) -> Recording:
         """Stop reading spans and return the ``Recording`` of what was seen.
 
-        The runs of traces with no agent span, whose end no span marks, are emitted whole first;
-        a run still going is left where it was. The SDK cannot take a processor off a provider:
-        a stopped one stays on it and does nothing.
+        The runs of traces with no agent span, whose end no span marks, are emitted whole first,
+        and a run whose agent span was left open as its last model request failed ends hard on
+        that request; a run still going is left where it was. The SDK cannot take a processor off
+        a provider: a stopped one stays on it and does nothing.
         """
         self._halt()
         return self.recording()
@@ -168,7 +174,8 @@ class LiveSpans(SpanProcessor):
             if self._watching:
                 self._watching = False
                 for trace_id, trace in list(self._traces.items()):
-                    if not trace.open:
+                    self._conclude(trace_id, trace, list(trace.runs.values()))
+                    if trace_id in self._traces and not trace.open:
                         self._update(trace_id, trace, None, flush=True)
         self._deliver()
 
@@ -186,6 +193,9 @@ class LiveSpans(SpanProcessor):
                     return
                 trace.open[decoded.span_id] = decoded
                 trace.place(decoded, ended=False)
+                stuck = trace.moved_on(decoded)
+                if stuck is not None:  # the next run, where a run whose agent span never ended was
+                    self._conclude(decoded.trace_id, trace, [stuck])
                 self._open[(decoded.trace_id, decoded.span_id)] = None
                 while len(self._open) > self.max_open:
                     self._give_up(*next(iter(self._open)))
@@ -208,6 +218,7 @@ class LiveSpans(SpanProcessor):
                 trace.place(decoded, ended=True)
                 if decoded.parent_id is None:
                     trace.root_ended = True
+                    self._conclude(decoded.trace_id, trace, list(trace.runs.values()))
                     self._update(decoded.trace_id, trace, None)
                 else:
                     moved = trace.moves(decoded)
@@ -254,10 +265,14 @@ class LiveSpans(SpanProcessor):
             self._let_trace_go(next(iter(self._traces)))
         return trace
 
-    def _give_up(self, trace_id: str, span_id: str) -> None:
-        """Stop waiting for span ``span_id`` to end, and read its run on without it. Under the lock."""
+    def _stop_waiting(self, trace_id: str, span_id: str) -> None:
+        """Span ``span_id`` is open no longer, and not read if it ends after all. Under the lock."""
         self._open.pop((trace_id, span_id), None)
         remember(self._given_up, (trace_id, span_id))
+
+    def _give_up(self, trace_id: str, span_id: str) -> None:
+        """Stop waiting for span ``span_id`` to end, and read its run on without it. Under the lock."""
+        self._stop_waiting(trace_id, span_id)
         trace = self._traces.get(trace_id)
         span = trace.open.get(span_id) if trace is not None else None
         if trace is None or span is None:
@@ -268,6 +283,17 @@ class LiveSpans(SpanProcessor):
             f"spans started (max_open): given up on; its run is read on without it"
         )
         self._update(trace_id, trace, None if trace.root_ended else [run] if run is not None else [])
+
+    def _conclude(self, trace_id: str, trace: Trace, runs: list[Run]) -> None:
+        """End the runs of ``runs`` that the trace says are over though their agent span is still
+        open (``Run.stuck``): read on without that span, as ``from_otel`` reads the spans that
+        ended. Under the lock."""
+        stuck = [(run, run.agent.span_id) for run in runs if run.stuck and run.agent is not None]
+        for _, span_id in stuck:
+            self._stop_waiting(trace_id, span_id)
+            trace.give_up(span_id)
+        if stuck:
+            self._update(trace_id, trace, [run for run, _ in stuck], flush=True)
 
     def _let_trace_go(self, trace_id: str) -> None:
         """Write what can be written of trace ``trace_id`` and forget it. Under the lock."""
@@ -307,7 +333,7 @@ class LiveSpans(SpanProcessor):
                 )
         over = all(r.done or r.broken for r in trace.runs.values() if r.reader is not None)
         if over and not trace.open and (trace.root_ended or flush):
-            del self._traces[trace_id]  # nothing of it can change: it is not kept
+            self._traces.pop(trace_id, None)  # nothing of it can change: it is not kept
 
     def _advance(self, trace_id: str, trace: Trace, run: Run, flush: bool) -> None:
         """Write the turns of ``run`` that no span still to come can change, and queue them."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from loopnb.foreign import _otlp_genai as g
 from loopnb.foreign._otlp import RunReader
-from loopnb.foreign._otlp_runs import Tree, key
+from loopnb.foreign._otlp_runs import Tree, key, request_failed
 from loopnb.foreign._otlp_spans import Span
 
 GONE_KEPT = 10_000
@@ -54,6 +54,21 @@ class Run:
     broken: bool = False
     agent_given_up: bool = False
     """Its agent span was given up on (it never ended): the run ends when its trace is flushed."""
+
+    @property
+    def stuck(self) -> bool:
+        """Whether its agent span is still open though the trace says the run is over: nothing of
+        the run is open and its last model request failed (OpenInference never ends smolagents'
+        agent span when the model raises). ``from_otel``, reading the spans that ended, has no
+        agent span for it and ends it hard on that request."""
+        agent = self.agent
+        return (
+            agent is not None
+            and agent.end is None
+            and not (self.agent_given_up or self.done or self.broken or self.open)
+            and bool(self.chats)
+            and request_failed(self.chats[-1])
+        )
 
 
 @dataclass(slots=True)
@@ -157,6 +172,17 @@ class Trace:
         if found is not None and node.role == "agent":
             found.agent_given_up = True
         return found
+
+    def moved_on(self, started: Span) -> Run | None:
+        """The stuck run (``Run.stuck``) an agent span that started hangs in directly, not in one
+        of its tool calls or model requests: the process moved on from it (smolagents' next run,
+        under the agent span its failed run left open and current)."""
+        node = self.tree.nodes.get(started.span_id)
+        parent = self.tree.nodes.get(started.parent_id) if started.parent_id is not None else None
+        if node is None or node.role != "agent" or parent is None or parent.tool or parent.chat:
+            return None
+        run = self.runs.get(parent.owner)
+        return run if run is not None and run.stuck else None
 
     def moves(self, ended: Span) -> Run | None:
         """The run a span that ended can make a turn of final: an agent span's, a model request's;
