@@ -62,16 +62,19 @@ class BreakerFold:
     A tool's call counts once it is settled (its last attempt is in, recovery done): a success
     resets the count, a failure of the original call that ``BREAKER_FAILURES`` names adds one
     (a refusal or invalid arguments count nothing). A model's failure adds one, its reply resets.
-    A transition's own count wins over the fold's.
+    A transition's own count wins over the fold's. ``moves`` counts the changes to any breaker's
+    state or count (a board drawn at a turn's end is the previous one while it stays the same).
     """
 
     def __init__(self) -> None:
+        self.moves = 0
         self.start((), (), ())
 
     def start(self, models: Iterable[str], tool_breakers: Iterable[str], others: Iterable[str]) -> None:
         """A new run: its models' breakers, its tools' (``settings["tool_breakers"]``) and any
         other breaker ``RunStarted.breakers`` names (a tool's), all closed."""
         models = tuple(models)
+        self.moves += 1
         self.breakers: dict[str, BreakerCount] = {}
         for name in tool_breakers:
             self.breakers[name] = BreakerCount(name, "tool")
@@ -98,9 +101,12 @@ class BreakerFold:
             return
         b = self.breakers[pending[0]]
         if not pending[1]:
-            b.failures = 0
+            if b.failures:
+                b.failures = 0
+                self.moves += 1
         elif pending[2]:
             b.failures += 1
+            self.moves += 1
 
     def transitioned(
         self, target: str, scope: Scope, state: BreakerState, failures: int, cooldown: float, at: float
@@ -114,6 +120,7 @@ class BreakerFold:
             b = self.breakers[target] = BreakerCount(target, scope)
         b.state, b.failures, b.cooldown = state, failures, cooldown
         b.passed.append(state)
+        self.moves += 1
         if state == "open":
             b.opened_at = at
         elif state == "closed":
@@ -125,6 +132,7 @@ class BreakerFold:
         if b is None:
             b = self.breakers[model] = BreakerCount(model, "model")
         b.failures += 1
+        self.moves += 1
 
     def model_replied(self, model: str | None) -> None:
         if self._pending is not None:
@@ -132,6 +140,7 @@ class BreakerFold:
         b = self.breakers.get(model) if model is not None else None
         if b is not None and b.failures:
             b.failures = 0
+            self.moves += 1
 
     def turn_finished(
         self, turn: int, not_closed: Mapping[str, BreakerState] | None, at: float
@@ -156,6 +165,7 @@ class BreakerFold:
         for name in not_closed or ():
             if name not in self.breakers:
                 self.breakers[name] = BreakerCount(name, "model" if name in self._models else "tool")
+                self.moves += 1
         for name, b in self.breakers.items():
             if b.passed and not keep_passed:
                 b.passed.clear()
@@ -165,6 +175,7 @@ class BreakerFold:
                 if state != "open":
                     b.opened_at = None
                 changed.append(name)
+                self.moves += 1
         return changed
 
 

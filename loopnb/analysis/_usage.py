@@ -139,9 +139,13 @@ class Prices:
         return self._module or None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnUsage:
-    """What one turn used: its model's tokens, its wall time and its cost."""
+    """What one turn used: its model's tokens, its wall time and its cost.
+
+    Not frozen: one is made for each turn priced (the live view prices thousands), and a frozen
+    dataclass sets each field through ``object.__setattr__``, at three times the cost.
+    """
 
     model: str | None
     input_tokens: int | None
@@ -250,22 +254,22 @@ class UsageTotals:
 class UsageLedger:
     """One run's turns and the totals of any first ``k`` of them, by ``UsageTotals``' rule.
 
-    ``add`` prices the run's next turns and returns the totals of all so far; ``upto(k)`` adds
-    up from the nearest checkpoint (one every ``EVERY`` turns), pricing those turns again, so
-    that showing an early turn costs at most ``EVERY`` turns however long the run, and a turn
-    keeps nothing but its place in a list. ``add`` is called by one thread at a time; ``upto``
-    reads only what ``add`` has finished and may run beside it.
+    ``append`` takes the run's next turn: it only keeps it, and every ``EVERY`` turns prices the
+    last ``EVERY`` in one go for a checkpoint (the live view appends a turn as it ends, on the
+    engine's thread). ``upto(k)`` adds up from the nearest checkpoint, pricing those turns again,
+    so that reading the totals costs at most ``EVERY`` turns however long the run, and a turn
+    keeps nothing but its place in a list. ``append`` is called by one thread at a time; ``upto``
+    reads only what ``append`` has finished and may run beside it.
     """
 
     EVERY = 256
-    __slots__ = ("_marks", "_prices", "_simulated", "_total", "_turns")
+    __slots__ = ("_marks", "_prices", "_simulated", "_turns")
 
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
         self._turns: list[Turn] = []
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
-        self._total = UsageTotals()
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -274,21 +278,18 @@ class UsageLedger:
         simulated, prices = self._simulated, self._prices
         return total.sum_of(usage_of(t, simulated=simulated, prices=prices) for t in turns)
 
+    def append(self, turn: Turn) -> None:
+        """Take the run's next finished turn."""
+        known, every = self._turns, self.EVERY
+        known.append(turn)
+        if len(known) % every == 0:  # a checkpoint: the marks are complete before it counts
+            self._marks.append(self._sum(self._marks[-1], known[-every:]))
+
     def add(self, turns: Iterable[Turn]) -> UsageTotals:
-        """Price ``turns`` (the run's next ones) and return the totals of every turn so far."""
-        every, known, total = self.EVERY, self._turns, self._total
-        start = len(known)
-        added, i = list(turns), 0
-        while i < len(added):
-            part = added[i : i + (start // every + 1) * every - start]  # up to the next checkpoint
-            i += len(part)
-            total = self._sum(total, part)
-            known.extend(part)
-            start += len(part)
-            if start % every == 0:
-                self._marks.append(total)
-        self._total = total
-        return total
+        """Take ``turns`` (the run's next ones) and return the totals of every turn so far."""
+        for turn in turns:
+            self.append(turn)
+        return self.upto(len(self._turns))
 
     def upto(self, count: int) -> UsageTotals:
         """The totals of the run's first ``count`` turns (of those added so far)."""

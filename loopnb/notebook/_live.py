@@ -1,16 +1,17 @@
 """``LiveView``: one ipywidgets widget with the four panes, fed by events at a bounded rate.
 
-The view is an observer (``engine.subscribe(view)``). Folding an event into the ``ViewModel`` is
-all the engine's thread pays; a painter thread (see ``loopnb.notebook._pacing``) redraws at most
-``max_fps`` times a second while something changed, and the final state is drawn when the run
-ends, before ``run()`` returns. A redraw sets a handful of ``HTML`` values under ``hold_sync``
-(only those that changed): the decision flow, the recovery gauge and the timeline are inline SVG
-drawn by ``loopnb.notebook._svg``, so the first view needs no plotly. A saved notebook keeps the
-last values, and ``_repr_mimebundle_`` carries a script-free ``text/html`` picture for GitHub and
-nbviewer. Both are redacted as every export is: every pane is ``Html`` (``loopnb.notebook._html``),
-whose escaping redacts before it escapes, so the panes show a key as ``[REDACTED]`` while
-``state`` and ``model`` keep exactly what the model read. (Redacting the events as they come, as
-the report does, would cost each turn more than the run itself.)
+The view is an observer (``engine.subscribe(view)``). The engine's thread folds each turn's events
+into the ``ViewModel`` as the turn ends (a redraw folds what it finds waiting of the turn going
+on); a painter thread (see ``loopnb.notebook._pacing``) redraws at most ``max_fps`` times a second
+while something changed, and the final state is drawn when the run ends, before ``run()`` returns:
+it has the run's last events to fold, nothing more. A redraw sets a handful of ``HTML`` values
+under ``hold_sync`` (only those that changed): the decision flow, the recovery gauge and the
+timeline are inline SVG drawn by ``loopnb.notebook._svg``, so the first view needs no plotly. A
+saved notebook keeps the last values, and ``_repr_mimebundle_`` carries a script-free ``text/html``
+picture for GitHub and nbviewer. Both are redacted as every export is: every pane is ``Html``
+(``loopnb.notebook._html``), whose escaping redacts before it escapes, so the panes show a key as
+``[REDACTED]`` while ``state`` and ``model`` keep exactly what the model read. (Redacting the
+events as they come, as the report does, would cost each turn more than the run itself.)
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ than its pane (a flex item would grow to its widest table, over the pane beside 
 _BUTTONS = (("Pause", "❚❚"), ("Step", "▶\ufe0e❚"), ("Resume", "▶\ufe0e"), ("Stop", "■"))
 """The control buttons and their glyphs, as text (U+FE0E: not as emoji). An ipywidgets ``icon``
 is a Font Awesome name, a font Voila's page asks a CDN for: nothing in the view needs the network."""
+
+
+_TURNS_END = frozenset({"turn_finished", "run_started", "run_finished"})
+"""The events after which the view folds what came: a turn's end, a run's start and end."""
 
 
 class Controls(Protocol):
@@ -81,7 +86,7 @@ class LiveView:
         self.interval = 1.0 / max_fps
         self.first_frame = first_frame
         self._model = ViewModel()
-        self._pending: list[Event] = []  # events in, not yet folded (the next redraw folds them)
+        self._pending: list[Event] = []  # events in, not yet folded (their turn has not ended)
         self.redraws = 0
         self.finished = False
         self.note: str | None = None
@@ -154,13 +159,17 @@ class LiveView:
     def __call__(self, event: Event) -> None:
         """Take one event in; redraw soon (or now, when the run ended).
 
-        The engine's thread only queues the event: the next redraw folds what came since in one
-        go (at most ``max_fps`` times a second, and at the end), and so does reading ``model``.
+        The events of a turn are folded as it ends (one lock a turn, not one an event), and so is
+        whatever a redraw finds waiting: the state the panes are drawn from keeps up with the
+        run, and a redraw (at most ``max_fps`` times a second, and the final one) only draws it.
         """
         kind = event.kind
         if kind not in HANDLED and not self._own:  # your panes see every event; loopnb's, these
             return
         self._pending.append(event)
+        if kind in _TURNS_END:
+            with self._lock:
+                self._catch_up()
         painter = self._painter
         if painter is not None and kind != "run_finished":
             painter.poke()
@@ -196,7 +205,7 @@ class LiveView:
         return self._model
 
     def _catch_up(self) -> None:
-        """Fold the queued events in, in the order they came (the caller holds ``_lock``)."""
+        """Fold the waiting events in, in the order they came (the caller holds ``_lock``)."""
         pending = self._pending
         if pending:
             count = len(pending)  # the engine may append more meanwhile: they wait their turn

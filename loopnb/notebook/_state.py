@@ -1,8 +1,9 @@
 """What the live view shows, as immutable values: ``ViewState`` and the pane views it is made of.
 
 ``ViewModel`` (in ``viewmodel``) builds these from events; ``render`` and ``markup`` draw them.
-Plain frozen dataclasses, comparable, with no widgets, no plotly and no clock: a view rebuilt
-from a recording equals the live one. ``turn_view`` makes a turn's view from its ``TurnFinished``.
+Plain dataclasses, comparable, frozen but for ``TurnView`` (made once a turn on the engine's
+thread; see there), with no widgets, no plotly and no clock: a view rebuilt from a recording
+equals the live one. ``turn_view`` makes a turn's view from its ``TurnFinished``.
 """
 
 from __future__ import annotations
@@ -166,12 +167,15 @@ class ReadView:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnView:
     """One turn for the timeline and the inspector: the request and exactly what the model read.
 
     The timeline needs only the first fields; the inspector's detail is read from the ``Turn``
     (the turn's events, ``loopnb.engine._turns``) when asked for, so that folding stays cheap.
+    Made once, as its turn ends, and never written to after: not frozen only because a frozen
+    dataclass sets each field through ``object.__setattr__``, which cost more than the rest of
+    the turn's fold (the live view makes one per turn on the engine's thread).
     """
 
     turn: int

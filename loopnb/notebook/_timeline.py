@@ -42,17 +42,15 @@ class Bin:
     counts: dict[str, int]
 
     @classmethod
-    def of(cls, first: int, turns: Sequence[TurnView]) -> Bin:
-        worst, rank, latency = turns[0], -1, 0.0
-        counts = dict.fromkeys(_WORST, 0)
-        for t in turns:
-            counts[t.channel] = counts.get(t.channel, 0) + 1
-            if _WORST.get(t.channel, 0) > rank:
-                worst, rank = t, _WORST.get(t.channel, 0)
-            ms = t.latency_ms
-            if ms is not None and ms > latency:
-                latency = ms
-        return cls(first, len(turns), turns[0].turn, turns[-1].turn, worst, latency, counts)
+    def of(cls, first: int, turns: Sequence[TurnView], ranks: list[int], slowest: list[float]) -> Bin:
+        """The bin of ``turns[first:]``, as many as ``ranks`` holds: their channels' ranks (hard
+        over soft over ok) and latencies (0 when unknown), read once for the whole run."""
+        top = max(ranks)
+        counts = {channel: ranks.count(rank) for channel, rank in _WORST.items()}
+        last = turns[first + len(ranks) - 1].turn
+        return cls(
+            first, len(ranks), turns[first].turn, last, turns[first + ranks.index(top)], max(slowest), counts
+        )
 
     def tip(self) -> str:
         if self.size == 1:
@@ -82,9 +80,14 @@ def per_mark(n: int) -> int:
 
 
 def marks_of(turns: Sequence[TurnView]) -> Marks:
-    """The marks to draw of ``turns``."""
+    """The marks to draw of ``turns``: each turn's channel and latency read once, each bin's
+    counts and maxima taken over those lists (a redraw of a long run reads each turn once)."""
     per = per_mark(len(turns))
-    bins = tuple(Bin.of(i, turns[i : i + per]) for i in range(0, len(turns), per))
+    ranks = [_WORST[t.channel] for t in turns]
+    slowest = [ms if (ms := t.latency_ms) is not None and ms > 0.0 else 0.0 for t in turns]  # NaN too
+    bins = tuple(
+        Bin.of(i, turns, ranks[i : i + per], slowest[i : i + per]) for i in range(0, len(turns), per)
+    )
     return Marks(bins, per, len(turns), turns[0].turn if turns else 0)
 
 

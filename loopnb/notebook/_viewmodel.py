@@ -17,7 +17,7 @@ from typing import assert_never
 from loopnb.analysis._breakers import BreakerCount, BreakerFold
 from loopnb.analysis._flowchart import FlowCount
 from loopnb.analysis._history import tool_breakers
-from loopnb.analysis._retries import LoopCount, RecoveryFold
+from loopnb.analysis._retries import RecoveryFold
 from loopnb.analysis._usage import UsageLedger, UsageTotals
 from loopnb.engine._events import (
     BreakerState,
@@ -42,19 +42,13 @@ from loopnb.notebook._state import (
     turn_view,
 )
 
-_Calls = tuple[int, int, LoopCount | None]
-"""A finished turn's calls in the recovery fold (start, end) and the loop detector's count."""
-_Finished = tuple[Turn, str | None, int, int, LoopCount | None, tuple[str, ...], tuple[int, ...], BoardAt]
-"""A finished turn as folded: the turn, its hard error, its calls in the recovery fold (start,
-end), the loop detector's count, the path it lit, the edge counts after it and the board as it
-ended. One flat tuple a turn, sharing what did not change (a long run keeps thousands)."""
-
 
 class ViewModel:
     """Folds the events of one run into a ``ViewState`` (a new ``RunStarted`` starts over).
 
-    ``apply`` is cheap (it runs on the engine's thread, once per event); the per-turn inspector
-    data is built lazily by ``snapshot``, which is what a redraw calls.
+    ``apply`` is cheap (the live view calls it on the engine's thread, once per event): a turn's
+    view (``TurnView``) is made as the turn ends, so that ``snapshot``, which a redraw calls,
+    only gathers what is folded already.
     """
 
     def __init__(self) -> None:
@@ -74,7 +68,8 @@ class ViewModel:
         self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
         self._last_board: BoardAt | None = None
-        self._finished: list[_Finished] = []
+        self._board_moves = -1  # the board fold's moves when the last board was drawn
+        self._cooling = False  # a breaker on the last board has a cooldown running
         self._counts: tuple[int, ...] = ()  # the edge counts as the last turn left them
         self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
@@ -83,7 +78,7 @@ class ViewModel:
         self._now = 0.0
         # a FakeClock's run: its turns' tokens and cost count, their simulated time does not
         simulated = started is not None and started.settings.get("clock") == "simulated"
-        self._usage = UsageLedger(simulated=simulated)  # each turn priced once, when first drawn
+        self._usage = UsageLedger(simulated=simulated)
 
     # -- the fold ---------------------------------------------------------------------------
 
@@ -97,8 +92,10 @@ class ViewModel:
         turn = self._assembler.add(event)
         if turn is not None:
             self._turn_finished(turn, event.at)
-        else:
+        else:  # the usual kinds first: a match tries its cases in order
             match event.kind:
+                case "model_replied":
+                    self._board.model_replied(event.reply.model)
                 case "tool_dispatched":
                     self._dispatched(event)
                 case "turn_started":
@@ -112,8 +109,6 @@ class ViewModel:
                 case "run_finished":
                     self._board.settle()
                     self._run_finished(event)
-                case "model_replied":
-                    self._board.model_replied(event.reply.model)
                 case "model_failed":
                     self._board.model_failed(event.model)
                 case "detector_fired":
@@ -177,11 +172,6 @@ class ViewModel:
         self._recovery.hard(e.producer)
         self._board.settle(drop=e.producer == "tool_recovery_exhausted")
 
-    def _gauge_of(self, turn: int, calls: _Calls) -> Gauge:
-        """The gauge of ``turn`` from its calls (``start``, ``end`` in the fold's) and loop count."""
-        fold, (start, end, loop) = self._recovery, calls
-        return gauge_of(turn, fold.calls[start:end], fold.strategy, loop)
-
     def _turn_finished(self, e: Turn, at: float) -> None:
         verdict = e.finished
         if verdict is None:  # the assembler completes a turn with its TurnFinished
@@ -198,25 +188,26 @@ class ViewModel:
         if self._lit or not self._counts:  # a turn that lit nothing leaves the counts as they were
             self._counts = tuple(self._flow.counts)
         error = self._hard_error if channel == "hard" else None
-        self._finished.append(
-            (e, error, self._calls_from, len(fold.calls), fold.loops.get(e.turn), self._lit,
-             self._counts, self._board_at(at))
+        calls, start = fold.calls, self._calls_from
+        recovery = tuple(calls[start:]) if len(calls) > start else ()
+        self._turns.append(
+            turn_view(e, error, recovery, fold.strategy, fold.loops.get(e.turn), (self._lit, self._counts),
+                      self._board_at(at))
         )  # fmt: skip
+        self._usage.append(e)  # priced in hundreds, not one by one
 
     def _board_at(self, now: float) -> BoardAt:
         """The board as it stands at ``now``: what selecting this moment's turn shows. The usual
-        turn changes no breaker: with none open, the previous turn's board is shared, not rebuilt."""
-        breakers = self._board.breakers.values()
-        last = self._last_board
-        if last is not None and len(last) == len(breakers):
-            for (name, state, failures, left), b in zip(last, breakers, strict=True):
-                if left is not None or b.state != state or b.failures != failures or b.name != name:
-                    break
-            else:
-                return last
-        board = tuple((b.name, b.state, b.failures, b.cooldown_left(now)) for b in breakers)
-        self._last_board = board
-        return board
+        turn moves no breaker, and none is cooling down: the previous turn's board is shared."""
+        fold, last = self._board, self._last_board
+        if last is not None and fold.moves == self._board_moves and not self._cooling:
+            return last
+        board = tuple((b.name, b.state, b.failures, b.cooldown_left(now)) for b in fold.breakers.values())
+        if board != last:
+            self._last_board = last = board
+            self._cooling = any(left is not None for *_, left in board)
+        self._board_moves = fold.moves
+        return last
 
     def _light(self, turn: int, channel: str, producer: str | None) -> None:
         path = self._flow.turn(channel, producer)
@@ -240,15 +231,7 @@ class ViewModel:
     # -- the snapshot -------------------------------------------------------------------------
 
     def snapshot(self, *, with_turns: bool = True) -> ViewState:
-        """The current state; ``with_turns=False`` leaves the timeline empty (cheaper)."""
-        if with_turns and len(self._turns) < len(self._finished):
-            fold = self._recovery
-            every, strategy = fold.calls, fold.strategy
-            new = self._finished[len(self._turns) :]
-            self._usage.add(f[0] for f in new)  # priced here, not per event
-            for f, error, start, end, loop, lit, counts, board in new:
-                calls = tuple(every[start:end]) if end > start else ()
-                self._turns.append(turn_view(f, error, calls, strategy, loop, (lit, counts), board))
+        """The current state; ``with_turns=False`` leaves the timeline empty."""
         return ViewState(
             run=replace(self._run, turn=self._turn),
             lit=self._lit,
@@ -267,20 +250,15 @@ class ViewModel:
 
     @property
     def turns_finished(self) -> int:
-        return len(self._finished)
+        return len(self._turns)
 
     def _live_gauge(self) -> Gauge:
         """The turn going on, once it has dispatched a call; else the last finished turn's."""
-        fold, last = self._recovery, self._finished[-1] if self._finished else None
-        if (last is None or self._turn > last[0].turn) and len(fold.calls) > self._calls_from:
-            calls = (self._calls_from, len(fold.calls), fold.loops.get(self._turn))
-            return self._gauge_of(self._turn, calls)
-        if last is None:
-            return Gauge()
-        turns = self._turns
-        if len(turns) == len(self._finished):  # drawn already
-            return turns[-1].gauge
-        return self._gauge_of(last[0].turn, last[2:5])
+        fold, last = self._recovery, self._turns[-1] if self._turns else None
+        calls = fold.calls
+        if (last is None or self._turn > last.turn) and len(calls) > self._calls_from:
+            return gauge_of(self._turn, calls[self._calls_from :], fold.strategy, fold.loops.get(self._turn))
+        return Gauge() if last is None else last.gauge
 
     def _breaker_view(self, b: BreakerCount) -> BreakerView:
         history = tuple(self._history.get(b.name, ()))
