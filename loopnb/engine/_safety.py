@@ -128,6 +128,10 @@ def lookup_key(call: ToolCall) -> Hashable:
         args = parse_arguments(call.name, args)
     if type(args) is not dict:
         return call_key(call)
+    if len(args) == 1:  # the commonest call, one argument of text or a whole number: as below
+        ((k, v),) = args.items()
+        if type(k) is str and type(v) in _ATOMS:
+            return (call.name, ((k, v),))
     items = []
     for k, v in args.items():
         if type(k) is not str:
@@ -147,28 +151,27 @@ def lookup_key(call: ToolCall) -> Hashable:
 
 class LoopWatch(SafetyWatch):
     """One run's streaks: call -> (the failure text, how many identical calls in a row, when last
-    seen), oldest first, so that a call not seen for ``FORGET_AFTER`` calls is dropped cheaply."""
+    seen), oldest first, so that a call not seen for ``FORGET_AFTER`` calls is dropped cheaply.
 
-    __slots__ = ("_last", "calls", "detector", "streaks")
+    Only a streak of ``warn_after`` or more can get a call refused or stopped: ``armed`` counts
+    those, and while there is none ``before_call`` has nothing to say, and neither builds the
+    call's key nor looks it up (a run failing many different ways builds it after the call alone).
+    """
+
+    __slots__ = ("armed", "calls", "detector", "last_call", "last_key", "streaks")
 
     def __init__(self, detector: LoopDetector) -> None:
         self.detector = detector
         self.streaks: OrderedDict[Hashable, tuple[str, int, int]] = OrderedDict()
         self.calls = 0
-        self._last: tuple[ToolCall | None, Hashable] = (None, None)
+        self.armed = 0
+        self.last_call: ToolCall | None = None  # the call ``before_call`` built ``last_key`` for
+        self.last_key: Hashable = None
 
     @property
     def idle(self) -> bool:
         """No failing call in mind: nothing to refuse, and a success changes nothing."""
         return not self.streaks
-
-    def _key(self, call: ToolCall) -> Hashable:
-        """``lookup_key(call)``, built once for the question before a call and the one after."""
-        last, key = self._last
-        if last is not call:
-            key = lookup_key(call)
-            self._last = (call, key)
-        return key
 
     def before_call(self, call: ToolCall) -> SafetySignal | None:
         """Refuse or stop a call that keeps failing the same way."""
@@ -178,8 +181,10 @@ class LoopWatch(SafetyWatch):
             return None
         if not self.calls % _FORGET_EVERY:
             self._forget()
-        key = lookup_key(call)
-        self._last = (call, key)
+        if not self.armed:  # no streak is long enough to act on, whatever this call's key
+            return None
+        key = self.last_key = lookup_key(call)  # for the question after it, too
+        self.last_call = call
         streak = streaks.get(key)
         if streak is None:
             return None
@@ -187,7 +192,7 @@ class LoopWatch(SafetyWatch):
         repeats = count + 1  # this call is one of them: the 6th ends the run, as the README says
         if count >= self.detector.stop_after:
             return SafetySignal("stop", detection_text(call_key(call), repeats, text), repeats)
-        if count >= self.detector.warn_after:
+        if count >= self.detector.warn_after:  # armed it was, and stays
             streaks[key] = (text, repeats, self.calls)
             streaks.move_to_end(key)
             return SafetySignal("refuse", detection_text(call_key(call), repeats, text), repeats)
@@ -196,24 +201,34 @@ class LoopWatch(SafetyWatch):
     def after_result(self, call: ToolCall, result: ToolResult) -> None:
         """Extend, restart or clear the call's streak."""
         streaks = self.streaks
-        if not result.is_error:
-            if streaks:
-                streaks.pop(self._key(call), None)
+        if not streaks and not result.is_error:
             return
-        key = self._key(call)
-        streak = streaks.get(key)
+        key = self.last_key if self.last_call is call else lookup_key(call)
+        if not result.is_error:
+            gone = streaks.pop(key, None)
+            if gone is not None and gone[1] >= self.detector.warn_after:
+                self.armed -= 1
+            return
+        warn_after, streak = self.detector.warn_after, streaks.get(key)
         if streak is None:  # a new key goes in last, where the most recent belong
             streaks[key] = (result.content, 1, self.calls)
+            self.armed += warn_after <= 1
             return
         count = streak[1] + 1 if streak[0] == result.content else 1
+        self.armed += (count >= warn_after) - (streak[1] >= warn_after)
         streaks[key] = (result.content, count, self.calls)
         streaks.move_to_end(key)
 
     def _forget(self) -> None:
         """Drop the failing calls not seen in the last ``FORGET_AFTER`` calls (oldest first)."""
-        streaks, oldest = self.streaks, self.calls - FORGET_AFTER
-        while streaks and next(iter(streaks.values()))[2] < oldest:
-            streaks.popitem(last=False)
+        streaks, oldest, stale = self.streaks, self.calls - FORGET_AFTER, 0
+        for _, _, seen in streaks.values():
+            if seen >= oldest:
+                break
+            stale += 1
+        warn_after = self.detector.warn_after
+        for _ in range(stale):
+            self.armed -= streaks.popitem(last=False)[1][1] >= warn_after
 
 
 class ConvergenceDetector:
