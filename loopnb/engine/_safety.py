@@ -8,6 +8,7 @@ other. Each watch answers the hooks it needs with a ``SafetySignal``; the engine
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import sys
 from collections import OrderedDict, deque
@@ -117,11 +118,12 @@ def lookup_key(call: ToolCall) -> Hashable:
     """A hashable that two calls share exactly when their ``call_key`` is the same.
 
     The common call (an object, or JSON text of one, whose names are text and whose values are
-    text, null or whole numbers) is its name and its items sorted, a whole float spelled as the int
-    it equals, as ``call_key`` spells it: no JSON text is built. Any other call falls back to
-    ``call_key``. The two kinds never meet (a tuple is never equal to a string), and which kind a
-    call gets depends only on what ``call_key`` compares: a text equals only a text, a whole number
-    is a whole number however spelled, and anything else goes the long way on both sides.
+    text, null or whole numbers) is one flat tuple, its name then each argument's name and value in
+    the order of the names, a whole float spelled as the int it equals, as ``call_key`` spells it:
+    no JSON text is built. Any other call falls back to ``call_key``. The two kinds never meet (a
+    tuple is never equal to a string), and which kind a call gets depends only on what ``call_key``
+    compares: a text equals only a text, a whole number is a whole number however spelled, and
+    anything else goes the long way on both sides.
     """
     args = call.arguments
     if type(args) is str:
@@ -131,7 +133,7 @@ def lookup_key(call: ToolCall) -> Hashable:
     if len(args) == 1:  # the commonest call, one argument of text or a whole number: as below
         ((k, v),) = args.items()
         if type(k) is str and type(v) in _ATOMS:
-            return (call.name, ((k, v),))
+            return (call.name, k, v)
     items = []
     for k, v in args.items():
         if type(k) is not str:
@@ -146,7 +148,7 @@ def lookup_key(call: ToolCall) -> Hashable:
         items.append((k, v))
     if len(items) > 1:
         items.sort()
-    return (call.name, tuple(items))
+    return (call.name, *itertools.chain.from_iterable(items))
 
 
 class LoopWatch(SafetyWatch):
