@@ -232,9 +232,13 @@ class _Run:
             if fatal and "non-fatal" not in (span.error_message or ""):
                 message = escaped or f"{span.error_message}: {span.error_data('error')}"
                 return _End("source_error", message, "crashed", True, at=span.end)
-        if last.not_found is not None:
-            agent = last.span.data.get("agent_name") if last.span else None
-            message = f"Tool {last.not_found} not found in agent {agent}"
+        missing, agent = last.not_found, last.span.data.get("agent_name") if last.span else None
+        if missing is None:  # openai-agents 0.2 makes no turn spans: its agent span says it
+            teller = next((span for span in self.outer if span.error_message == "Tool not found"), None)
+            if teller is not None:
+                missing, agent = str(teller.error_data("tool_name") or ""), teller.data.get("name")
+        if missing is not None:
+            message = f"Tool {missing} not found in agent {agent}"
             return _End("source_error", message, "tool_not_found", True, "ModelBehaviorError", last.end)
         model = last.models[-1] if last.models else None
         if model is not None and model.error is not None:
