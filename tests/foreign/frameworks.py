@@ -43,3 +43,11 @@ def last_result(body: dict[str, Any]) -> str:
     assert message["role"] == "tool", message
     content = message["content"]
     return content if isinstance(content, str) else "\n".join(p["text"] for p in content)
+
+
+def newer_than(lane: str, module: str, feature: str) -> Any:
+    """``module``, which the oldest release a lane installs lacks: skipped, saying so, only in that
+    lane (``LOOPNB_REQUIRE_FRAMEWORK`` names it); anywhere else its absence is a failure."""
+    if required(lane):
+        return pytest.importorskip(module, reason=f"{feature} is newer than the {lane} lane's release")
+    return importlib.import_module(module)

@@ -23,6 +23,7 @@ from typing_extensions import TypedDict
 import loopnb
 from loopnb.foreign._langgraph import message, text_of
 from loopnb.foreign._langgraph_db import checkpoint, threads
+from tests.foreign.frameworks import newer_than
 from tests.foreign.test_langgraph import (
     DISAGREEMENTS,
     INVALID,
@@ -95,7 +96,7 @@ def test_the_messages_and_pending_writes_are_langgraphs_own(database):
 
 def test_a_delta_channel_thread_is_rebuilt_from_its_writes(tmp_path):
     """LangGraph's (beta) ``DeltaChannel`` keeps no value in the checkpoints, only the writes."""
-    delta = pytest.importorskip("langgraph.channels.delta", reason="DeltaChannel is newer than langgraph 0.3")
+    delta = newer_than("langgraph-0.3", "langgraph.channels.delta", "DeltaChannel")
     reducer = importlib.import_module("langgraph.pregel._messages")._messages_delta_reducer
 
     # the functional form: with postponed annotations a class body's would be read in the module

@@ -17,6 +17,7 @@ from agents.usage import Usage
 
 import loopnb
 from loopnb.integrations.openai_agents import JsonlProcessor
+from tests.foreign.frameworks import newer_than
 from tests.foreign.openai_agents_samples import NEWER, Collect, read_file, run_samples
 from tests.foreign.test_openai_agents import DISAGREEMENTS, TURNS, S, _value
 
@@ -93,7 +94,7 @@ def test_samples_saved_by_the_processor_read_turn_by_turn(tmp_path, shape):
 def scripted() -> tuple[Any, Any, Any]:
     """The SDK's ``agents.testing`` (``ScriptedModel``, ``assistant_message``, ``function_call``);
     openai-agents 0.2 has none, and its lane skips the tests that need it, saying so."""
-    testing = pytest.importorskip("agents.testing", reason="agents.testing is newer than openai-agents 0.2")
+    testing = newer_than("openai-agents-0.2", "agents.testing", "agents.testing")
     return testing.ScriptedModel, testing.assistant_message, testing.function_call
 
 
