@@ -155,19 +155,24 @@ def _building(name: str) -> Iterator[None]:
 def turns_frame(turns: Sequence[Turn], discarded: Collection[str] = ()) -> pd.DataFrame:
     """The ``turns`` frame of finished turns, each column read as ``TURNS`` declares; turns of the
     ``discarded`` runs are marked dropped."""
-    if not turns:
+    return turn_columns_frame([list(map(c.read, turns)) for c in TURNS.columns], discarded)  # type: ignore[arg-type]
+
+
+def turn_columns_frame(columns: Sequence[list[Any]], discarded: Collection[str] = ()) -> pd.DataFrame:
+    """The ``turns`` frame of its columns' values as read (in ``TURNS``' order, times in epoch
+    seconds); turns of the ``discarded`` runs are marked dropped."""
+    run_ids = columns[TURNS.names.index("run_id")]
+    if not run_ids:
         return turn_frame([])
     types = pandas_dtypes(TURNS)
     data = {}
-    for column in TURNS.columns:
-        name, read = column.name, column.read
-        assert read is not None
-        values = list(map(read, turns))
+    for column, values in zip(TURNS.columns, columns, strict=True):
+        name = column.name
         if name == "dropped" and discarded:
-            values = [dropped or t.run_id in discarded for dropped, t in zip(values, turns, strict=True)]
+            values = [d or r in discarded for d, r in zip(values, run_ids, strict=True)]
         with _building(name):
             data[name] = time_column(values) if column.is_time else typed_column(values, types[name])
-    return pd.DataFrame(data, index=pd.RangeIndex(len(turns)))
+    return pd.DataFrame(data, index=pd.RangeIndex(len(run_ids)), copy=False)  # each column is new
 
 
 def turn_table(events: Sequence[Event]) -> pd.DataFrame:
@@ -211,16 +216,24 @@ def event_table(events: Sequence[Event]) -> pd.DataFrame:
         of_class = list(map(events.__getitem__, index.tolist()))
         for name, read in layout_of(cls):
             parts.setdefault(name, []).append((index, list(map(read, of_class))))
-    types_of = pandas_dtypes(EVENTS)
+    common = {name: list(map(attrgetter(name), events)) for name in COMMON_EVENT_COLUMNS}
+    return event_parts_frame(n, common, parts)
+
+
+def event_parts_frame(
+    n: int, common: dict[str, list[Any]], parts: dict[str, list[tuple[np.ndarray, list[Any]]]]
+) -> pd.DataFrame:
+    """The ``events`` frame of ``n`` events: the columns every event fills (``common``, in order),
+    and each other column's ``parts`` (the rows of a class of events, their values), missing elsewhere."""
     data = {}
-    for name, dtype in types_of.items():
+    for name, dtype in pandas_dtypes(EVENTS).items():
         with _building(name):
             if name in COMMON_EVENT_COLUMNS:
-                column = list(map(attrgetter(name), events))
+                column = common[name]
                 data[name] = time_column(column) if name == "at" else typed_column(column, dtype)
             else:
                 data[name] = _scattered(n, parts.get(name, []), dtype)
-    return pd.DataFrame(data, index=pd.RangeIndex(n))
+    return pd.DataFrame(data, index=pd.RangeIndex(n), copy=False)  # each column is new
 
 
 def frame(rows: Sequence[dict[str, Any]], table: Table) -> pd.DataFrame:

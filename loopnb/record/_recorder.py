@@ -1,8 +1,8 @@
 """The ``Recorder``: the engine observer that keeps a run as data, the only writer of rows.
 
-The hot path only appends the event to a list (and, with a path, writes the turn's lines when
-it ends); rows and frames are built on demand, linearly, and cached until the next event
-arrives::
+The hot path reads the event's fields into the recorder's store (``_store``: values the cyclic
+garbage collector never walks) and, with a path, writes a turn's lines when it ends; rows and
+frames are made on demand, each event read once (``_walk``), and cached until the next event::
 
     recorder = Recorder("runs/today.jsonl")
     engine = Engine(model, tools=[...], observers=[recorder])
@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopnb.engine import LoopnbWarning
-from loopnb.engine._events import Event, RunFinished, TurnFinished
-from loopnb.engine._turns import Turn, TurnAssembler
+from loopnb.engine._events import Event
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._jsonl import (
-    JsonlWriter,
-    make_header,
-    write_jsonl,
-)
+from loopnb.record._jsonl import JsonlWriter, make_header, write_jsonl
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
-from loopnb.record._rows import turn_row
+from loopnb.record._rows import when
+from loopnb.record._schema import TURN_COLUMNS
+from loopnb.record._store import COMMON, PACK, event_at, keep
+from loopnb.record._walk import WIDTH_OF_ROW, Walk
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,24 +68,26 @@ class Recorder:
                 f"{self.path.name!r}, and save(...) a .parquet copy when the run is over"
             )
         self.redact = redact
-        self._events: list[Event] = []
+        self._store: list[Any] = []
+        self._walk = Walk()
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
-        self._assembler = TurnAssembler()
-        self._turns: list[Turn] = []
-        self._discarded: set[str] = set()
-        self._turn_upto = 0
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
-        self._written = 0  # the events before this one are in the file
+        self._pending: list[Event] = []  # the events not yet in the file
 
     # -- the hot path -------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         """Observe one event."""
-        self._events.append(event)
-        if self._writer is not None and event.kind in _FLUSH_KINDS:
-            self._write()
+        try:
+            self._store.extend(PACK[type(event)](event))
+        except KeyError:
+            keep(self._store, event)
+        if self._writer is not None:
+            self._pending.append(event)
+            if event.kind in _FLUSH_KINDS:
+                self._write()
         if self._listeners:
             self._notify(event)
 
@@ -99,12 +99,12 @@ class Recorder:
         recording goes on in memory, so nothing is lost (``save`` writes it all later).
         """
         with self._lock:
-            start, self._written = self._written, len(self._events)
+            batch, self._pending = self._pending, []
             writer = self._writer
-            if writer is None or start >= self._written:
+            if writer is None or not batch:
                 return
             try:
-                writer.write(self._events[start : self._written])
+                writer.write(batch)
                 return
             except (RecordingError, OSError) as exc:
                 self._writer = None
@@ -137,8 +137,9 @@ class Recorder:
     def _notify(self, event: Event) -> None:
         row = None
         if event.kind == "turn_finished":
-            turns, _ = self._sync_turns(len(self._events))
-            row = turn_row(turns[-1])
+            with self._lock:
+                rows = self._read().rows
+                row = _row(rows[len(rows) - WIDTH_OF_ROW :], ())
         for listener in list(self._listeners):
             try:
                 listener(event, None if row is None else dict(row))
@@ -153,46 +154,51 @@ class Recorder:
 
     # -- rows and frames ----------------------------------------------------------------------
 
+    def _read(self) -> Walk:
+        """The walk, brought up to every event observed (call with the lock held)."""
+        walk = self._walk
+        walk.advance(self._store, len(self._store))
+        return walk
+
+    def _events_so_far(self) -> list[Event]:
+        with self._lock:
+            starts = self._read().starts.tolist()
+        return [event_at(self._store, i) for i in starts]
+
     @property
     def event_objects(self) -> list[Event]:
-        """The events observed so far, in order (a copy of the list)."""
-        return list(self._events)
+        """The events observed so far, in order: put back together from what the recorder keeps,
+        each equal to the event observed."""
+        return self._events_so_far()
 
     def __len__(self) -> int:
-        return len(self._events)
-
-    def _sync_turns(self, n: int) -> tuple[list[Turn], set[str]]:
-        """The turns finished among the first ``n`` events (kept, and extended as events come)
-        and the runs whose scratchpad was discarded."""
         with self._lock:
-            add, turns = self._assembler.add, self._turns
-            for event in self._events[self._turn_upto : n]:
-                turn = add(event)
-                if turn is not None:
-                    turns.append(turn)
-                elif isinstance(event, RunFinished) and event.scratchpad_discarded:
-                    self._discarded.add(event.run_id)
-            self._turn_upto = max(self._turn_upto, n)
-            return turns[:], set(self._discarded)
+            return self._read().events
 
     def turn_rows(self) -> list[dict[str, Any]]:
         """The turn rows so far (fresh dicts, as ``turn_rows`` of the events makes them)."""
-        turns, discarded = self._sync_turns(len(self._events))
-        rows = [turn_row(t) for t in turns]
-        for row in rows:
-            if row["run_id"] in discarded:
-                row["dropped"] = True
-        return rows
+        with self._lock:
+            walk = self._read()
+            rows, discarded = walk.rows[:], set(walk.discarded)
+        return [_row(rows[k : k + WIDTH_OF_ROW], discarded) for k in range(0, len(rows), WIDTH_OF_ROW)]
 
     def _frame(self, name: str) -> pd.DataFrame:
-        from loopnb.record._frames import collector_paused, event_table, turns_frame
+        from loopnb.record._frames import collector_paused
+        from loopnb.record._store_frames import rows_frame, store_events_frame
 
-        n = len(self._events)
-        cached = self._frames.get(name)
-        if cached is None or cached[0] != n:
-            with collector_paused():
-                df = turns_frame(*self._sync_turns(n)) if name == "turns" else event_table(self._events[:n])
-            self._frames[name] = cached = (n, df)
+        with collector_paused():
+            with self._lock:
+                walk = self._read()
+                n = walk.pos
+                cached = self._frames.get(name)
+                if cached is None or cached[0] != n:
+                    rows, discarded, starts = walk.rows[:], set(walk.discarded), walk.starts[:]
+            if cached is None or cached[0] != n:
+                if name == "turns":
+                    df = rows_frame(rows, discarded)
+                else:
+                    df = store_events_frame(self._store, starts)
+                self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 
     @property
@@ -208,7 +214,9 @@ class Recorder:
     @property
     def run_ids(self) -> list[str]:
         """The runs observed, in the order they started."""
-        return list(dict.fromkeys(e.run_id for e in self._events))
+        with self._lock:
+            starts = self._read().starts.tolist()
+        return list(dict.fromkeys([self._store[i + _RUN_ID] for i in starts]))
 
     # -- files and exports --------------------------------------------------------------------
 
@@ -220,7 +228,7 @@ class Recorder:
         """
         from loopnb.record._recording import exported
 
-        return exported(list(self._events), self.redact)
+        return exported(self._events_so_far(), self.redact)
 
     def recording(self) -> Recording:
         """The events so far as a ``Recording``, redacted like a file would be."""
@@ -271,8 +279,9 @@ class Recorder:
         if self._writer is not None:
             self._write()
             with self._lock:
-                self._writer.close()
-                self._writer = None
+                if self._writer is not None:  # not already closed by a failed write
+                    self._writer.close()
+                    self._writer = None
 
     def __enter__(self) -> Recorder:
         return self
@@ -282,5 +291,20 @@ class Recorder:
 
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
-        turns = sum(1 for e in self._events if isinstance(e, TurnFinished))
-        return f"Recorder({len(self._events)} events, {turns} turns{where})"
+        with self._lock:
+            walk = self._read()
+            return f"Recorder({walk.events} events, {walk.turns} turns{where})"
+
+
+_RUN_ID = 1 + COMMON.index("run_id")
+_STARTED_AT = TURN_COLUMNS.index("started_at")
+
+
+def _row(values: list[Any], discarded: set[Any] | tuple[()]) -> dict[str, Any]:
+    """A turn row (as ``turn_row`` makes it) of the walk's values; marked dropped when its run's
+    scratchpad was discarded."""
+    row = dict(zip(TURN_COLUMNS, values, strict=True))
+    row["started_at"] = when(values[_STARTED_AT])
+    if discarded and values[0] in discarded:
+        row["dropped"] = True
+    return row

@@ -14,6 +14,7 @@ objects (``when``), a frame converts the whole column at once, to the same micro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
@@ -84,14 +85,39 @@ def turn_rows(events: Iterable[Event]) -> list[dict[str, Any]]:
 COMMON_EVENT_COLUMNS: tuple[str, ...] = ("run_id", "seq", "kind", "at")
 """The ``events`` columns every event fills, straight from its own fields."""
 
-Read = str | Callable[[Any], Any]
-"""How an events column is read from an event: an attribute path (``"reply.model"``), or a function
-of the event (for a value the event holds in another form, or not at all)."""
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A column every event of a class fills with the same value."""
+
+    value: Any
+
+    def __call__(self, event: Any) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Mapped:
+    """A column read at an attribute path, then passed through ``convert``."""
+
+    path: str
+    convert: Callable[[Any], Any]
+
+    def __call__(self, event: Any) -> Any:
+        return self.convert(attrgetter(self.path)(event))
+
+
+Read = str | Fixed | Mapped | Callable[[Any], Any]
+"""How an events column is read from an event: an attribute path (``"reply.model"``), a constant,
+a path and a conversion, or a function of the event (for a value made of several fields). The
+recorder reads the first three straight from what it stores (``loopnb.record._store``)."""
 Layout = tuple[tuple[str, Callable[[Any], Any]], ...]
 """The columns an event class fills, each by name beside the function that reads it."""
 EVENT_LAYOUTS: dict[type, Layout] = {}
 """Per event class: the other columns it fills, as ``_fills`` declares them. Columns a class does
 not name are missing (``None``) in its rows."""
+EVENT_READS: dict[type, tuple[tuple[str, Read], ...]] = {}
+"""Per event class: the same columns, each beside its read as declared."""
 
 
 def _fills(cls: type, **columns: Read) -> None:
@@ -101,18 +127,22 @@ def _fills(cls: type, **columns: Read) -> None:
     if unknown:
         raise ValueError(f"{cls.__name__} fills columns it may not: {sorted(unknown)}")
     fields = getattr(cls, "__dataclass_fields__", {})
-    strays = [
-        f"{k}={v!r}" for k, v in columns.items() if isinstance(v, str) and v.split(".")[0] not in fields
-    ]
+    paths = {k: v.path if isinstance(v, Mapped) else v for k, v in columns.items()}
+    strays = [f"{k}={v!r}" for k, v in paths.items() if isinstance(v, str) and v.split(".")[0] not in fields]
     if strays:
         raise ValueError(f"{cls.__name__} has no field to read {', '.join(strays)} from")
     EVENT_LAYOUTS[cls] = tuple(
         (name, attrgetter(read) if isinstance(read, str) else read) for name, read in columns.items()
     )
+    EVENT_READS[cls] = tuple(columns.items())
 
 
-def _models(e: RunStarted) -> str | None:
-    return ", ".join(e.models) if e.models else None
+def _joined(models: tuple[str, ...]) -> str | None:
+    return ", ".join(models) if models else None
+
+
+def _or_none(call_id: str) -> str | None:
+    return call_id or None
 
 
 def _summary(e: ContextCompacted) -> str:
@@ -123,7 +153,7 @@ def _hard(e: RunFinished) -> bool:
     return e.outcome == "hard"
 
 
-_fills(RunStarted, text="task", model=_models)
+_fills(RunStarted, text="task", model=Mapped("models", _joined))
 _fills(TurnStarted, turn="turn")
 _fills(ModelReplied, turn="turn", model="reply.model", text="reply.text", latency_ms="latency_ms")
 _fills(
@@ -139,7 +169,7 @@ _fills(
     ToolDispatched,
     turn="turn",
     tool="result.name",
-    call_id=lambda e: e.result.call_id or None,
+    call_id=Mapped("result.call_id", _or_none),
     attempt="attempt",
     executed="executed",
     is_error="result.is_error",
@@ -175,8 +205,8 @@ _fills(DetectorFired, turn="turn", detector="detector", action="action", text="t
 _fills(
     CompletionRejected,
     turn="turn",
-    producer=lambda e: "completion_rejected",
-    channel=lambda e: "soft",
+    producer=Fixed("completion_rejected"),
+    channel=Fixed("soft"),
     text="reason",
 )
 _fills(ContextCompacted, turn="turn", count="dropped_items", text=_summary)
@@ -185,11 +215,11 @@ _fills(
     turn="turn",
     tool="tool",
     call_id="call_id",
-    channel=lambda e: "soft",
+    channel=Fixed("soft"),
     producer="producer",
     text="text",
 )
-_fills(HardErrorRaised, turn="turn", channel=lambda e: "hard", producer="producer", text="message")
+_fills(HardErrorRaised, turn="turn", channel=Fixed("hard"), producer="producer", text="message")
 _fills(
     TurnFinished,
     turn="turn",

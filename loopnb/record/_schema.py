@@ -139,14 +139,22 @@ _ALL_CLOSED: dict[tuple[str, ...], str | None] = {}
 """The ``breaker_states`` text of a run whose breakers are all closed, by the run's breakers."""
 
 
-def _breaker_states(t: Turn) -> str | None:
-    if t.finished is not None and not t.finished.breakers:  # the usual turn: one text per run
-        text = _ALL_CLOSED.get(t.run_breakers, "")
+def breaker_states(run_breakers: tuple[str, ...], not_closed: dict[str, Any]) -> str | None:
+    """The ``breaker_states`` text of a turn: every breaker of its run, closed but for those its
+    ``TurnFinished`` names (``Turn.breakers``), as JSON; ``None`` when the run has none."""
+    if not not_closed:  # the usual turn: one text per run
+        text = _ALL_CLOSED.get(run_breakers, "")
         if text == "":
-            text = _ALL_CLOSED[t.run_breakers] = json.dumps(t.breakers) if t.run_breakers else None
+            states = dict.fromkeys(run_breakers, "closed")
+            text = _ALL_CLOSED[run_breakers] = json.dumps(states) if states else None
         return text
-    breakers = t.breakers
-    return json.dumps(breakers) if breakers else None
+    states = dict.fromkeys(run_breakers, "closed")
+    states.update(not_closed)
+    return json.dumps(states) if states else None
+
+
+def _breaker_states(t: Turn) -> str | None:
+    return breaker_states(t.run_breakers, t.finished.breakers)  # type: ignore[union-attr]
 
 
 def _breakers_open(t: Turn) -> int:

@@ -173,7 +173,7 @@ def test_live_reads_a_trace_that_follows_the_rule_as_the_whole_trace_reads(ended
     spans = recovered(live, ended=ended)
     whole = loopnb.from_otel(spans)
     pd.testing.assert_frame_equal(live.turns, whole.turns)
-    assert live.recorder._events == list(whole.event_objects) and live.errors == []
+    assert live.recorder.event_objects == list(whole.event_objects) and live.errors == []
     assert first_call(live.recording())[3] == "otlp:ERROR:handled"
     assert "soft_shown_as_hard" not in reasons(live.recording())
 

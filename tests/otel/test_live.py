@@ -121,7 +121,7 @@ def test_the_live_turns_are_the_traces_turns_event_for_event():
     whole = loopnb.from_otel(memory.get_finished_spans())
     assert rows(live.turns) == rows(whole.turns) == EXPECTED
     pd.testing.assert_frame_equal(live.turns, whole.turns)  # channels, producers, texts, seqs, times
-    assert live.recorder._events == list(whole.event_objects)
+    assert live.recorder.event_objects == list(whole.event_objects)
     assert live.errors == []
 
 
@@ -289,7 +289,7 @@ def test_two_agents_on_two_threads_do_not_mix():
         )
         by_run = turns.groupby("run_id", observed=True)["tools"].agg(lambda s: set(s.dropna()))
         assert sorted(map(sorted, by_run)) == [["read_file"], ["serch"]]  # each run its own calls
-    shown = view.spans.recorder._events  # the view's own processor: its order, not ``live``'s
+    shown = view.spans.recorder.event_objects  # the view's own processor: its order, not ``live``'s
     kinds = [(e.kind, e.run_id) for e in shown if e.kind in ("run_started", "run_finished")]
     assert [k for k, _ in kinds[:2]] == ["run_started", "run_started"]  # they did overlap
     # the view showed the first run, then the second caught up: it ends on the second, whole

@@ -71,7 +71,7 @@ def _watched(turns: int, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     whole = loopnb.from_otel(spans)
     assert len(live.turns) == turns and live.errors == []
     pd.testing.assert_frame_equal(live.turns, whole.turns)
-    assert live.recorder._events == list(whole.event_objects)
+    assert live.recorder.event_objects == list(whole.event_objects)
     assert (live.turns["channel"] == "soft").sum() == (turns - 1) // 5
     return work
 
