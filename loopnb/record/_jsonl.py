@@ -20,6 +20,7 @@ import gc
 import json
 import os
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -283,6 +284,7 @@ class JsonlWriter:
         self.path = Path(path)
         self.redact = redact
         self.fsync = fsync
+        self.crc = 0
         self._file: BinaryIO = self._open()
 
     def _open(self) -> BinaryIO:
@@ -350,17 +352,25 @@ class JsonlWriter:
         if self.fsync:
             os.fsync(fd)
 
-    def write(self, events: Sequence[Event]) -> None:
-        """Append ``events``, one line each, in one pass of the redactor and one ``write`` call."""
+    def write(self, events: Sequence[Event]) -> tuple[int, int]:
+        """Append ``events``, one line each, in one pass of the redactor and one ``write`` call.
+
+        Returns where the lines went, ``(start, end)`` in bytes, and adds them to ``crc`` (the
+        CRC-32 of every line this writer wrote), so that they can be read back unchanged.
+        """
         if not events:
-            return
+            return (0, 0)
         chunk = b"\n".join(dump_events(events))
         if self.redact is not None:
             text = chunk.decode()
             redacted = redact_line(text, self.redact)
             if redacted != text:
                 chunk = redacted.encode()
-        self._put(self._file, chunk + b"\n")
+        chunk += b"\n"
+        self._put(self._file, chunk)
+        end = os.lseek(self._file.fileno(), 0, os.SEEK_CUR)  # appended: the file's end, as written
+        self.crc = zlib.crc32(chunk, self.crc)
+        return (end - len(chunk), end)
 
     def fileno(self) -> int:
         return self._file.fileno()
@@ -371,6 +381,16 @@ class JsonlWriter:
     @property
     def closed(self) -> bool:
         return self._file.closed
+
+
+def read_span(path: Path, places: Sequence[int]) -> bytes:
+    """The bytes of ``path`` at ``places`` (``start, end, start, end, ...``), one piece after the other."""
+    pieces = []
+    with path.open("rb") as f:
+        for start, end in zip(places[::2], places[1::2], strict=True):
+            f.seek(start)
+            pieces.append(f.read(end - start))
+    return b"".join(pieces)
 
 
 def _open_append(path: Path) -> BinaryIO:

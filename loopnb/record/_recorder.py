@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
+import zlib
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine import LoopnbWarning
 from loopnb.engine._events import Event
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._jsonl import JsonlWriter, make_header, write_jsonl
+from loopnb.record._jsonl import JsonlWriter, make_header, read_span, write_jsonl
+from loopnb.record._lines import parse_event
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
 from loopnb.record._rows import when
 from loopnb.record._schema import TURN_COLUMNS
-from loopnb.record._store import COMMON, PACK, event_at, keep
+from loopnb.record._store import COMMON, PACK, add, event_at, keep, streamed
 from loopnb.record._walk import WIDTH_OF_ROW, Walk
 
 if TYPE_CHECKING:
@@ -52,6 +55,10 @@ class Recorder:
     ``redact`` is applied to everything written to disk or exported (``None`` turns it off); the
     in-memory frames keep exactly what the model read. One recorder may observe many runs;
     ``run_id`` tells them apart.
+
+    What it keeps is its events' values, which the cyclic garbage collector does not walk
+    (``_store``); a streaming recorder keeps of the events it wrote only what the frames read, and
+    reads them back from its file (as written there, redacted) for ``event_objects`` and ``save``.
     """
 
     def __init__(
@@ -75,21 +82,30 @@ class Recorder:
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
         self._pending: list[Event] = []  # the events not yet in the file
+        self._pending_at = 0  # the place in the store of the first of them
+        self._streamed = _Streamed(None if self.path is None else self.path.absolute())
 
     # -- the hot path -------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
         """Observe one event."""
-        try:
-            self._store.extend(PACK[type(event)](event))
-        except KeyError:
-            keep(self._store, event)
-        if self._writer is not None:
-            self._pending.append(event)
-            if event.kind in _FLUSH_KINDS:
-                self._write()
+        if self._writer is None:
+            try:
+                self._store.extend(PACK[type(event)](event))
+            except KeyError:
+                keep(self._store, event)
+        else:
+            self._stream(event)
         if self._listeners:
             self._notify(event)
+
+    def _stream(self, event: Event) -> None:
+        if not self._pending:
+            self._pending_at = len(self._store)
+        add(self._store, event)
+        self._pending.append(event)
+        if event.kind in _FLUSH_KINDS:
+            self._write()
 
     def _write(self) -> None:
         """Append the events not yet in the file (a turn's, when a turn or a run ends).
@@ -104,13 +120,16 @@ class Recorder:
             if writer is None or not batch:
                 return
             try:
-                writer.write(batch)
-                return
+                places = writer.write(batch)
             except (RecordingError, OSError) as exc:
                 self._writer = None
                 failure = exc
                 with contextlib.suppress(OSError):
                     writer.close()
+            else:  # written: keep only what the frames read of these events
+                streamed(self._store, self._pending_at, len(batch))
+                self._streamed.add(len(batch), places, writer.crc)
+                return
         warnings.warn(  # outside the lock: a warning turned into an error must not hold it
             f"{self.path}: streaming stopped, this turn could not be written ({failure}); "
             "the file keeps every turn before it, and the run is still recorded in memory: "
@@ -160,16 +179,19 @@ class Recorder:
         walk.advance(self._store, len(self._store))
         return walk
 
-    def _events_so_far(self) -> list[Event]:
+    def _events_so_far(self) -> tuple[list[Event], list[str]]:
+        """The events observed, and the lines in the file of the first ones (those written)."""
         with self._lock:
             starts = self._read().starts.tolist()
-        return [event_at(self._store, i) for i in starts]
+            streamed = self._streamed.copy()
+        written, lines = streamed.read()
+        return written + [event_at(self._store, i) for i in starts[len(written) :]], lines
 
     @property
     def event_objects(self) -> list[Event]:
-        """The events observed so far, in order: put back together from what the recorder keeps,
-        each equal to the event observed."""
-        return self._events_so_far()
+        """The events observed so far, in order, each equal to the event observed; a streaming
+        recorder's written events are read back from its file, as written there (redacted)."""
+        return self._events_so_far()[0]
 
     def __len__(self) -> int:
         with self._lock:
@@ -223,12 +245,15 @@ class Recorder:
     def exported_events(self) -> tuple[list[Event], list[str]]:
         """The events as they may leave the process: redacted objects and their JSON lines.
 
-        One redaction pass covers all the lines; an event the redactor left alone is the very
-        same object, a changed one is revalidated from its redacted JSON.
+        The lines written to the recorder's file are taken as they are there; one redaction pass
+        covers the others: an event the redactor left alone is the very same object, a changed one
+        is revalidated from its redacted JSON.
         """
         from loopnb.record._recording import exported
 
-        return exported(self._events_so_far(), self.redact)
+        events, lines = self._events_so_far()
+        objects, more = exported(events[len(lines) :], self.redact)
+        return events[: len(lines)] + objects, lines + more
 
     def recording(self) -> Recording:
         """The events so far as a ``Recording``, redacted like a file would be."""
@@ -308,3 +333,51 @@ def _row(values: list[Any], discarded: set[Any] | tuple[()]) -> dict[str, Any]:
     if discarded and values[0] in discarded:
         row["dropped"] = True
     return row
+
+
+class _Streamed:
+    """Where a streaming recorder's written events are in its file: how many, the places of their
+    bytes (``[start, end, ...]``) and the CRC-32 of those bytes, to read them back unchanged."""
+
+    __slots__ = ("crc", "events", "path", "places")
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.events = 0
+        self.places = array("q")
+        self.crc = 0
+
+    def add(self, events: int, places: tuple[int, int], crc: int) -> None:
+        self.events += events
+        self.places.extend(places)
+        self.crc = crc
+
+    def copy(self) -> _Streamed:
+        other = _Streamed(self.path)
+        other.events, other.places, other.crc = self.events, self.places[:], self.crc
+        return other
+
+    def read(self) -> tuple[list[Event], list[str]]:
+        """The written events and their lines; a ``RecordingError`` if the file no longer holds
+        them as they were written."""
+        if not self.events or self.path is None:
+            return [], []
+        try:
+            data = read_span(self.path, self.places)
+        except OSError as exc:
+            raise RecordingError(
+                f"cannot read back the events this recorder wrote: {exc}", path=self.path
+            ) from exc
+        lines = data.decode(errors="replace").split("\n")[:-1]
+        if zlib.crc32(data) != self.crc or len(lines) != self.events:
+            raise RecordingError(
+                "the file no longer holds the events this recorder wrote to it (it was changed or "
+                "replaced since): they cannot be read back",
+                path=self.path,
+            )
+        try:
+            return [parse_event(line) for line in lines], lines
+        except ValueError as exc:  # pragma: no cover - the CRC matched what this recorder wrote
+            raise RecordingError(
+                f"cannot read back an event this recorder wrote: {exc}", path=self.path
+            ) from exc

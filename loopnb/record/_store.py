@@ -85,6 +85,29 @@ def keep(store: list[Any], event: Event) -> None:
     store.extend((KEPT, *_kept_common(event), event))
 
 
+def add(store: list[Any], event: Event) -> None:
+    """Add one event (what the recorder's hot path does in line)."""
+    try:
+        store.extend(PACK[type(event)](event))
+    except KeyError:
+        keep(store, event)
+
+
+def streamed(store: list[Any], begin: int, count: int) -> int:
+    """Keep of the ``count`` events from place ``begin`` only what the frames read: each reply and
+    result replaced by its digest (the events, whole, are in the recorder's file). Returns the
+    place after them."""
+    i = begin
+    for _ in range(count):
+        cls = store[i]
+        if cls is ModelReplied and type(store[i + _REPLY]) is ModelReply:
+            store[i + _REPLY] = reply_digest(store[i + _REPLY])
+        elif cls is ToolDispatched and type(store[i + _RESULT]) is ToolResult:
+            store[i + _RESULT] = _result_digest(store[i + _RESULT])
+        i += WIDTH[cls]
+    return i
+
+
 def reply_digest(reply: Any) -> tuple[Any, ...]:
     """What the frames read of a reply (``REPLY_FIELDS``), whatever the object holds."""
     usage = reply.usage

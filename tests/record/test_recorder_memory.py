@@ -7,34 +7,56 @@ from __future__ import annotations
 
 import gc
 import sys
+import tempfile
 from dataclasses import fields
+from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopnb import Engine, ScriptedModel, ToolCall, faults, inject, scenarios
+from loopnb import (
+    Engine,
+    FakeClock,
+    ModelReply,
+    RecordingError,
+    ScriptedModel,
+    ToolCall,
+    ToolResult,
+    faults,
+    inject,
+    load,
+    scenarios,
+)
 from loopnb.engine._events import EVENT_TYPES
 from loopnb.record import Recorder
 from loopnb.record._frames import event_table, turn_table
+from loopnb.record._lines import dump_event, parse_event
 from loopnb.record._rows import turn_rows
 
 from .conftest import context_run, hard_run, read_file, script_run, typo_run
 
 
-def _live_events() -> int:
+def _alive(*classes: type) -> int:
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, EVENT_TYPES))
+    return sum(1 for o in gc.get_objects() if isinstance(o, classes))
+
+
+def _long_run(rec: Recorder) -> None:
+    """200 turns, every other one failing (a different call each time: no loop forms)."""
+    steps = [ToolCall("read_file", {"path": "src/main.rs" if i % 2 else f"src/{i}.rs"}) for i in range(199)]
+    engine = Engine(ScriptedModel([*steps, "done"]), [read_file], observers=[rec], clock=FakeClock())
+    engine.run("task", run_id="long")
 
 
 def test_a_recorder_keeps_no_event_object_alive():
     """The recorder keeps each event's values, not the event: after the run, none of the 800
     events it observed is alive (each would be walked again at every full collection)."""
-    before = _live_events()
+    before = _alive(*EVENT_TYPES)
     rec = Recorder()
-    steps = [ToolCall("read_file", {"path": "src/main.rs" if i % 2 else f"src/{i}.rs"}) for i in range(199)]
-    Engine(ScriptedModel([*steps, "done"]), [read_file], observers=[rec]).run("task")
-    assert _live_events() - before == 0
+    _long_run(rec)
+    assert _alive(*EVENT_TYPES) - before == 0
     assert len(rec) == 2 + 4 * 200 + 99 and len(rec.turns) == 200
     assert rec.turns["n_errors"].sum() == 100 == len(rec.events.query("kind == 'soft_error_returned'"))
 
@@ -107,17 +129,21 @@ def streams(draw: st.DrawFn) -> list:
 
 
 @settings(max_examples=150, deadline=None)
-@given(streams())
-def test_the_frames_rows_and_events_equal_those_of_the_events_observed(events):
-    rec = Recorder()
-    for e in events:
-        rec(e)
-    pd.testing.assert_frame_equal(rec.turns, turn_table(events))
-    pd.testing.assert_frame_equal(rec.events, event_table(events))
-    assert rec.turn_rows() == turn_rows(events)
-    assert rec.event_objects == events
-    assert rec.run_ids == list(dict.fromkeys(e.run_id for e in events))
-    assert len(rec) == len(events)
+@given(streams(), st.booleans())
+def test_the_frames_rows_and_events_equal_those_of_the_events_observed(events, streaming):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        rec = Recorder(path, redact=None) if streaming else Recorder()
+        for e in events:
+            rec(e)
+        rec.close()
+        pd.testing.assert_frame_equal(rec.turns, turn_table(events))
+        pd.testing.assert_frame_equal(rec.events, event_table(events))
+        assert rec.turn_rows() == turn_rows(events)
+        # a streaming recorder's events are read back as written (an event of a subclass as its class's)
+        assert rec.event_objects == ([parse_event(dump_event(e)) for e in events] if streaming else events)
+        assert rec.run_ids == list(dict.fromkeys(e.run_id for e in events))
+        assert len(rec) == len(events)
 
 
 def test_rows_made_as_events_arrive_equal_those_made_at_once():
@@ -135,3 +161,50 @@ def test_rows_made_as_events_arrive_equal_those_made_at_once():
     for row in live:
         row["dropped"] = row["dropped"] or row["run_id"] in discarded
     assert live == turn_rows(events)
+
+
+def test_a_streaming_recorder_keeps_only_what_its_frames_read(tmp_path):
+    """The replies and results of the turns written are in the file: the recorder keeps of them only
+    what the frames read (an in-memory one keeps the run's own objects, to give the events back)."""
+    before = _alive(ModelReply, ToolResult)
+    streaming, memory = Recorder(tmp_path / "s.jsonl"), Recorder()
+    _long_run(streaming)
+    assert _alive(ModelReply, ToolResult) - before == 0
+    _long_run(memory)
+    assert _alive(ModelReply, ToolResult) - before == 200 + 199  # a reply a turn, a result a call
+    streaming.close()
+    pd.testing.assert_frame_equal(streaming.turns, memory.turns)
+    pd.testing.assert_frame_equal(streaming.events, memory.events)
+    assert streaming.turn_rows() == memory.turn_rows()
+
+
+def test_a_streaming_recorder_reads_its_written_events_back_from_its_file(tmp_path):
+    path = tmp_path / "s.jsonl"
+    events = typo_run().events
+    rec = Recorder(path, redact=lambda text: text.replace("mian", "MIAN"))
+    for e in events:
+        rec(e)
+    written = load(path).event_objects
+    assert rec.event_objects == written != events  # as written: redacted
+    assert "src/mian.rs" in rec.turns["error_text"].iloc[0]  # the frames keep what the model read
+    rec.close()
+    after = hard_run("after").events
+    for e in after:  # no longer streaming: kept whole, in memory
+        rec(e)
+    assert rec.event_objects == written + after
+    saved = load(rec.save(tmp_path / "saved.jsonl"))
+    assert saved.event_objects[: len(written)] == written
+    assert len(saved.turns) == 6
+
+
+def test_a_streamed_file_changed_under_the_recorder_is_named(tmp_path):
+    path = tmp_path / "s.jsonl"
+    rec = Recorder(path)
+    for e in typo_run().events:
+        rec(e)
+    rec.close()
+    path.write_bytes(path.read_bytes().replace(b"mian", b"main"))
+    with pytest.raises(RecordingError, match="no longer holds the events this recorder wrote") as info:
+        rec.save(tmp_path / "copy.jsonl")
+    assert str(path) in str(info.value)
+    assert len(rec.turns) == 3  # the frames are the recorder's own
