@@ -1,161 +1,51 @@
-"""Benchmark the recorder: per-turn overhead, frame building, JSON Lines and Parquet I/O.
+"""Benchmark the recorder: its cost per turn, the memory it holds, its frames, and its files.
 
-A script that prints figures (not a timed test). Every figure is the median of several repeats.
+A script that prints figures (not a timed test). As issue 30 asks ("How to measure"): each timed
+run's garbage is collected before it starts, the candidates are interleaved round by round, and
+every figure is the median [min-max] over the rounds, with the machine's load average printed.
 
-    PYTHONPATH=. python benchmarks/bench_record.py            # the full run (a few minutes)
+    PYTHONPATH=. python benchmarks/bench_record.py            # the full run (several minutes)
     PYTHONPATH=. python benchmarks/bench_record.py --quick    # small sizes, a smoke run
 
-1. Recorder overhead per turn against the engine's own per-turn time, in the same process and
-   round: the engine runs a scripted model (one tool call per turn, no timeout, loop detector on)
-   with no observer, with a no-op observer (the engine then builds its events), with one that
-   only keeps the events in a list, with an in-memory ``Recorder`` and with a streaming one (a
-   write per turn). Ratios against the bare and the no-op-observed engine; growth with size.
-2. The recorder fed events captured once from real engine runs and replayed (its own hot path,
-   no engine in the timing).
-3. Building the frames from scratch; writing and reading JSON Lines and Parquet; growth with
-   size. 4. Loading 1,000,000 turns from Parquet (10,000 in the quick run).
+1. The recorder's own cost a turn, in CPU time: an engine run (a scripted model, one tool call a
+   turn, the default loop detector) with a no-op observer (the engine then builds its events),
+   with an in-memory ``Recorder``, with a streaming one (a write a turn) and with an observer that
+   only keeps the events in a list (what holding them costs, in cyclic-collector passes). The
+   recorder's cost is its run's time less the no-op run's, in the same round (budget: 2 µs a turn
+   in memory, 35 µs streaming), at 10,000 and 100,000 turns with the collector on; the time spent
+   in the collector is shown beside.
+2. The memory a recorder holds a turn (``tracemalloc``), the run's engine and result dropped,
+   replies made by the model as the run goes (as a real model's are).
+3. ``recorder.turns`` and ``recorder.events`` read the first time, at 100,000 turns (target: 0.5 s
+   for the turns), against ``pandas.DataFrame.from_records`` of the same rows.
+4. Writing and reading JSON Lines and Parquet (wall time: the files are written to disk), and
+   loading 1,000,000 turns from Parquet (10,000 in the quick run).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from loopnb import Engine, ModelReply, ScriptedModel, ToolCall, ToolError, Usage, load, tool
-from loopnb.record import Recorder
+import pandas as pd
+
+from loopnb import Engine, FunctionModel, ModelReply, ScriptedModel, ToolCall, ToolError, Usage, load, tool
+from loopnb.record import TURNS, Recorder
 
 
 @tool
 def read_file(path: str) -> str:
     """Read a file."""
     return "fn main() {}"
-
-
-def median_of(fn: Callable[[], float], repeats: int) -> float:
-    return statistics.median(fn() for _ in range(repeats))
-
-
-class GcTime:
-    """Seconds spent in the cyclic garbage collector's passes, summed (via ``gc.callbacks``)."""
-
-    def __init__(self) -> None:
-        self.total = 0.0
-        self._start = 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.total += time.perf_counter() - self._start
-
-
-GC_TIME = GcTime()
-gc.callbacks.append(GC_TIME)
-
-
-def engine_turn_us(n: int, make_observers: Callable[[], list], *, gc_us: list[float] | None = None) -> float:
-    """Wall time per turn of one engine run of ``n`` tool turns plus the final reply; with
-    ``gc_us``, the part of it spent in cyclic-GC passes is appended there (us per turn)."""
-    steps = [ToolCall("read_file", {"path": f"src/{i % 7}.rs"}) for i in range(n)] + ["done"]
-    engine = Engine(ScriptedModel(steps), tools=[read_file], observers=make_observers())
-    gc.collect()
-    in_gc = GC_TIME.total
-    start = time.perf_counter()
-    engine.run("task")
-    took = time.perf_counter() - start
-    if gc_us is not None:
-        gc_us.append((GC_TIME.total - in_gc) / (n + 1) * 1e6)
-    return took / (n + 1) * 1e6
-
-
-def _growth(label: str, figures: dict[int, float], *, against: dict[int, float] | None = None) -> str:
-    """``label: x1.00 -> x1.23 at 10k -> ...``: each figure over the smallest size's, and that
-    growth over ``against``'s (the engine's own) when given."""
-    sizes = sorted(figures)
-    first = sizes[0]
-    parts = []
-    for n in sizes[1:]:
-        g = figures[n] / figures[first]
-        text = f"x{g:.2f} at {n:,}"
-        if against is not None:
-            base = against[n] / against[first]
-            text += f" (÷ engine's x{base:.2f} = {g / base:.2f})"
-        parts.append(text)
-    return f"  {label:<14} from {first:,}: " + ", ".join(parts)
-
-
-def bench_engine(sizes: list[int], repeats: int, tmp: Path) -> dict[int, dict[str, float]]:
-    print("\n## 1. Engine per-turn time (us) and the recorder's overhead")
-    print("(interleaved runs, medians; ratios against the bare engine and the no-op-observed engine)")
-    print(
-        "(+retain: an observer that only appends each event to a list; it shows what merely holding\n"
-        " the events costs, in cyclic-GC passes over a growing heap, which the recorder must do too)"
-    )
-    header = (
-        f"{'turns':>8} {'engine':>8} {'+no-op':>8} {'+retain':>8} {'+memory':>8} {'+stream':>8} "
-        f"{'mem/no-op':>10} {'mem/engine':>11} {'stream/no-op':>13} {'stream/engine':>14} {'mem/retain':>11}"
-    )
-    print(header)
-    counter = iter(range(10**9))
-
-    def streaming() -> list:
-        return [Recorder(tmp / f"engine-{next(counter)}.jsonl")]
-
-    variants = {
-        "engine": lambda: [],
-        "noop": lambda: [lambda event: None],
-        "retain": lambda: [[].append],
-        "memory": lambda: [Recorder()],
-        "stream": streaming,
-    }
-
-    in_gc: dict[int, dict[str, float]] = {}
-
-    def row(n: int, r: int, note: str = "") -> dict[str, float]:
-        samples: dict[str, list[float]] = {k: [] for k in variants}
-        gc_samples: dict[str, list[float]] = {k: [] for k in variants}
-        for _ in range(r):  # interleaved, so that machine noise hits every variant alike
-            for name, make in variants.items():
-                samples[name].append(engine_turn_us(n, make, gc_us=gc_samples[name]))
-        m = {k: statistics.median(v) for k, v in samples.items()}
-        if not note:
-            in_gc[n] = {k: statistics.median(v) for k, v in gc_samples.items()}
-        print(
-            f"{n:>8} {m['engine']:>8.1f} {m['noop']:>8.1f} {m['retain']:>8.1f} {m['memory']:>8.1f} "
-            f"{m['stream']:>8.1f} {m['memory'] / m['noop']:>10.2f} "
-            f"{m['memory'] / m['engine']:>11.2f} {m['stream'] / m['noop']:>13.2f} "
-            f"{m['stream'] / m['engine']:>14.2f} {m['memory'] / m['retain']:>11.2f}{note}"
-        )
-        return m
-
-    by_size = {n: row(n, repeats if n <= 10_000 else max(3, repeats // 2)) for n in sizes}
-    gc.disable()
-    try:
-        row(sizes[min(1, len(sizes) - 1)], repeats, "   (gc disabled)")
-    finally:
-        gc.enable()
-    print("of which in cyclic-GC passes (us per turn), and the ratios with that time taken out:")
-    names = " ".join(f"{k:>8}" for k in variants)
-    print(f"{'turns':>8} {names} {'mem/no-op':>10} {'stream/no-op':>13}")
-    for n, g in in_gc.items():
-        m = {k: by_size[n][k] - g[k] for k in variants}
-        print(
-            f"{n:>8} "
-            + " ".join(f"{g[k]:>8.2f}" for k in variants)
-            + f" {m['memory'] / m['noop']:>10.2f} {m['stream'] / m['noop']:>13.2f}"
-        )
-    print("growth of the per-turn time with size:")
-    engine = {n: m["engine"] for n, m in by_size.items()}
-    for name in variants:
-        figures = {n: m[name] for n, m in by_size.items()}
-        print(_growth(name, figures, against=None if name == "engine" else engine))
-    return by_size
 
 
 @tool
@@ -166,15 +56,133 @@ def read_source(path: str) -> str:
     return "fn main() {}"
 
 
-def captured_events(turns: int, *, runs: int = 1) -> list:
+def spread(values: list[float], digits: int = 2) -> str:
+    """``median [min-max]``."""
+    return f"{statistics.median(values):.{digits}f} [{min(values):.{digits}f}-{max(values):.{digits}f}]"
+
+
+def load_average() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.2f} (5 min {five:.2f}) on {os.cpu_count()} cores"
+
+
+class GcTime:
+    """Seconds spent in the cyclic garbage collector's passes, summed (via ``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.total += time.process_time() - self._start
+
+
+GC_TIME = GcTime()
+gc.callbacks.append(GC_TIME)
+
+
+# -- 1. the recorder's cost a turn ----------------------------------------------------------------
+
+
+def engine_run_us(n: int, observers: list[Any]) -> tuple[float, float]:
+    """CPU µs a turn of one engine run of ``n`` tool turns and the final reply, and the part of it
+    spent in the cyclic collector."""
+    steps = [ToolCall("read_file", {"path": f"src/{i % 7}.rs"}) for i in range(n)] + ["done"]
+    engine = Engine(ScriptedModel(steps), tools=[read_file], observers=observers)
+    gc.collect()  # this run pays for its own garbage only
+    in_gc = GC_TIME.total
+    start = time.process_time()
+    engine.run("task")
+    took = time.process_time() - start
+    for observer in observers:
+        if isinstance(observer, Recorder):
+            observer.close()
+    return took / (n + 1) * 1e6, (GC_TIME.total - in_gc) / (n + 1) * 1e6
+
+
+def bench_cost(sizes: list[int], rounds: int, tmp: Path) -> None:
+    print(f"\n## 1. The recorder's cost a turn (CPU µs; median [min-max] of {rounds} interleaved rounds)")
+    counter = iter(range(10**9))
+    candidates: dict[str, Callable[[], list[Any]]] = {
+        "no-op": lambda: [lambda event: None],
+        "memory": lambda: [Recorder()],
+        "stream": lambda: [Recorder(tmp / f"engine-{next(counter)}.jsonl")],
+        "retain": lambda: [[].append],
+    }
+    for n in sizes:
+        runs: dict[str, list[float]] = {k: [] for k in candidates}
+        in_gc: dict[str, list[float]] = {k: [] for k in candidates}
+        for _ in range(rounds):  # interleaved, so that the machine's load hits every candidate alike
+            for name, make in candidates.items():
+                us, gc_us = engine_run_us(n, make())
+                runs[name].append(us)
+                in_gc[name].append(gc_us)
+        print(f"{n:,} turns, {load_average()}")
+        print(f"  {'':10} {'run, µs a turn':>24} {'added to no-op':>24} {'in the collector':>24}")
+        for name in candidates:
+            added = [a - b for a, b in zip(runs[name], runs["no-op"], strict=True)]
+            shown = spread(added) if name != "no-op" else "-"
+            print(f"  {name:10} {spread(runs[name]):>24} {shown:>24} {spread(in_gc[name]):>24}")
+
+
+# -- 2. the memory a recorder holds -------------------------------------------------------------
+
+
+def held_bytes_a_turn(n: int, make: Callable[[], Any]) -> float:
+    """The bytes still allocated after a run of ``n`` turns, its engine and result dropped, but for
+    the observer ``make()`` returns, a turn (``tracemalloc``)."""
+    count = iter(range(n + 1))
+
+    def answer(messages: object, tools: object) -> ModelReply:
+        i = next(count)
+        if i == n:
+            return ModelReply(text="It prints nothing.")
+        path = f"src/{i}.{'rs' if i % 2 else 'rz'}"
+        return ModelReply(tool_calls=(ToolCall("read_source", {"path": path}),), usage=Usage(120, 14))
+
+    engine = Engine(FunctionModel(answer), tools=[read_source])
+    gc.collect()
+    tracemalloc.start()
+    observer = make()
+    engine.subscribe(observer)
+    engine.run("What does src/main.rs do?")
+    if isinstance(observer, Recorder):
+        observer.close()
+    del engine
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return held / n
+
+
+def bench_memory(n: int, tmp: Path) -> None:
+    print(f"\n## 2. Memory held a turn, {n:,} turns (tracemalloc; every other call fails)")
+    counter = iter(range(10**9))
+    candidates: dict[str, Callable[[], Any]] = {
+        "no-op": lambda: lambda event: None,
+        "memory": Recorder,
+        "stream": lambda: Recorder(tmp / f"memory-{next(counter)}.jsonl"),
+        "retain": lambda: [].append,
+    }
+    for name, make in candidates.items():
+        print(f"  {name:10} {held_bytes_a_turn(n, make):>8,.0f} bytes a turn")
+
+
+# -- 3. the frames --------------------------------------------------------------------------------
+
+
+def captured_events(turns: int, *, runs: int = 1) -> list[Any]:
     """The events of ``runs`` real engine runs, ``turns`` turns in all: per run, alternately a
     failing call (soft) and a successful one (120 tokens in, 14 out a reply), then the final
     reply. Captured by an observer that keeps them in a list, to be replayed into recorders."""
-    events: list = []
+    events: list[Any] = []
     per_run = max(1, turns // runs)
     usage = Usage(input_tokens=120, output_tokens=14)
     for r in range(runs):
-        steps: list = [
+        steps: list[Any] = [
             ModelReply(
                 tool_calls=(ToolCall("read_source", {"path": f"src/{i}.{'rs' if i % 2 else 'rz'}"}),),
                 usage=usage,
@@ -187,172 +195,116 @@ def captured_events(turns: int, *, runs: int = 1) -> list:
     return events
 
 
-def _feed(make: Callable[[], Recorder], events: list, n: int) -> float:
-    rec = make()
+def _fed(events: list[Any]) -> Recorder:
+    rec = Recorder()
+    for event in events:
+        rec(event)
+    return rec
+
+
+def first_read(events: list[Any], frame: str) -> float:
+    """CPU seconds of ``recorder.<frame>`` read the first time, by a recorder that has observed
+    ``events`` and built nothing."""
+    rec = _fed(events)
     gc.collect()
-    start = time.perf_counter()
-    for e in events:
-        rec(e)
-    took = time.perf_counter() - start
-    rec.close()
-    return took / n * 1e6
+    start = time.process_time()
+    getattr(rec, frame)
+    return time.process_time() - start
 
 
-def bench_hot_path(events_by_size: dict[int, list], repeats: int, tmp: Path) -> None:
-    print("\n## 2. Recorder hot path on captured engine events, replayed (us per turn)")
-    print(f"{'turns':>8} {'events':>8} {'memory':>8} {'stream':>8} {'stream+fsync':>13}")
-    counter = iter(range(10**9))
-
-    def streaming() -> Recorder:
-        return Recorder(tmp / f"hot-{next(counter)}.jsonl")
-
-    def fsyncing() -> Recorder:
-        return Recorder(tmp / f"fsync-{next(counter)}.jsonl", fsync=True)
-
-    mems, streams = {}, {}
-    for n, events in events_by_size.items():
-        mem_samples, stream_samples = [], []
-        for _ in range(repeats):  # interleaved
-            mem_samples.append(_feed(Recorder, events, n))
-            stream_samples.append(_feed(streaming, events, n))
-        mems[n], streams[n] = statistics.median(mem_samples), statistics.median(stream_samples)
-        fsync = "-"
-        if n <= 10_000:
-            fsync = f"{statistics.median(_feed(fsyncing, events, n) for _ in range(3)):.1f}"
-        print(f"{n:>8} {len(events):>8} {mems[n]:>8.2f} {streams[n]:>8.2f} {fsync:>13}")
-    print("growth of the per-turn time with size:")
-    print(_growth("memory", mems))
-    print(_growth("stream", streams))
+def from_records(rows: list[tuple[Any, ...]]) -> float:
+    gc.collect()
+    start = time.process_time()
+    pd.DataFrame.from_records(rows, columns=list(TURNS.names))
+    return time.process_time() - start
 
 
-def timed(fn: Callable[[], object]) -> float:
+def bench_frames(n: int, rounds: int) -> list[Any]:
+    events = captured_events(n, runs=max(1, n // 1000))
+    rows = [tuple(row.values()) for row in _fed(events).turn_rows()]
+    print(
+        f"\n## 3. The frames of {n:,} turns ({len(events):,} events) read the first time "
+        f"(CPU s; median [min-max] of {rounds} interleaved rounds)"
+    )
+    timed: dict[str, list[float]] = {"turns": [], "from_records": [], "events": []}
+    for _ in range(rounds):
+        timed["turns"].append(first_read(events, "turns"))
+        timed["from_records"].append(from_records(rows))
+        timed["events"].append(first_read(events, "events"))
+    ratios = [a / b for a, b in zip(timed["turns"], timed["from_records"], strict=True)]
+    print(f"  {load_average()}")
+    print(f"  recorder.turns                      {spread(timed['turns'], 3)} s (target 0.5 s)")
+    print(f"  DataFrame.from_records, same rows   {spread(timed['from_records'], 3)} s")
+    print(f"  recorder.turns / from_records       {spread(ratios)}x")
+    print(f"  recorder.events                     {spread(timed['events'], 3)} s")
+    return events
+
+
+# -- 4. files ---------------------------------------------------------------------------------------
+
+
+def timed_wall(fn: Callable[[], object]) -> float:
     gc.collect()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
 
 
-def _fresh_turns(rec: Recorder) -> float:
-    """``rec.turns`` from scratch: the turns' values and the frame (nothing cached)."""
-    fresh = Recorder()
-    for event in rec.event_objects:  # a recorder that has seen every event and built nothing
-        fresh(event)
-    start = time.perf_counter()
-    fresh.turns  # noqa: B018
-    return time.perf_counter() - start
-
-
-def _fresh_events(rec: Recorder) -> None:
-    """``rec.events`` from scratch."""
-    rec._frames.clear()
-    rec.events  # noqa: B018
-
-
-def _files_row(n: int, events: list, repeats: int, tmp: Path) -> tuple[Path, dict[str, float]]:
-    rec = Recorder()
-    for e in events:
-        rec(e)
-    jsonl, pq = tmp / f"r{n}.jsonl", tmp / f"r{n}.parquet"
-    r = max(1, repeats // 2)
-
-    def med(fn: Callable[[], object], k: int) -> float:
-        return statistics.median(timed(fn) for _ in range(k))
-
-    t = {
-        "turns df": statistics.median(_fresh_turns(rec) for _ in range(repeats)),
-        "events df": med(lambda: _fresh_events(rec), r),
-        "save jsonl": med(lambda: rec.save(jsonl), r),
-        "load jsonl": med(lambda: load(jsonl).turns, r),
-        "save pq": med(lambda: rec.save(pq), r),
-        "load pq": med(lambda: load(pq).turns, repeats),
-        "pq events": med(lambda: load(pq).events, r),
-    }
-    print(
-        f"{n:>8} {t['turns df']:>9.3f} {t['events df']:>10.3f} {t['save jsonl']:>11.3f} "
-        f"{t['load jsonl']:>11.3f} {t['save pq']:>8.3f} {t['load pq']:>8.3f} {t['pq events']:>10.3f} "
-        f"{jsonl.stat().st_size / 1e6:>9.1f} {pq.stat().st_size / 1e6:>7.1f}"
-    )
-    return pq, t
-
-
-def bench_frames_and_files(events_by_size: dict[int, list], repeats: int, tmp: Path) -> Path:
-    print("\n## 3. Frames and files (seconds; the frames built from scratch, nothing cached)")
-    print(
-        f"{'turns':>8} {'turns df':>9} {'events df':>10} {'save jsonl':>11} "
-        f"{'load jsonl':>11} {'save pq':>8} {'load pq':>8} {'pq events':>10} "
-        f"{'jsonl MB':>9} {'pq MB':>7}"
-    )
-    biggest = tmp
-    rows: dict[int, dict[str, float]] = {}
-    for n, events in events_by_size.items():
-        biggest, rows[n] = _files_row(n, events, repeats, tmp)
-    print("growth of the time per turn with size (x1.00 is linear):")
-    for name in next(iter(rows.values())):
-        print(_growth(name, {n: t[name] / n for n, t in rows.items()}))
-    return biggest
-
-
-def bench_million(source: Path, repeats: int, tmp: Path, factor: int) -> None:
-    """Load ``factor`` times the largest recording's turns from one Parquet file."""
+def bench_files(events: list[Any], rounds: int, tmp: Path, factor: int) -> None:
+    from loopnb.record._lines import dump_event
     from loopnb.record._parquet import write_frames
 
-    rec = load(source)
-    turns, events = rec.turns, rec.events
-    lines = _json_lines(rec)
+    rec = _fed(events)
+    n = len(rec.turns)
+    jsonl, pq = tmp / "r.jsonl", tmp / "r.parquet"
+    steps: dict[str, Callable[[], object]] = {
+        "save jsonl": lambda: rec.save(jsonl),
+        "load jsonl .turns": lambda: load(jsonl).turns,
+        "save parquet": lambda: rec.save(pq),
+        "load parquet .turns": lambda: load(pq).turns,
+        "load parquet .events": lambda: load(pq).events,
+    }
+    timed: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            timed[name].append(timed_wall(step))
+    print(f"\n## 4. Files of {n:,} turns (wall s; median [min-max] of {rounds} rounds; {load_average()})")
+    for name, values in timed.items():
+        print(f"  {name:22} {spread(values, 3)} s")
+    sizes = f"JSON Lines {jsonl.stat().st_size / 1e6:.1f} MB, Parquet {pq.stat().st_size / 1e6:.1f} MB"
+    print(f"  sizes: {sizes}")
 
-    def renamed(df, k):
+    loaded = load(pq)
+    turns, lines = loaded.turns, [dump_event(e) for e in loaded.event_objects]
+    meta = {k: v for k, v in loaded.meta.items() if k not in ("path", "n_turns", "n_events")}
+
+    def renamed(df: pd.DataFrame, k: int) -> pd.DataFrame:
         df = df.copy()
         df["run_id"] = df["run_id"] + f"-{k}"
         return df
 
-    total = len(turns) * factor
-    path = tmp / "million.parquet"
-    meta = {k: v for k, v in rec.meta.items() if k not in ("path", "n_turns", "n_events")}
-    start = time.perf_counter()
-    write_frames(
-        path,
-        meta,
-        (renamed(turns, k) for k in range(factor)),
-        (lines for _ in range(factor)),
-    )
-    wrote = time.perf_counter() - start
-    t = median_of(lambda: timed(lambda: load(path).turns), repeats)
-    df = load(path).turns
-    assert len(df) == total
-    print(
-        f"\n## 4. {total:,} turns in one Parquet file ({path.stat().st_size / 1e6:.0f} MB, "
-        f"{len(events) * factor:,} events, written in {wrote:.1f} s)"
-    )
-    print(f"load(path).turns: median {t:.3f} s over {repeats} repeats ({t / total * 1e9:.0f} ns per turn)")
-
-
-def _json_lines(rec) -> list[str]:
-    from loopnb.record._lines import dump_event
-
-    return [dump_event(e) for e in rec.event_objects]
+    big = tmp / "million.parquet"
+    write_frames(big, meta, (renamed(turns, k) for k in range(factor)), (lines for _ in range(factor)))
+    seconds = [timed_wall(lambda: load(big).turns) for _ in range(rounds)]
+    assert len(load(big).turns) == n * factor
+    size = f"{big.stat().st_size / 1e6:.0f} MB"
+    print(f"  load(path).turns of {n * factor:,} turns ({size}): {spread(seconds, 3)} s")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, fewer repeats")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, fewer rounds")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds of each figure (default 7; 3 quick)")
     args = parser.parse_args()
     quick = args.quick
-    engine_sizes = [500, 2_000] if quick else [1_000, 2_000, 10_000, 100_000]
-    sizes = [1_000, 5_000] if quick else [1_000, 10_000, 100_000]
-    repeats = 3 if quick else 5
-    print(f"python {sys.version.split()[0]}; medians of {repeats} repeats unless noted")
+    rounds = args.rounds or (3 if quick else 7)
+    print(f"python {sys.version.split()[0]}; {load_average()}; {rounds} rounds")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        bench_engine(engine_sizes, repeats, tmp)
-        start = time.perf_counter()
-        events_by_size = {n: captured_events(n, runs=max(1, n // 1000)) for n in sizes}
-        print(
-            f"\n(captured engine events in {time.perf_counter() - start:.1f} s: "
-            f"{sum(len(v) for v in events_by_size.values()):,} events)"
-        )
-        bench_hot_path(events_by_size, repeats, tmp)
-        biggest = bench_frames_and_files(events_by_size, repeats, tmp)
-        bench_million(biggest, 3 if quick else 5, tmp, factor=2 if quick else 10)
+        bench_cost([1_000, 5_000] if quick else [10_000, 100_000], rounds, tmp)
+        bench_memory(2_000 if quick else 20_000, tmp)
+        events = bench_frames(5_000 if quick else 100_000, rounds)
+        bench_files(events, 3 if quick else 5, tmp, factor=2 if quick else 10)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from loopnb.record._lines import parse_event
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
 from loopnb.record._rows import when
 from loopnb.record._schema import TURN_COLUMNS
-from loopnb.record._store import COMMON, PACK, add, event_at, keep, streamed
+from loopnb.record._store import COMMON, PACK, add, events_at, keep, streamed
 from loopnb.record._walk import WIDTH_OF_ROW, Walk
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ class Recorder:
         self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
         self._writer = None if self.path is None else JsonlWriter(self.path, redact=redact, fsync=fsync)
         self._pending: list[Event] = []  # the events not yet in the file
+        self._extend = self._store.extend
+        self._plain = self._writer is None
         self._pending_at = 0  # the place in the store of the first of them
         self._streamed = _Streamed(None if self.path is None else self.path.absolute())
 
@@ -89,15 +91,22 @@ class Recorder:
 
     def __call__(self, event: Event) -> None:
         """Observe one event."""
-        if self._writer is None:
+        if self._plain:  # no file and no listener: all there is to do, in line
             try:
-                self._store.extend(PACK[type(event)](event))
+                self._extend(PACK[type(event)](event))
             except KeyError:
                 keep(self._store, event)
+            return
+        if self._writer is None:
+            add(self._store, event)
         else:
             self._stream(event)
         if self._listeners:
             self._notify(event)
+
+    def _settle(self) -> None:
+        """Note whether the hot path has only the store to fill (no file, no listener)."""
+        self._plain = self._writer is None and not self._listeners
 
     def _stream(self, event: Event) -> None:
         if not self._pending:
@@ -123,6 +132,7 @@ class Recorder:
                 places = writer.write(batch)
             except (RecordingError, OSError) as exc:
                 self._writer = None
+                self._settle()
                 failure = exc
                 with contextlib.suppress(OSError):
                     writer.close()
@@ -146,10 +156,12 @@ class Recorder:
         A listener that raises is detached with a ``LoopnbWarning`` and never affects recording.
         """
         self._listeners.append(listener)
+        self._settle()
 
         def unsubscribe() -> None:
             if listener in self._listeners:
                 self._listeners.remove(listener)
+                self._settle()
 
         return unsubscribe
 
@@ -165,6 +177,7 @@ class Recorder:
             except Exception as exc:
                 if listener in self._listeners:
                     self._listeners.remove(listener)
+                    self._settle()
                 warnings.warn(
                     f"recorder listener {listener!r} raised {type(exc).__name__}: {exc}; it was detached",
                     LoopnbWarning,
@@ -174,18 +187,24 @@ class Recorder:
     # -- rows and frames ----------------------------------------------------------------------
 
     def _read(self) -> Walk:
-        """The walk, brought up to every event observed (call with the lock held)."""
+        """The walk, with every event observed read into turns (call with the lock held)."""
         walk = self._walk
         walk.advance(self._store, len(self._store))
+        return walk
+
+    def _indexed(self) -> Walk:
+        """The walk, knowing where every event observed begins (call with the lock held)."""
+        walk = self._walk
+        walk.index(self._store, len(self._store))
         return walk
 
     def _events_so_far(self) -> tuple[list[Event], list[str]]:
         """The events observed, and the lines in the file of the first ones (those written)."""
         with self._lock:
-            starts = self._read().starts.tolist()
+            starts = self._indexed().starts
             streamed = self._streamed.copy()
         written, lines = streamed.read()
-        return written + [event_at(self._store, i) for i in starts[len(written) :]], lines
+        return written + events_at(self._store, starts[len(written) :]), lines
 
     @property
     def event_objects(self) -> list[Event]:
@@ -195,7 +214,7 @@ class Recorder:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._read().events
+            return self._indexed().events
 
     def turn_rows(self) -> list[dict[str, Any]]:
         """The turn rows so far (fresh dicts, as ``turn_rows`` of the events makes them)."""
@@ -210,7 +229,7 @@ class Recorder:
 
         with collector_paused():
             with self._lock:
-                walk = self._read()
+                walk = self._read() if name == "turns" else self._indexed()
                 n = walk.pos
                 cached = self._frames.get(name)
                 if cached is None or cached[0] != n:
@@ -237,7 +256,7 @@ class Recorder:
     def run_ids(self) -> list[str]:
         """The runs observed, in the order they started."""
         with self._lock:
-            starts = self._read().starts.tolist()
+            starts = self._indexed().starts.tolist()
         return list(dict.fromkeys([self._store[i + _RUN_ID] for i in starts]))
 
     # -- files and exports --------------------------------------------------------------------
@@ -307,6 +326,7 @@ class Recorder:
                 if self._writer is not None:  # not already closed by a failed write
                     self._writer.close()
                     self._writer = None
+                    self._settle()
 
     def __enter__(self) -> Recorder:
         return self

@@ -38,11 +38,8 @@ class Layout:
     names: tuple[str, ...]
     read: Callable[[Any], tuple[Any, ...]]
     """An event's class and then its fields' values, read in C (``attrgetter``)."""
-
-    @property
-    def width(self) -> int:
-        """How many places of the store one event takes: its class, then its values."""
-        return 1 + len(self.names)
+    width: int
+    """How many places of the store one event takes: its class, then its values."""
 
     def at(self, name: str) -> int:
         """Where field ``name`` is, counted from the event's first place (its class)."""
@@ -58,7 +55,7 @@ def _layout(cls: type) -> Layout:
     names = tuple(f.name for f in fields(cls) if f.name != "kind")
     if names[: len(COMMON)] != COMMON:
         raise TypeError(f"{cls.__name__} must begin with the fields {', '.join(COMMON)}")
-    return Layout(cls, names, attrgetter("__class__", *names))
+    return Layout(cls, names, attrgetter("__class__", *names), 1 + len(names))
 
 
 LAYOUTS: dict[type, Layout] = {cls: _layout(cls) for cls in EVENT_TYPES}
@@ -137,6 +134,20 @@ def event_at(store: list[Any], i: int) -> Event:
     elif cls is ToolDispatched and is_digest(values[_RESULT - 1]):
         values[_RESULT - 1] = _result_of(values[_RESULT - 1])
     return layout.build(values)
+
+
+def events_at(store: list[Any], starts: Sequence[int]) -> list[Event]:
+    """The events beginning at ``starts`` (``event_at`` of each, in one loop)."""
+    out: list[Event] = []
+    add_event, layouts = out.append, LAYOUTS
+    for i in starts:
+        cls = store[i]
+        if cls is ModelReplied or cls is ToolDispatched or cls is KEPT:  # maybe a digest, or kept
+            add_event(event_at(store, i))
+        else:
+            layout = layouts[cls]
+            add_event(cls(**dict(zip(layout.names, store[i + 1 : i + layout.width], strict=True))))
+    return out
 
 
 def _reply_of(digest: tuple[Any, ...]) -> ModelReply:

@@ -83,7 +83,7 @@ _ROLE_OF: dict[type | None, int] = {
     HardErrorRaised: _OPENS,
     TurnFinished: _FINISH,
 }
-_ROLES: dict[Any, tuple[int, int]] = {cls: (_ROLE_OF.get(cls, _PASS), width) for cls, width in WIDTH.items()}
+_ROLES: dict[Any, int] = {cls: _ROLE_OF.get(cls, _PASS) for cls in WIDTH}
 
 _TURN = LAYOUTS[TurnStarted].at("turn")
 _AT = LAYOUTS[TurnStarted].at("at")
@@ -120,7 +120,7 @@ def _appended(turn: list[Any], slot: int, value: Any) -> None:
 class Walk:
     """How far a store has been read, and what it held so far (see the module's docstring)."""
 
-    __slots__ = ("_breakers", "_open", "discarded", "pos", "rows", "starts")
+    __slots__ = ("_breakers", "_grouped", "_open", "discarded", "pos", "rows", "starts")
 
     def __init__(self) -> None:
         self.pos = 0
@@ -131,6 +131,7 @@ class Walk:
         """Each finished turn's row, one after the other (``WIDTH_OF_ROW`` values each)."""
         self.discarded: set[Any] = set()
         """The runs whose scratchpad was discarded whole (their turns are marked dropped)."""
+        self._grouped = 0  # the events read into turns so far
         self._open: dict[Any, list[Any]] = {}
         self._breakers: dict[Any, Any] = {}
 
@@ -142,31 +143,37 @@ class Walk:
     def turns(self) -> int:
         return len(self.rows) // WIDTH_OF_ROW
 
+    def index(self, store: list[Any], end: int) -> None:
+        """Note where each event of ``store`` up to place ``end`` (where an event ends) begins."""
+        i, add_start, width = self.pos, self.starts.append, WIDTH
+        while i < end:
+            add_start(i)
+            i += width[store[i]]
+        self.pos = i
+
     def advance(self, store: list[Any], end: int) -> None:
-        """Read the events of ``store`` up to place ``end`` (where an event ends).
+        """Read the events of ``store`` up to place ``end`` into turns, and the finished ones into rows.
 
         The usual events are handled in this loop itself, with what it reads bound to local names
         (a call or a global lookup per event would cost a third of the frame); the cases are
         ``TurnAssembler.add``'s.
         """
-        i = self.pos
+        self.index(store, end)
+        begins, self._grouped = self.starts[self._grouped :], len(self.starts)
         open_turns, breakers = self._open, self._breakers
-        add_start, find, roles = self.starts.append, open_turns.get, _ROLES
+        find, roles = open_turns.get, _ROLES
         run_at, turn_at, number_at, dispatched_at, soft_at = _RUN, _TURN, _NUMBER, _DISPATCHED, _SOFT
         inside, dispatch, reply, soft_error, finish = _INSIDE, _DISPATCH, _REPLY, _SOFT_ERROR, _FINISH
-        while i < end:
+        for i in begins:
             cls = store[i]
-            add_start(i)
-            role, width = roles[cls]
+            role = roles[cls]
             if role >= inside:
                 run_id = store[i + run_at]
                 turn = find(run_id)
                 if turn is None or turn[number_at] != store[i + turn_at]:
-                    if role >= _OPENS:
-                        turn = self._open_at(store, i)
-                    else:
-                        i += width
+                    if role < _OPENS:
                         continue  # an event outside any turn (a breaker moving before turn 1)
+                    turn = self._open_at(store, i)
                 if role == dispatch:
                     if turn[dispatched_at] is None:
                         turn[dispatched_at] = [i]
@@ -191,8 +198,6 @@ class Walk:
                 )
             else:
                 self._outside(store, i, cls)
-            i += width
-        self.pos = i
 
     def _open_at(self, store: list[Any], i: int) -> list[Any]:
         """A turn opened by its ``TurnFinished`` or ``HardErrorRaised`` (no ``TurnStarted`` came)."""

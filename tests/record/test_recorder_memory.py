@@ -33,7 +33,7 @@ from loopnb.engine._events import EVENT_TYPES
 from loopnb.record import Recorder
 from loopnb.record._frames import event_table, turn_table
 from loopnb.record._lines import dump_event, parse_event
-from loopnb.record._rows import turn_rows
+from loopnb.record._rows import EVENT_LAYOUTS, turn_rows
 
 from .conftest import context_run, hard_run, read_file, script_run, typo_run
 
@@ -95,6 +95,14 @@ def _marked(event: object) -> object:
 
 
 _SUBCLASSES: dict[type, type] = {}
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_subclasses():
+    """The row layouts learn each subclass they meet: forget these when a test is done."""
+    yield
+    for sub in _SUBCLASSES.values():
+        EVENT_LAYOUTS.pop(sub, None)
 
 
 def _injected_run() -> list:
