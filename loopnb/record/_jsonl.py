@@ -383,16 +383,6 @@ class JsonlWriter:
         return self._file.closed
 
 
-def read_span(path: Path, places: Sequence[int]) -> bytes:
-    """The bytes of ``path`` at ``places`` (``start, end, start, end, ...``), one piece after the other."""
-    pieces = []
-    with path.open("rb") as f:
-        for start, end in zip(places[::2], places[1::2], strict=True):
-            f.seek(start)
-            pieces.append(f.read(end - start))
-    return b"".join(pieces)
-
-
 def _open_append(path: Path) -> BinaryIO:
     return path.open("ab", buffering=0)
 

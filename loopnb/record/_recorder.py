@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-import zlib
-from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from loopnb.engine import LoopnbWarning
 from loopnb.engine._events import Event
 from loopnb.record._errors import RecordingError, RecordingWarning
-from loopnb.record._jsonl import JsonlWriter, make_header, read_span, write_jsonl
-from loopnb.record._lines import parse_event
+from loopnb.record._jsonl import JsonlWriter, make_header, write_jsonl
 from loopnb.record._redact import DEFAULT_REDACTOR, Redact
 from loopnb.record._rows import when
 from loopnb.record._schema import TURN_COLUMNS
 from loopnb.record._store import COMMON, PACK, add, events_at, keep, streamed
 from loopnb.record._walk import WIDTH_OF_ROW, Walk
+from loopnb.record._written import Written
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,7 +83,7 @@ class Recorder:
         self._extend = self._store.extend
         self._plain = self._writer is None
         self._pending_at = 0  # the place in the store of the first of them
-        self._streamed = _Streamed(None if self.path is None else self.path.absolute())
+        self._written = Written(None if self.path is None else self.path.absolute())
 
     # -- the hot path -------------------------------------------------------------------------
 
@@ -138,7 +136,7 @@ class Recorder:
                     writer.close()
             else:  # written: keep only what the frames read of these events
                 streamed(self._store, self._pending_at, len(batch))
-                self._streamed.add(len(batch), places, writer.crc)
+                self._written.add(len(batch), places, writer.crc)
                 return
         warnings.warn(  # outside the lock: a warning turned into an error must not hold it
             f"{self.path}: streaming stopped, this turn could not be written ({failure}); "
@@ -201,8 +199,8 @@ class Recorder:
     def _events_so_far(self) -> tuple[list[Event], list[str]]:
         """The events observed, and the lines in the file of the first ones (those written)."""
         with self._lock:
-            starts = self._indexed().starts
-            streamed = self._streamed.copy()
+            starts = self._indexed().starts[:]
+            streamed = self._written.copy()
         written, lines = streamed.read()
         return written + events_at(self._store, starts[len(written) :]), lines
 
@@ -228,17 +226,14 @@ class Recorder:
         from loopnb.record._store_frames import rows_frame, store_events_frame
 
         with collector_paused():
-            with self._lock:
+            with self._lock:  # what the frame is made of, copied as it is now
                 walk = self._read() if name == "turns" else self._indexed()
                 n = walk.pos
                 cached = self._frames.get(name)
                 if cached is None or cached[0] != n:
-                    rows, discarded, starts = walk.rows[:], set(walk.discarded), walk.starts[:]
+                    made = (walk.rows[:], set(walk.discarded)) if name == "turns" else walk.starts[:]
             if cached is None or cached[0] != n:
-                if name == "turns":
-                    df = rows_frame(rows, discarded)
-                else:
-                    df = store_events_frame(self._store, starts)
+                df = rows_frame(*made) if isinstance(made, tuple) else store_events_frame(self._store, made)
                 self._frames[name] = cached = (n, df)
         return cached[1].copy(deep=False)
 
@@ -353,51 +348,3 @@ def _row(values: list[Any], discarded: set[Any] | tuple[()]) -> dict[str, Any]:
     if discarded and values[0] in discarded:
         row["dropped"] = True
     return row
-
-
-class _Streamed:
-    """Where a streaming recorder's written events are in its file: how many, the places of their
-    bytes (``[start, end, ...]``) and the CRC-32 of those bytes, to read them back unchanged."""
-
-    __slots__ = ("crc", "events", "path", "places")
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.events = 0
-        self.places = array("q")
-        self.crc = 0
-
-    def add(self, events: int, places: tuple[int, int], crc: int) -> None:
-        self.events += events
-        self.places.extend(places)
-        self.crc = crc
-
-    def copy(self) -> _Streamed:
-        other = _Streamed(self.path)
-        other.events, other.places, other.crc = self.events, self.places[:], self.crc
-        return other
-
-    def read(self) -> tuple[list[Event], list[str]]:
-        """The written events and their lines; a ``RecordingError`` if the file no longer holds
-        them as they were written."""
-        if not self.events or self.path is None:
-            return [], []
-        try:
-            data = read_span(self.path, self.places)
-        except OSError as exc:
-            raise RecordingError(
-                f"cannot read back the events this recorder wrote: {exc}", path=self.path
-            ) from exc
-        lines = data.decode(errors="replace").split("\n")[:-1]
-        if zlib.crc32(data) != self.crc or len(lines) != self.events:
-            raise RecordingError(
-                "the file no longer holds the events this recorder wrote to it (it was changed or "
-                "replaced since): they cannot be read back",
-                path=self.path,
-            )
-        try:
-            return [parse_event(line) for line in lines], lines
-        except ValueError as exc:  # pragma: no cover - the CRC matched what this recorder wrote
-            raise RecordingError(
-                f"cannot read back an event this recorder wrote: {exc}", path=self.path
-            ) from exc
