@@ -31,7 +31,18 @@ from loopnb.engine._errors import HardProducer, SoftProducer, SourceProducer
 from loopnb.engine._events import Event
 from loopnb.foreign import _sniff
 from loopnb.foreign._formats import ForeignFormat, Unread
-from loopnb.foreign._langgraph_db import Checkpoint, Obj, Thread, Write, checkpoint, threads
+from loopnb.foreign._langgraph_db import (
+    SKIPPED,
+    Checkpoint,
+    Thread,
+    Write,
+    checkpoint,
+    decoded,
+    is_state,
+    shallow,
+    threads,
+)
+from loopnb.foreign._langgraph_file import Obj
 from loopnb.foreign._transcript import RunWriter, TurnWriter, status, unexplained
 from loopnb.record import Recording, RecordingError, RecordingWarning
 from loopnb.record._disagree import Mark
@@ -129,15 +140,18 @@ def _messages(values: dict[str, Any]) -> tuple[str | None, list[_Message]]:
     return None, []
 
 
-def _replayed(thread: Thread, latest: str) -> tuple[str | None, list[_Message]]:
+def _replayed(thread: Thread, latest: str, unread: Unread) -> tuple[str | None, list[_Message]]:
     """The messages rebuilt from the writes of every finished step, for a channel whose
     checkpoints keep no value (LangGraph's ``DeltaChannel`` stores its writes only): each
     message appended, or put in place of the one with its id; ``RemoveMessage`` deletes."""
     by_channel: dict[str, list[_Message]] = {}
     for write in thread.writes:
-        if write.checkpoint_id == latest or write.channel.startswith(("__", "branch:")):
+        if write.checkpoint_id == latest or not is_state(write.channel):
             continue  # the latest step's writes never reached the state
-        raw = write.value if isinstance(write.value, list) else [write.value]
+        value = decoded(write, unread)
+        if value is SKIPPED:
+            continue
+        raw = value if isinstance(value, list) else [value]
         found = [m for m in map(message, raw) if m is not None]
         if found and len(found) == len(raw):
             by_channel.setdefault(write.channel, []).extend(found)
@@ -166,7 +180,7 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _seen(thread: Thread, channel: str | None) -> dict[str, float]:
+def _seen(thread: Thread, channel: str | None, unread: Unread) -> dict[str, float]:
     """When each message first appeared: the time of the checkpoint its step made."""
     ts = {cp.id: cp.ts for cp in thread.checkpoints}
     made: dict[str | None, float | None] = {}
@@ -177,8 +191,7 @@ def _seen(thread: Thread, channel: str | None) -> dict[str, float]:
         if write.channel != channel:
             continue
         at = made.get(write.checkpoint_id) or ts.get(write.checkpoint_id)
-        values = write.value if isinstance(write.value, list) else [write.value]
-        for m in map(message, values):
+        for m in map(message, shallow(write, unread)):
             if m is not None and m.id is not None and at is not None:
                 seen.setdefault(m.id, at)
     return seen
@@ -247,11 +260,12 @@ def _offered(msgs: list[_Message]) -> list[str]:
 def _producer(text: str, said: str, tool: str) -> SoftProducer | None:
     """The table's row for a tool's answer to a call of ``tool``: ``ToolNode``'s texts first, then
     the status."""
-    if UNKNOWN_TOOL.match(text):
-        return "not_advertised"
-    old = OLD_INVALID_ARGS.match(text)
-    if INVALID_ARGS.match(text) or (old and old.group("tool") == tool):  # not one the tool raised itself
-        return "invalid_arguments"
+    if text.startswith("Error"):  # every text of ToolNode's own does; most answers are not its
+        if UNKNOWN_TOOL.match(text):
+            return "not_advertised"
+        old = OLD_INVALID_ARGS.match(text)
+        if INVALID_ARGS.match(text) or (old and old.group("tool") == tool):  # not one the tool raised
+            return "invalid_arguments"
     return "tool_error" if said == "error" else None
 
 
@@ -282,14 +296,14 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
     channel, msgs = _messages(values)
     settings: dict[str, Any] = {"thread_id": thread.thread_id}
     if channel is None:
-        channel, msgs = _replayed(thread, latest.id)
+        channel, msgs = _replayed(thread, latest.id, unread)
         settings["messages_from"] = "writes"
     if channel is not None:
         settings["channel"] = channel
     if not msgs:
         said = "no messages, neither in the checkpoint's channels nor in the writes: a run with no turns"
         warnings.warn(f"{path}: {where}: {said}", RecordingWarning, stacklevel=4)
-    seen = _seen(thread, channel)
+    seen = _seen(thread, channel, unread)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
     ais = [m for m in msgs if m.kind == "ai"]

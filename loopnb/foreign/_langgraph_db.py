@@ -5,7 +5,7 @@ blob, and its metadata as JSON) and ``writes`` (what each task wrote, kept after
 that raised leaves an ``__error__`` write). Blobs are ``msgpack`` as LangGraph's serde
 (``langgraph/checkpoint/serde/jsonplus.py``) encodes them, its objects as ext types holding
 ``(module, name, payload, ...)``: this module keeps the payload and never imports the module it
-names, so nothing in the file is constructed or run (``_langgraph_sqlite`` opens the file so that
+names, so nothing in the file is constructed or run (``_langgraph_file`` opens the file so that
 no SQL in it runs either).
 
 What a damaged or hostile file gets, by what is damaged:
@@ -17,7 +17,9 @@ What a damaged or hostile file gets, by what is damaged:
   ``pickle``, lists, maps or ext types nested deeper than ``MAX_DEPTH``) and **a write** that
   cannot be read (the same faults in ``value``, or an ``idx`` that is not an integer) go to
   ``Unread.skip``, naming the thread, the checkpoint (the write's channel and task) and the column:
-  skipped with a ``RecordingWarning`` (``errors="raise"``: a ``RecordingError``). A thread whose
+  skipped with a ``RecordingWarning`` (``errors="raise"``: a ``RecordingError``). A state write
+  (the messages a step added) is read only as deep as the reader needs it (see ``Write``), so
+  damage where it never looks does not count. A thread whose
   latest checkpoint is skipped is read from the latest one that can be (``_langgraph`` says the
   run's end is unknown).
 - **What makes a load poorer without breaking it**: no stored ``writes`` table, or one without a
@@ -29,7 +31,6 @@ What a damaged or hostile file gets, by what is damaged:
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 import warnings
@@ -39,37 +40,45 @@ from pathlib import Path
 from typing import Any
 
 from loopnb.foreign._formats import Unread
-from loopnb.foreign._langgraph_sqlite import Budget, budget_for, connect, query, select, stored
+from loopnb.foreign._langgraph_file import (
+    Budget,
+    Ext,
+    Obj,
+    budget_for,
+    column_held,
+    connect,
+    msgpack_module,
+    opened,
+    query,
+    resolve,
+    select,
+    shown,
+    stored,
+    typed,
+    unpackb_deferred,
+)
 from loopnb.record import RecordingError, RecordingWarning
 
-EXT_CONSTRUCTOR_SINGLE_ARG = 0
-EXT_CONSTRUCTOR_POS_ARGS = 1
-EXT_CONSTRUCTOR_KW_ARGS = 2
-EXT_METHOD_SINGLE_ARG = 3
-EXT_PYDANTIC_V1 = 4
-EXT_PYDANTIC_V2 = 5
-EXT_NUMPY_ARRAY = 6
-EXT_DELTA_SNAPSHOT = 7
 
-MAX_DEPTH = 100
-"""How deep a blob's lists, maps and objects (ext types) may nest. LangGraph's own stay within a
-dozen levels; what loopnb reads must stay well within Python's recursion limit and JSON readers'
-(about 200 levels), since its recordings carry tool arguments on."""
+@dataclass(slots=True, frozen=True)
+class Blob:
+    """A write's value as stored, not decoded yet; ``where`` names the write."""
+
+    kind: Any
+    data: Any
+    where: str
 
 
-@dataclass(slots=True)
-class Obj:
-    """An object LangGraph's serde wrote (a message, a ``Send``, ...): its class, by name only,
-    and what it was made from."""
-
-    module: str
-    name: str
-    value: Any
+SKIPPED = Blob(None, None, "")
+"""What a write that could not be decoded holds (it went to ``Unread``)."""
 
 
 @dataclass(slots=True)
 class Write:
-    """One row of ``writes``."""
+    """One row of ``writes``. LangGraph's own channels (``__error__``, ``__interrupt__``,
+    ``branch:...``: small) are decoded as the database is read; a state channel's value (the
+    messages a step added) stays a ``Blob`` until ``decoded`` or ``shallow`` asks for it: the
+    latest checkpoint holds the state, so most are asked only for their messages' ids."""
 
     checkpoint_id: str
     task_id: str
@@ -77,6 +86,42 @@ class Write:
     idx: int
     channel: str
     value: Any
+
+
+def is_state(channel: str) -> bool:
+    """Whether a write's channel is the graph's state (not one of LangGraph's own)."""
+    return not channel.startswith(("__", "branch:"))
+
+
+def decoded(write: Write, unread: Unread) -> Any:
+    """A write's value, decoded on first need; one that cannot be read goes to ``unread`` (the
+    write is skipped) and is ``SKIPPED`` from then on."""
+    value = write.value
+    if type(value) is not Blob or value is SKIPPED:
+        return value
+    try:
+        write.value = typed(value.kind, value.data, value.where, unread.path or Path(), column="value")
+    except RecordingError as exc:
+        unread.skip(value.where, exc, left=_WRITE_SKIPPED)
+        write.value = SKIPPED
+    return write.value
+
+
+def shallow(write: Write, unread: Unread) -> list[Any]:
+    """What a state channel's write holds, each item's own ext type opened and nothing inside it
+    read (a message's id and type are plain strings in its map): the messages' ids for the price of
+    one small decode each. A write that does not decode is decoded whole, which says why."""
+    value = write.value
+    if type(value) is Blob and value.kind == "msgpack" and type(value.data) is bytes:
+        try:
+            top = unpackb_deferred(value.data)
+            return [opened(item) for item in (top if type(top) is list else [top])]
+        except (ValueError, TypeError, msgpack_module().UnpackException):
+            pass
+    whole = decoded(write, unread)
+    if whole is SKIPPED:
+        return []
+    return whole if isinstance(whole, list) else [whole]
 
 
 @dataclass(slots=True)
@@ -102,165 +147,14 @@ class Thread:
     """The ids of its checkpoints that could not be read."""
 
 
-_MSGPACK: list[Any] = []
-
-
-def _msgpack() -> Any:
-    """The ``msgpack`` module, imported on first use."""
-    if not _MSGPACK:
-        try:
-            import msgpack  # type: ignore[import-untyped]  # it ships no annotations
-        except ImportError as exc:  # pragma: no cover - the foreign extra has it
-            raise ImportError(
-                "reading LangGraph checkpoints needs msgpack: pip install 'loopnb[foreign]'"
-            ) from exc
-        _MSGPACK.append(msgpack)
-    return _MSGPACK[0]
-
-
-@dataclass(slots=True)
-class _Ext:
-    """An ext type as msgpack hands it to its hook, read later by ``_resolve``: reading it inside
-    the hook would nest msgpack's calls, each holding tens of KB of C stack (a few hundred nested
-    ext types crash the interpreter, a few dozen in a thread with a small stack)."""
-
-    code: int
-    data: bytes
-
-    def read(self) -> Any:
-        """What the ext type holds, as plain data; ext types inside it are still ``_Ext``."""
-        inner = _unpackb(self.data)
-        if self.code == EXT_DELTA_SNAPSHOT:
-            return inner
-        if self.code == EXT_NUMPY_ARRAY:
-            return Obj("numpy", "ndarray", None)
-        if isinstance(inner, list) and len(inner) >= 3 and all(isinstance(s, str) for s in inner[:2]):
-            return Obj(inner[0], inner[1], inner[2])
-        return Obj("", f"ext{self.code}", inner)
-
-
-def _unpackb(data: bytes) -> Any:
-    return _msgpack().unpackb(data, ext_hook=_Ext, raw=False, strict_map_key=False)
-
-
-_NESTED = frozenset({list, dict, Obj})
-"""What holds more of a decoded blob (msgpack and json make exact lists and dicts; ext types are
-read as ``Obj``)."""
-
-
-def _opened(value: Any) -> Any:
-    """``value``, or what it holds if it is an ext type (a delta snapshot's may be one again)."""
-    while isinstance(value, _Ext):
-        value = value.read()
-    return value
-
-
-def _resolve(value: Any, where: str, path: Path) -> Any:
-    """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
-    constructed), walked with a stack of its own; lists, maps and objects nested deeper than
-    ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more goes on the stack (a blob is
-    mostly strings and numbers), and a value is written back only where an ext type was read."""
-    top = [value]
-    stack: list[tuple[Any, int]] = [(top, 0)]
-    push = stack.append
-    while stack:
-        item, depth = stack.pop()
-        inner = depth + 1
-        kind = type(item)
-        if kind is list:
-            for i, v in enumerate(item):
-                if type(v) is _Ext:
-                    v = item[i] = _opened(v)
-                if type(v) in _NESTED:
-                    push((v, inner))
-        elif kind is dict:
-            for key, v in item.items():
-                if type(v) is _Ext:
-                    v = item[key] = _opened(v)  # a value replaced, no key added: iterating goes on
-                if type(v) in _NESTED:
-                    push((v, inner))
-        else:  # an Obj
-            v = item.value = _opened(item.value)
-            if type(v) in _NESTED:
-                push((v, inner))
-        if depth > MAX_DEPTH:
-            raise _too_deep(where, path)
-    return top[0]
-
-
-def _too_deep(where: str, path: Path) -> RecordingError:
-    return RecordingError(
-        f"{where}: lists, maps or ext types nested deeper than {MAX_DEPTH} levels, not read "
-        "(LangGraph's own nest a dozen at most)",
-        path=path,
-    )
-
-
-def _shown(value: Any) -> str:
-    """``value``'s repr, cut to 40 characters."""
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:40] + "..."
-
-
-_STORAGE = {str: "TEXT", int: "INTEGER", float: "REAL", bytes: "BLOB"}
-
-
-def _column(value: Any) -> str:
-    """A value as SQLite stored it: its storage class, and what it holds."""
-    return "NULL" if value is None else f"{_STORAGE.get(type(value), 'BLOB')} {_shown(value)}"
-
-
-def unpack(data: bytes, where: str, path: Path) -> Any:
-    """A msgpack blob as plain data (ext types as ``Obj``)."""
-    msgpack = _msgpack()
-    try:
-        return _resolve(_unpackb(data), where, path)
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise RecordingError(f"{where}: a msgpack blob that does not decode ({exc})", path=path) from exc
-
-
-def typed(kind: Any, data: Any, where: str, path: Path, column: str = "checkpoint") -> Any:
-    """A blob as LangGraph's ``loads_typed`` would read it, except that ``pickle`` is refused;
-    ``column`` names where ``data`` came from when it is not a blob."""
-    if kind in (None, "null", "empty") or data is None:
-        return None
-    if kind == "pickle":
-        raise RecordingError(
-            f"{where}: a pickle blob; loopnb never unpickles a file (it could run any code). Re-save the "
-            "thread with LangGraph's default serializer (msgpack) to read it",
-            path=path,
-        )
-    if kind not in ("bytes", "bytearray", "msgpack", "json"):
-        raise RecordingError(
-            f"{where}: unknown blob type {kind!r} (expected msgpack, json, null or bytes)", path=path
-        )
-    if kind == "json" and isinstance(data, str):
-        data = data.encode()  # JSON is text: a TEXT column holds it as well as a BLOB
-    if not isinstance(data, bytes):
-        raise RecordingError(
-            f"{where}: column {column} holds {_column(data)}, expected a BLOB of {kind}", path=path
-        )
-    if kind in ("bytes", "bytearray"):
-        return data
-    if kind == "msgpack":
-        return unpack(data, where, path)
-    try:
-        value = json.loads(data)
-    except RecursionError as exc:  # json's parser recurses: far past MAX_DEPTH
-        raise _too_deep(where, path) from exc
-    except ValueError as exc:  # UnicodeDecodeError is one
-        raise RecordingError(f"{where}: a json blob that does not parse ({exc})", path=path) from exc
-    return _resolve(value, where, path)
-
-
 def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
     """A checkpoint's ``ts`` and ``v`` as stored; a msgpack one's read without decoding its
     channel values."""
     if kind != "msgpack" or not isinstance(blob, bytes):
         body = typed(kind, blob, where, path)
         return (body.get("ts"), body.get("v")) if isinstance(body, dict) else (None, None)
-    msgpack = _msgpack()
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=_Ext)
+    msgpack = msgpack_module()
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=Ext)
     unpacker.feed(blob)
     ts: Any = None
     version: Any = None
@@ -275,7 +169,7 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
                 unpacker.skip()
             if ts is not None and version is not None:
                 break
-        ts, version = _resolve([ts, version], where, path)
+        ts, version = resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
     return ts, version
@@ -333,7 +227,7 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
                 version = None
             cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version)
             if cp.ts is None:
-                odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + _shown(ts)}")
+                odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + shown(ts)}")
             versions.add(version)
             found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
         if not any(t.checkpoints for t in found.values()) and unread.items:
@@ -398,10 +292,15 @@ def _writes(
         try:
             if isinstance(idx, bool) or not isinstance(idx, int):
                 raise RecordingError(
-                    f"{where}: column idx holds {_column(idx)}, expected an INTEGER", path=path
+                    f"{where}: column idx holds {column_held(idx)}, expected an INTEGER", path=path
                 )
-            decoded = typed(kind, value, where, path, column="value")
+            channel = str(channel)
+            held = (
+                Blob(kind, value, where)
+                if is_state(channel)
+                else typed(kind, value, where, path, column="value")
+            )
         except RecordingError as exc:
             unread.skip(where, exc, left=_WRITE_SKIPPED)
             continue
-        thread.writes.append(Write(str(cid), str(task), str(task_path or ""), idx, str(channel), decoded))
+        thread.writes.append(Write(str(cid), str(task), str(task_path or ""), idx, channel, held))

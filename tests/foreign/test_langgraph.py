@@ -238,7 +238,7 @@ def test_an_older_json_checkpoint_with_langchain_constructors(copy):
 
 
 def test_objects_are_kept_as_data_never_constructed():
-    from loopnb.foreign._langgraph_db import Obj, unpack
+    from loopnb.foreign._langgraph_file import Obj, unpack
 
     evil = msgpack.ExtType(0, msgpack.packb(["os", "system", "echo unsafe"]))
     value = unpack(msgpack.packb({"x": evil}), "test", Path("x"))

@@ -24,7 +24,7 @@ import pytest
 
 import loopnb
 from loopnb.fileformats._load import format_of
-from loopnb.foreign._langgraph_db import unpack
+from loopnb.foreign._langgraph_file import unpack
 from loopnb.record import RecordingError, RecordingWarning
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,11 +249,11 @@ def test_a_checkpoints_view_is_not_a_checkpoints_table(tmp_path):
 
 
 def test_a_query_past_its_budget_is_stopped_with_an_error(monkeypatch):
-    from loopnb.foreign import _langgraph_sqlite
+    from loopnb.foreign import _langgraph_file
 
-    monkeypatch.setattr(_langgraph_sqlite, "TICK", 1)
-    monkeypatch.setattr(_langgraph_sqlite, "BASE_TICKS", 50)
-    monkeypatch.setattr(_langgraph_sqlite, "TICKS_PER_KB", 0)
+    monkeypatch.setattr(_langgraph_file, "TICK", 1)
+    monkeypatch.setattr(_langgraph_file, "BASE_TICKS", 50)
+    monkeypatch.setattr(_langgraph_file, "TICKS_PER_KB", 0)
     with pytest.raises(RecordingError) as caught:
         loopnb.load(GOLDEN)
     assert str(caught.value) == (
@@ -263,10 +263,10 @@ def test_a_query_past_its_budget_is_stopped_with_an_error(monkeypatch):
 
 
 def test_the_connection_runs_nothing_from_the_file():
-    from loopnb.foreign import _langgraph_sqlite
+    from loopnb.foreign import _langgraph_file
 
-    budget = _langgraph_sqlite.budget_for(GOLDEN)
-    conn, kinds = _langgraph_sqlite.connect(GOLDEN, budget)
+    budget = _langgraph_file.budget_for(GOLDEN)
+    conn, kinds = _langgraph_file.connect(GOLDEN, budget)
     try:
         assert kinds["checkpoints"] == kinds["writes"] == "table"
         if sqlite3.sqlite_version_info >= (3, 31):  # older SQLite has no such setting
