@@ -93,12 +93,15 @@ class _Message:
 def read(path: Path, unread: Unread | None = None) -> Recording:
     """The threads of a LangGraph ``SqliteSaver`` database, one run each. A checkpoint or write
     that cannot be read goes to ``unread`` (by default, skipped with a warning)."""
+    from loopnb.record._frames import collector_paused
+
     path = Path(path)
     unread = unread or Unread("warn", path)
-    found, versions = threads(path, unread)
     events: list[Event] = []
-    for thread in found:
-        events.extend(_write_thread(thread, unread))
+    with collector_paused():  # decoded blobs, threads and events hold no cycles: see collector_paused
+        found, versions = threads(path, unread)
+        for thread in found:
+            events.extend(_write_thread(thread, unread))
     if not events:
         raise unread.nothing_read("checkpoints")
     known = sorted(str(v) for v in versions if v is not None)
