@@ -246,6 +246,14 @@ class _Run:
             name = model.error_data("name")
             kind = str(name) if name else None
             return _End("source_error", str(said), "model_error", True, kind, model.end)
+        if model is not None and model.kind == "generation" and _unanswered(model.data):
+            # openai-agents 0.2 marks no error on a Chat Completions request that raised (an HTTP
+            # 500, say): the span keeps what was sent and no output, which a reply always fills
+            message = (
+                "the model request got no response; the trace does not say why (its generation span "
+                "kept the request, no output and no error)"
+            )
+            return _End("source_error", message, "model_error", True, at=model.end)
         if escaped is not None and failed is not None:
             return _End("source_error", escaped, "agent_error", True, at=failed.end)
         unanswered = [call.name for call, span in self._calls(last, self._reply(last)) if span is None]
@@ -398,3 +406,9 @@ FORMAT = ForeignFormat(
     marks=MARKS,
 )
 """The format this module reads: ``loopnb.formats()`` finds it here."""
+
+
+def _unanswered(data: dict[str, Any]) -> bool:
+    """Whether a generation span kept the request (``input``) and no reply (``output``): with
+    ``trace_include_sensitive_data=False`` it keeps neither, which says nothing."""
+    return data.get("input") is not None and data.get("output") is None

@@ -4,7 +4,7 @@ The SDK's own models run unchanged (``OpenAIChatCompletionsModel``, whose ``gene
 keep the messages, and ``OpenAIResponsesModel``, whose ``response`` spans keep only an id and
 the usage); their client talks to an ``httpx.MockTransport`` that answers from a script, so no
 request leaves the process. ``set_trace_processors`` replaces the SDK's exporter to OpenAI's
-servers with the processors given. Five runs, one trace each:
+servers with the processors given. Six runs, one trace each:
 
 1. ``recovers``: a handoff, a tool error the model recovers from (the SDK's fixed text), invalid
    JSON arguments with an unknown tool beside them (``tool_not_found_behavior=
@@ -12,7 +12,9 @@ servers with the processors given. Five runs, one trace each:
 2. ``unknown-tool``: the default behaviour, ``ModelBehaviorError`` ends the run;
 3. ``crash``: a tool with ``failure_error_function=None`` raises, and the exception ends the run;
 4. ``max-turns``: a tool whose failure text names what failed, until ``MaxTurnsExceeded``;
-5. ``guardrail``: an input guardrail's tripwire ends the run.
+5. ``guardrail``: an input guardrail's tripwire ends the run;
+6. ``model-error``: after a tool call, the model's server answers HTTP 500 (the client does not
+   retry) and the ``InternalServerError`` ends the run.
 
 openai-agents 0.2 (the oldest the project claims) has neither tool timeouts nor
 ``tool_not_found_behavior``: there the ``recovers`` script calls neither the unknown tool nor the
@@ -51,11 +53,13 @@ PROMPT = "What do the release notes say?"
 
 @dataclass
 class Say:
-    """One scripted model response: text, or calls ``(call_id, name, raw arguments)``."""
+    """One scripted model response: text, or calls ``(call_id, name, raw arguments)``; or, with
+    ``fails``, an HTTP 500 whose error message it is."""
 
     text: str | None = None
     calls: Sequence[tuple[str, str, str]] = ()
     tokens: tuple[int, int] = (100, 10)
+    fails: str | None = None
 
 
 @dataclass
@@ -160,6 +164,8 @@ def scripted_model(shape: Shape, script: Sequence[Say]) -> OpenAIChatCompletions
         if not queue:
             return httpx.Response(500, json={"error": {"message": "the script has no more replies"}})
         say, served = queue.pop(0), served + 1
+        if say.fails is not None:
+            return httpx.Response(500, json={"error": {"message": say.fails, "type": "server_error"}})
         model = json.loads(request.content)["model"]
         body = _chat(say, model) if shape == "chat" else _responses(say, model, served)
         return httpx.Response(200, json=body)
@@ -250,6 +256,10 @@ RUNS: dict[str, list[Say]] = {
         Say(calls=[("call_10", "fetch", '{"url": "https://api.example.test/notes"}')], tokens=(105, 8)),
     ],
     "guardrail": [Say(text="I cannot share that.", tokens=(80, 6))],
+    "model-error": [
+        Say(calls=[("call_11", "read_file", '{"path": "notes.txt"}')], tokens=(85, 9)),
+        Say(fails="The server had an error while processing your request."),
+    ],
 }
 """Each run's script, in the order the samples run them."""
 
@@ -269,7 +279,7 @@ def _agents(name: str, model: Any) -> Agent[Any]:
 
 
 def run_samples(shape: Shape, processors: Sequence[TracingProcessor]) -> dict[str, str]:
-    """Run the five samples on the ``shape`` model with ``processors`` tracing them; returns how
+    """Run the six samples on the ``shape`` model with ``processors`` tracing them; returns how
     each run ended (``final output`` or the exception's class)."""
     set_tracing_disabled(False)
     set_trace_processors(list(processors))

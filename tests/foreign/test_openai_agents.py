@@ -2,7 +2,7 @@
 
 ``chat.jsonl`` was written by ``JsonlProcessor`` around the SDK's Chat Completions model (its
 ``generation`` spans keep the messages); ``responses.json`` is a JSON list of the exports of the
-same five runs on the Responses model (its ``response`` spans keep only the usage), made by
+same six runs on the Responses model (its ``response`` spans keep only the usage), made by
 ``tests/golden/foreign/make_openai_agents.py``. Both read into the same turns.
 """
 
@@ -33,6 +33,7 @@ FETCH = (
     + "use read_file on the cached notes.txt instead"
 )
 NOTES = "Release notes: ship on Friday."
+SERVER_ERROR = "The server had an error while processing your request."  # the sample's HTTP 500
 NOT_FOUND = "Tool 'serch' not found."
 S = "openai-agents:"
 
@@ -86,6 +87,17 @@ TURNS = [
         "guardrail",
         None,
     ),
+    ("model-error", 1, "ok", None, "read_file", None, "ok", (85, 9)),
+    (
+        "model-error",
+        2,
+        "hard",
+        "source_error",
+        None,
+        f"Error code: 500 - {SERVER_ERROR}",
+        "model_error",
+        None,
+    ),
 ]
 
 CALLS = [
@@ -99,6 +111,7 @@ CALLS = [
     ("crash", 1, "read_file", None, "ok", True, NOTES),
     ("max-turns", 1, "fetch", "tool_error", "error", True, FETCH),
     ("max-turns", 2, "fetch", "tool_error", "error", True, FETCH),
+    ("model-error", 1, "read_file", None, "ok", True, NOTES),
 ]
 
 DISAGREEMENTS = [
@@ -180,7 +193,14 @@ def test_the_disagreements_row_by_row(path):
 def test_each_trace_is_a_run_that_ends_as_the_sdk_ended_it(path):
     rec = loopnb.load(path)
     names = _names(rec)
-    assert list(names.values()) == ["recovers", "unknown-tool", "crash", "max-turns", "guardrail"]
+    assert list(names.values()) == [
+        "recovers",
+        "unknown-tool",
+        "crash",
+        "max-turns",
+        "guardrail",
+        "model-error",
+    ]
     assert rec.run_ids == list(names)
     assert rec.meta["source"] == {"format": "openai-agents", "version": None}
     ends = {names[e.run_id]: e for e in rec.event_objects if e.kind == "run_finished"}
@@ -190,6 +210,7 @@ def test_each_trace_is_a_run_that_ends_as_the_sdk_ended_it(path):
         "crash": ("hard", "source_error"),
         "max-turns": ("hard", "loop_detected"),
         "guardrail": ("hard", "source_error"),
+        "model-error": ("hard", "source_error"),
     }
     assert ends["unknown-tool"].error == "ModelBehaviorError"
     assert ends["max-turns"].error == "MaxTurnsExceeded"
@@ -250,18 +271,18 @@ def test_every_status_written_has_a_mark():
 def test_replay_report_flows_and_the_cli_work_on_a_golden(tmp_path, capsys):
     rec = loopnb.load(CHAT)
     view = loopnb.replay(rec)
-    assert view.runs is not None and len(view.runs.options) == 5
-    assert "run 5 of 5" in view.header.value
+    assert view.runs is not None and len(view.runs.options) == 6
+    assert "run 6 of 6" in view.header.value
     report = rec.to_html(tmp_path / "agents.html").read_text(encoding="utf-8")
     assert "Tool list_releases not found in agent reader" in report and "tool_error" in report
     flows = loopnb.flow_counts(rec).set_index(["source", "target"])["count"]
-    assert flows["adapt", "soft"] == 5 and flows["adapt", "hard"] == 3  # unknown tool, crash, guardrail
+    assert flows["adapt", "soft"] == 5 and flows["adapt", "hard"] == 4  # unknown tool, crash, guardrail, the server's 500
     assert flows["watch", "hard2"] == 1  # max turns: the loop watch's stop
     summary = loopnb.audit(rec).summary()
     assert summary is not None
     assert main(["audit", str(CHAT)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"runs ended hard +4 +source_error 3, loop_detected 1", out), out
+    assert re.search(r"runs ended hard +5 +source_error 4, loop_detected 1", out), out
 
 
 def test_load_many_reads_a_folder_of_both_shapes_beside_a_loopnb_recording(tmp_path):
@@ -318,6 +339,44 @@ def test_a_trace_without_turn_spans_groups_calls_by_model_span():
     assert unknown["error_text"] == (
         "the trace ends before list_releases ran: the trace does not say why the run stopped"
     )
+
+
+def _as_openai_agents_0_2(items: list[dict[str, Any]], *, sensitive: bool = True) -> list[dict[str, Any]]:
+    """The chat golden's ``model-error`` trace as openai-agents 0.2 traced it: no turn spans, and
+    no error on the generation that raised nor on the agent span; without sensitive data, no
+    span keeps its input either."""
+    trace = next(i["id"] for i in items if i.get("workflow_name") == "model-error")
+    out = []
+    for item in items:
+        if item.get("trace_id", item.get("id")) != trace or item.get("span_data", {}).get("type") == "custom":
+            continue
+        if item.get("object") == "trace.span":
+            data = {**item["span_data"]} if sensitive else {**item["span_data"], "input": None}
+            item = {**item, "span_data": data, "error": None}
+        out.append(item)
+    return out
+
+
+def test_a_model_request_that_got_no_response_ends_the_run_though_nothing_marks_it():
+    """openai-agents 0.2 marks no error when the model's server fails: the last generation span
+    kept the request and no output, and the run read as a clean one."""
+    rec = from_openai_agents(_as_openai_agents_0_2(_items(CHAT)))
+    t = rec.turns
+    assert list(t["channel"]) == ["ok", "hard"]
+    last = t.iloc[-1]
+    assert (last["producer"], last["source_status"]) == ("source_error", S + "model_error")
+    assert last["error_text"] == (
+        "the model request got no response; the trace does not say why (its generation span kept "
+        "the request, no output and no error)"
+    )
+    assert rec.event_objects[-1].error == "SourceError"
+
+
+def test_a_generation_span_that_kept_nothing_is_not_read_as_a_failed_request():
+    """Without sensitive data every generation span keeps neither input nor output: that says
+    nothing about the request, so the run is not ended on it."""
+    rec = from_openai_agents(_as_openai_agents_0_2(_items(CHAT), sensitive=False))
+    assert "model_error" not in "".join(rec.turns["source_status"].dropna())
 
 
 def test_a_damaged_line_is_named(tmp_path):

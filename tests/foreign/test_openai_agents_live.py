@@ -68,6 +68,7 @@ def test_samples_saved_by_the_processor_read_turn_by_turn(tmp_path, shape):
         "crash": "UserError",
         "max-turns": "MaxTurnsExceeded",
         "guardrail": "InputGuardrailTripwireTriggered",
+        "model-error": "InternalServerError",
     }
     rec = loopnb.load(path)
     started = {e.run_id: e.settings for e in rec.event_objects if e.kind == "run_started"}

@@ -1,6 +1,6 @@
 """Regenerate the OpenAI Agents SDK goldens under ``tests/golden/foreign/openai-agents/``.
 
-Runs the five scripted samples of ``tests/foreign/openai_agents_samples.py`` on the SDK's real
+Runs the six scripted samples of ``tests/foreign/openai_agents_samples.py`` on the SDK's real
 models (no request leaves the process) and keeps what their tracing processors saw:
 
 - ``chat.jsonl``: the Chat Completions model, written by ``JsonlProcessor`` (one export a line);
