@@ -276,7 +276,7 @@ def test_replay_report_flows_and_the_cli_work_on_a_golden(tmp_path, capsys):
     report = rec.to_html(tmp_path / "agents.html").read_text(encoding="utf-8")
     assert "Tool list_releases not found in agent reader" in report and "tool_error" in report
     flows = loopnb.flow_counts(rec).set_index(["source", "target"])["count"]
-    assert flows["adapt", "soft"] == 5 and flows["adapt", "hard"] == 4  # unknown tool, crash, guardrail, the server's 500
+    assert flows["adapt", "soft"] == 5 and flows["adapt", "hard"] == 4  # unknown tool, crash, guardrail, 500
     assert flows["watch", "hard2"] == 1  # max turns: the loop watch's stop
     summary = loopnb.audit(rec).summary()
     assert summary is not None
