@@ -57,11 +57,21 @@ MARKS: dict[str, Mark] = {
     "__error__": "ended",
     "__interrupt__": "ended",
     "unanswered": "ended",
+    "step_guard": "ended",
 }
 """Every ``source_status`` this reader writes (after ``"langgraph:"``) and what it means: a
 ``ToolMessage``'s ``status``; ``missing`` for a call no ``ToolMessage`` answers; on the turn a run
 ended on, the pending write that ended it (``__error__:tool_call`` when its tool calls were in
-flight), or ``unanswered`` for a thread that stops with nothing pending to say why."""
+flight), ``step_guard`` where the prebuilt agent's step guard answered in the model's place, or
+``unanswered`` for a thread that stops with nothing pending to say why."""
+
+STEP_GUARD = "Sorry, need more steps to process this request."
+"""What ``create_react_agent``'s step guard stores in place of the model's reply when too few steps
+remain (``remaining_steps``) for the tool calls it asked for; the run ends on it."""
+STEP_GUARD_ENDED = (
+    f"the prebuilt agent's step guard answered {STEP_GUARD!r} in the model's place: too few steps "
+    "remained (recursion_limit) for the tool calls the model asked for, which the thread does not keep"
+)
 
 UNKNOWN_TOOL = re.compile(
     r"^Error: (?P<tool>.+?) is not a valid tool, try one of \[(?P<tools>.*)\]\.?$", re.S
@@ -329,6 +339,11 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
     for index, ai in enumerate(msgs):
         if ai.kind != "ai":
             continue
+        if index == len(msgs) - 1 and not (pending or cut) and _step_guard(ai.value):
+            at = seen.get(ai.id or "", latest.ts)
+            return writer.end_hard(
+                "loop_detected", STEP_GUARD_ENDED, at=at, source_status=status(NAME, "step_guard")
+            )
         turn = writer.turn(at=seen.get(ai.id or ""))
         calls = _calls(ai.value)
         text = text_of(ai.value.get("content")) or None
@@ -361,6 +376,18 @@ def _result(turn: TurnWriter, call: ToolCall, answer: _Message | None, seen: dic
         source_status=status(NAME, said),
         executed=producer not in ("not_advertised", "invalid_arguments"),
         at=seen.get(answer.id or ""),
+    )
+
+
+def _step_guard(value: dict[str, Any]) -> bool:
+    """Whether an AI message is the step guard's: its exact text, and nothing a model's reply
+    carries (no tool calls, no response metadata, no usage; the guard keeps only the reply's id),
+    so that a model that said those words itself is not taken for it."""
+    return (
+        value.get("content") == STEP_GUARD
+        and not value.get("tool_calls")
+        and not value.get("response_metadata")
+        and not value.get("usage_metadata")
     )
 
 
