@@ -11,7 +11,6 @@ server keeps every request) and what each kickoff raised.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -23,7 +22,7 @@ need("crewai", "crewai", "openinference.instrumentation.crewai", "openinference.
 
 import loopnb  # noqa: E402
 from loopnb.otel import LiveSpans  # noqa: E402
-from tests.foreign.test_framework_goldens import CREWAI_TURNS, CREWAI_UNMARKED, check, rows  # noqa: E402
+from tests.foreign.test_framework_goldens import CREWAI_TURNS, CREWAI_UNMARKED, check_made, rows  # noqa: E402
 from tests.golden.foreign import make_crewai as make  # noqa: E402
 from tests.golden.foreign import otlp_files  # noqa: E402
 
@@ -40,7 +39,7 @@ def made() -> tuple[make.Sample, LiveSpans]:
         return tp, exporter
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(make, "provider", watched)
+        patch.setattr(otlp_files, "provider", watched)  # what traced() makes its provider with
         return make.sample(), live
 
 
@@ -54,10 +53,7 @@ def _tool_message(body: dict[str, Any]) -> str:
 
 def test_spans_made_now_read_as_the_golden(made, tmp_path):
     sample, _ = made
-    path = tmp_path / "crewai.otlp.json"
-    path.write_text(json.dumps(otlp_files.spec_json(otlp_files.normalised(sample.spans))), encoding="utf-8")
-    check(loopnb.load(path), CREWAI_TURNS)
-    check(loopnb.from_otel(sample.spans), CREWAI_TURNS)
+    check_made(sample.spans, tmp_path / "crewai.otlp.json", CREWAI_TURNS)
 
 
 def test_each_error_is_the_tool_message_the_next_request_carried(made):

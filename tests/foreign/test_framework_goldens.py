@@ -10,6 +10,8 @@ text is the framework's, and only required to be there.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,9 @@ import pytest
 
 import loopnb
 from loopnb.record import Recording
+from tests.foreign.frameworks import last_result
 from tests.foreign.test_otlp import plain
+from tests.golden.foreign.otlp_files import normalised, spec_json
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "foreign" / "otlp"
 
@@ -198,6 +202,33 @@ def check(rec: Recording, expected: list[Row]) -> None:
         else:
             assert isinstance(text, str) and text.strip(), f"no text the model read: {got}"
             assert words is None or words in text, got
+
+
+def check_made(spans: Sequence[Any], path: Path, expected: list[Row]) -> None:
+    """Spans a live test made now read as the golden's rows: written at ``path`` as a real
+    exporter writes them, and as the span objects themselves."""
+    path.write_text(json.dumps(spec_json(normalised(spans))), encoding="utf-8")
+    check(loopnb.load(path), expected)
+    check(loopnb.from_otel(spans), expected)
+
+
+def check_tool_messages(
+    runs: Sequence[Any], found: list[tuple[Any, ...]], unmarked: Collection[Any] = ()
+) -> None:
+    """Each turn of each run (whose ``requests`` the fake server kept) against the tool message
+    the next request gave the model: a soft turn's error text is exactly that message, an ok
+    turn's call read our tool's output; a turn in ``unmarked`` (``(run, turn)``) was refused
+    without the trace saying so."""
+    for index, run in enumerate(runs):
+        turns = [r for r in found if r[0] == index]
+        for number, body in enumerate(run.requests[1:], 1):
+            turn, read = turns[number - 1], last_result(body)
+            if (index, number) in unmarked:  # refused, not run: the trace does not say so
+                assert turn[2] == "ok" and read != "buy milk"
+            elif turn[2] == "soft":
+                assert turn[6] == read  # exactly what the model was given back
+            else:
+                assert (turn[2], read) == ("ok", "buy milk")  # our tool's output
 
 
 @pytest.mark.parametrize("framework", sorted(GOLDENS))

@@ -10,7 +10,6 @@ request to the model carried (the fake server keeps every request), how each run
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -20,9 +19,8 @@ from tests.foreign.frameworks import need
 need("smolagents", "smolagents", "openai", "openinference.instrumentation.smolagents")
 
 import loopnb  # noqa: E402
-from tests.foreign.test_framework_goldens import SMOLAGENTS_TURNS, check, rows  # noqa: E402
+from tests.foreign.test_framework_goldens import SMOLAGENTS_TURNS, check_made, rows  # noqa: E402
 from tests.golden.foreign import make_smolagents as make  # noqa: E402
-from tests.golden.foreign.otlp_files import normalised, spec_json  # noqa: E402
 
 PRODUCERS = {"AgentToolExecutionError": "tool_error", "AgentToolCallError": "invalid_arguments"}
 """What each error a step caught is in the channel table (an unknown tool is ``not_advertised``)."""
@@ -44,10 +42,7 @@ def request_text(body: dict[str, Any]) -> str:
 
 
 def test_spans_made_now_read_as_the_golden(made, tmp_path):
-    path = tmp_path / "smolagents.otlp.json"
-    path.write_text(json.dumps(spec_json(normalised(made.spans))), encoding="utf-8")
-    check(loopnb.load(path), SMOLAGENTS_TURNS)
-    check(loopnb.from_otel(made.spans), SMOLAGENTS_TURNS)
+    check_made(made.spans, tmp_path / "smolagents.otlp.json", SMOLAGENTS_TURNS)
 
 
 def test_each_error_is_the_text_the_next_request_carried(made):

@@ -35,7 +35,7 @@ def watched(names: list[str]) -> tuple[make.Sample, LiveSpans, pd.DataFrame]:
         return tp, exporter
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(make, "provider", provided)
+        patch.setattr(otlp_files, "provider", provided)  # what traced() makes its provider with
         patch.setattr(make, "SCRIPTS", {name: make.SCRIPTS[name] for name in names})
         thread = threading.Thread(target=lambda: made.append(make.sample()))
         thread.start()

@@ -16,7 +16,6 @@ of ``tests/models/fakeserver.py`` on 127.0.0.1 (offline), traced by
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,8 @@ from typing import Any
 from agno.agent import Agent
 from agno.models.openai import OpenAIChat
 from openinference.instrumentation.agno import AgnoInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.golden.foreign.otlp_files import normalised, provider, spec_json
+from tests.golden.foreign.otlp_files import Sample, traced, write_golden
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 OUT = Path(__file__).resolve().parent / "otlp" / "agno.otlp.json"
@@ -93,28 +91,13 @@ def _run(name: str) -> Run:
     return run
 
 
-@dataclass
-class Sample:
-    runs: list[Run]
-    spans: list[ReadableSpan]
-
-
 def sample() -> Sample:
     """The runs, a trace each."""
-    tp, exporter = provider(60)
-    instrumentor = AgnoInstrumentor()
-    instrumentor.instrument(tracer_provider=tp)
-    try:
-        runs = [_run(name) for name in SCRIPTS]
-    finally:
-        instrumentor.uninstrument()
-    return Sample(runs, list(exporter.get_finished_spans()))
+    return traced(60, [AgnoInstrumentor()], _run, SCRIPTS)
 
 
 def main() -> None:
-    text = json.dumps(spec_json(normalised(sample().spans))) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text.encode())} bytes)")
+    write_golden(OUT, sample().spans)
 
 
 if __name__ == "__main__":

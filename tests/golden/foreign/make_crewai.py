@@ -25,7 +25,6 @@ CrewAI's own telemetry and tracing are turned off (they would send to CrewAI's s
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +38,8 @@ from crewai import LLM, Agent, Crew, Task
 from crewai.tools import tool
 from openinference.instrumentation.crewai import CrewAIInstrumentor
 from openinference.instrumentation.openai import OpenAIInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.golden.foreign.otlp_files import normalised, provider, spec_json
+from tests.golden.foreign.otlp_files import Sample, traced, write_golden
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 OUT = Path(__file__).resolve().parent / "otlp" / "crewai.otlp.json"
@@ -144,30 +142,13 @@ def _run(name: str) -> Run:
     return run
 
 
-@dataclass
-class Sample:
-    runs: list[Run]
-    spans: list[ReadableSpan]
-
-
 def sample() -> Sample:
     """The crews' kickoffs, a trace each."""
-    tp, exporter = provider(80)
-    instrumentors = [CrewAIInstrumentor(), OpenAIInstrumentor()]
-    for instrumentor in instrumentors:
-        instrumentor.instrument(tracer_provider=tp)
-    try:
-        runs = [_run(name) for name in SCRIPTS]
-    finally:
-        for instrumentor in instrumentors:
-            instrumentor.uninstrument()
-    return Sample(runs, list(exporter.get_finished_spans()))
+    return traced(80, [CrewAIInstrumentor(), OpenAIInstrumentor()], _run, SCRIPTS)
 
 
 def main() -> None:
-    text = json.dumps(spec_json(normalised(sample().spans))) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text.encode())} bytes)")
+    write_golden(OUT, sample().spans)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ exception ends a LangChain agent's run unless the tool handles it (``ToolExcepti
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ from langchain.agents import create_agent
 from langchain_core.tools import ToolException, tool
 from langchain_openai import ChatOpenAI
 from openinference.instrumentation.langchain import LangChainInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.golden.foreign.otlp_files import normalised, provider, spec_json
+from tests.golden.foreign.otlp_files import Sample, traced, write_golden
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 OUT = Path(__file__).resolve().parent / "otlp" / "langchain.otlp.json"
@@ -109,28 +107,13 @@ def _run(name: str) -> Run:
     return run
 
 
-@dataclass
-class Sample:
-    runs: list[Run]
-    spans: list[ReadableSpan]
-
-
 def sample() -> Sample:
     """The runs, a trace each."""
-    tp, exporter = provider(50)
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=tp)
-    try:
-        runs = [_run(name) for name in SCRIPTS]
-    finally:
-        instrumentor.uninstrument()
-    return Sample(runs, list(exporter.get_finished_spans()))
+    return traced(50, [LangChainInstrumentor()], _run, SCRIPTS)
 
 
 def main() -> None:
-    text = json.dumps(spec_json(normalised(sample().spans))) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text.encode())} bytes)")
+    write_golden(OUT, sample().spans)
 
 
 if __name__ == "__main__":

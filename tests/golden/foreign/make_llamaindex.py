@@ -16,7 +16,6 @@ LlamaIndex asks), traced by ``openinference-instrumentation-llama-index`` into t
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,8 @@ from typing import Any
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.llms.openai import OpenAI
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.golden.foreign.otlp_files import normalised, provider, spec_json
+from tests.golden.foreign.otlp_files import Sample, traced, write_golden
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 OUT = Path(__file__).resolve().parent / "otlp" / "llamaindex.otlp.json"
@@ -83,28 +81,13 @@ async def _run(name: str) -> Run:
     return run
 
 
-@dataclass
-class Sample:
-    runs: list[Run]
-    spans: list[ReadableSpan]
-
-
 def sample() -> Sample:
     """The runs, a trace each."""
-    tp, exporter = provider(70)
-    instrumentor = LlamaIndexInstrumentor()
-    instrumentor.instrument(tracer_provider=tp)
-    try:
-        runs = [asyncio.run(_run(name)) for name in SCRIPTS]
-    finally:
-        instrumentor.uninstrument()
-    return Sample(runs, list(exporter.get_finished_spans()))
+    return traced(70, [LlamaIndexInstrumentor()], lambda name: asyncio.run(_run(name)), SCRIPTS)
 
 
 def main() -> None:
-    text = json.dumps(spec_json(normalised(sample().spans))) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text.encode())} bytes)")
+    write_golden(OUT, sample().spans)
 
 
 if __name__ == "__main__":

@@ -21,17 +21,15 @@ from the agent's memory), every request the server received, and how each run en
 from __future__ import annotations
 
 import importlib.resources
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor
-from opentelemetry.sdk.trace import ReadableSpan
 from smolagents import OpenAIServerModel, ToolCallingAgent, tool
 
-from tests.golden.foreign.otlp_files import normalised, provider, spec_json
+from tests.golden.foreign.otlp_files import Sample, traced, write_golden
 from tests.models.fakeserver import Fail, FakeServer, Reply
 
 OUT = Path(__file__).resolve().parent / "otlp" / "smolagents.otlp.json"
@@ -127,29 +125,13 @@ def _run(name: str) -> Run:
     return run
 
 
-@dataclass
-class Sample:
-    runs: list[Run]
-    spans: list[ReadableSpan]
-
-
 def sample() -> Sample:
     """The three runs, traced into one provider (a trace each)."""
-    tp, exporter = provider(20)
-    instrumentor = SmolagentsInstrumentor()
-    instrumentor.instrument(tracer_provider=tp)
-    try:
-        runs = [_run(name) for name in SCRIPTS]
-    finally:
-        instrumentor.uninstrument()
-    return Sample(runs, list(exporter.get_finished_spans()))
+    return traced(20, [SmolagentsInstrumentor()], _run, SCRIPTS)
 
 
 def main() -> None:
-    made = sample()
-    text = json.dumps(spec_json(normalised(made.spans))) + "\n"
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({len(text.encode())} bytes)")
+    write_golden(OUT, sample().spans)
 
 
 if __name__ == "__main__":

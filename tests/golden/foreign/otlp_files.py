@@ -4,13 +4,17 @@ goldens' generators share (``make_otlp.py`` and each framework's ``make_<framewo
 Needs opentelemetry-sdk and opentelemetry-exporter-otlp-proto-common (protobuf), nothing of any
 agent framework. ``provider(sample)`` gives sequential ids after a prefix of the sample's number;
 ``normalised`` puts times in 1 ms steps from a fixed start and drops stack traces; ``spec_json``
-and ``protobuf_json`` are the two JSON encodings of an ``ExportTraceServiceRequest``.
+and ``protobuf_json`` are the two JSON encodings of an ``ExportTraceServiceRequest``. ``traced``
+makes a generator's runs under its instrumentations, and ``write_golden`` writes their spans.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
@@ -121,3 +125,34 @@ def by_trace(spans: Sequence[ReadableSpan]) -> list[list[ReadableSpan]]:
         assert s.context is not None
         traces.setdefault(s.context.trace_id, []).append(s)
     return list(traces.values())
+
+
+@dataclass
+class Sample:
+    """What a generator made: its runs (each as the framework ended it) and the spans they left."""
+
+    runs: list[Any]
+    spans: list[ReadableSpan]
+
+
+def traced(
+    sample: int, instrumentors: Sequence[Any], run: Callable[[str], Any], names: Iterable[str]
+) -> Sample:
+    """Each run ``run(name)`` made while ``instrumentors`` (OpenInference's, or any with
+    ``instrument(tracer_provider=...)``) trace into a provider of its own (``provider(sample)``)."""
+    tp, exporter = provider(sample)
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=tp)
+    try:
+        runs = [run(name) for name in names]
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+    return Sample(runs, list(exporter.get_finished_spans()))
+
+
+def write_golden(path: Path, spans: Sequence[ReadableSpan]) -> None:
+    """Write ``spans``, normalised, as OTLP/JSON at ``path``, and say so."""
+    text = json.dumps(spec_json(normalised(spans))) + "\n"
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path} ({len(text.encode())} bytes)")
