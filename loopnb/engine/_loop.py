@@ -185,7 +185,7 @@ class RunLoop(Compaction):
                 if token.cancelled:
                     s.checkpoint()
                 # stage 1 of the dispatch: a safety system may refuse the call before it is dispatched
-                if safety.busy and (refusal := safety.ask(safety.before, call, call)) is not None:
+                if safety.armed and (refusal := safety.ask(safety.before, call, call)) is not None:
                     result = refusal
                 else:
                     answer = dispatch(call, s)

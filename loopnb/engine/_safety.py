@@ -155,18 +155,19 @@ class LoopWatch(SafetyWatch):
     """One run's streaks: call -> (the failure text, how many identical calls in a row, when last
     seen), oldest first, so that a call not seen for ``FORGET_AFTER`` calls is dropped cheaply.
 
-    Only a streak of ``warn_after`` or more can get a call refused or stopped: ``armed`` counts
-    those, and while there is none ``before_call`` has nothing to say, and neither builds the
-    call's key nor looks it up (a run failing many different ways builds it after the call alone).
+    Only a streak of ``warn_after`` or more can get a call refused or stopped: ``long_streaks``
+    counts those, and while there is none the watch is not ``armed``, so the engine does not ask
+    ``before_call``; the call's key is built once, after it. Calls are counted (for forgetting) as
+    their results come in, while the watch is not ``idle``.
     """
 
-    __slots__ = ("armed", "calls", "detector", "last_call", "last_key", "streaks")
+    __slots__ = ("calls", "detector", "last_call", "last_key", "long_streaks", "streaks")
 
     def __init__(self, detector: LoopDetector) -> None:
         self.detector = detector
         self.streaks: OrderedDict[Hashable, tuple[str, int, int]] = OrderedDict()
         self.calls = 0
-        self.armed = 0
+        self.long_streaks = 0
         self.last_call: ToolCall | None = None  # the call ``before_call`` built ``last_key`` for
         self.last_key: Hashable = None
 
@@ -175,18 +176,18 @@ class LoopWatch(SafetyWatch):
         """No failing call in mind: nothing to refuse, and a success changes nothing."""
         return not self.streaks
 
+    @property
+    def armed(self) -> bool:
+        """Some streak is long enough to refuse or stop its call's next repeat."""
+        return self.long_streaks > 0
+
     def before_call(self, call: ToolCall) -> SafetySignal | None:
         """Refuse or stop a call that keeps failing the same way."""
-        self.calls += 1
-        streaks = self.streaks
-        if not streaks:  # the common case costs nothing: no key is built
-            return None
-        if not self.calls % _FORGET_EVERY:
-            self._forget()
-        if not self.armed:  # no streak is long enough to act on, whatever this call's key
+        if not self.long_streaks:  # no streak is long enough to act on, whatever this call's key
             return None
         key = self.last_key = lookup_key(call)  # for the question after it, too
         self.last_call = call
+        streaks = self.streaks
         streak = streaks.get(key)
         if streak is None:
             return None
@@ -205,19 +206,22 @@ class LoopWatch(SafetyWatch):
         streaks = self.streaks
         if not streaks and not result.is_error:
             return
+        self.calls += 1
+        if not self.calls % _FORGET_EVERY:
+            self._forget()
         key = self.last_key if self.last_call is call else lookup_key(call)
         if not result.is_error:
             gone = streaks.pop(key, None)
             if gone is not None and gone[1] >= self.detector.warn_after:
-                self.armed -= 1
+                self.long_streaks -= 1
             return
         warn_after, streak = self.detector.warn_after, streaks.get(key)
         if streak is None:  # a new key goes in last, where the most recent belong
             streaks[key] = (result.content, 1, self.calls)
-            self.armed += warn_after <= 1
+            self.long_streaks += warn_after <= 1
             return
         count = streak[1] + 1 if streak[0] == result.content else 1
-        self.armed += (count >= warn_after) - (streak[1] >= warn_after)
+        self.long_streaks += (count >= warn_after) - (streak[1] >= warn_after)
         streaks[key] = (result.content, count, self.calls)
         streaks.move_to_end(key)
 
@@ -230,7 +234,7 @@ class LoopWatch(SafetyWatch):
             stale += 1
         warn_after = self.detector.warn_after
         for _ in range(stale):
-            self.armed -= streaks.popitem(last=False)[1][1] >= warn_after
+            self.long_streaks -= streaks.popitem(last=False)[1][1] >= warn_after
 
 
 class ConvergenceDetector:

@@ -29,10 +29,12 @@ A watch whose hook raises, or answers anything else, is broken: it is detached f
 ``LoopnbWarning`` and the run goes on, as with a broken observer (``KeyboardInterrupt`` is Ctrl-C
 landing there: the run ends ``Cancelled``).
 
-Every tool call would cost a question to each watch with per-call hooks; a watch that is ``idle``
-(the loop detector with no failure in mind) has nothing to say before a call and nothing to learn from
-a success, so while every such watch is idle the loop asks nothing before a call and asks
-``after_result`` about failed results only (``RunSafety.busy``).
+Every tool call would cost a question to each watch with per-call hooks, so a watch may say when it
+has nothing to say. One that is not ``armed`` (the loop detector with no streak long enough to act on)
+would answer ``None`` before any call; one that is ``idle`` (the loop detector with no failure in mind)
+is not armed either, and learns nothing from a success. While no watch is armed the loop asks nothing
+before a call (``RunSafety.armed``); while every watch is idle it asks ``after_result`` about failed
+results only (``RunSafety.busy``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class SafetyWatch:
         ``False`` unless a watch overrides it; the engine reads it after each round of hooks."""
         return False
 
+    @property
+    def armed(self) -> bool:
+        """False while ``before_call`` would answer ``None`` whatever the call (the loop detector,
+        with no streak long enough to act on): the engine then does not ask it, though it may still
+        ask ``after_result``. ``True`` unless a watch overrides it; read, like ``idle``, after each
+        round of hooks but ``before_call``'s (an idle watch is not asked whatever this says)."""
+        return True
+
     def at_turn(self, turn: int) -> SafetySignal | None:
         """Turn ``turn`` (1, 2, ...) begins, before the model is asked."""
         return None
@@ -136,6 +146,7 @@ class RunSafety:
 
     __slots__ = (
         "after",
+        "armed",
         "before",
         "busy",
         "notes",
@@ -194,22 +205,26 @@ class RunSafety:
         self._settle()
 
     def _settle(self) -> None:
-        """``busy``: whether some watch with per-call hooks is not ``idle`` (then every call is asked
-        about; else nothing before a call, and only failed results after one)."""
+        """``busy``: whether some watch with per-call hooks is not ``idle`` (else nothing is asked
+        before a call, and only failed results after one); ``armed``: whether some watch that is not
+        idle is ``armed`` (else nothing is asked before a call). A watch not made from ``SafetyWatch``
+        is never idle and always armed; anything but ``True`` and ``False`` counts as neither."""
+        busy = armed = False
         for system, watch in self.per_call:
+            said = "idle"
             try:
-                idle = (
-                    getattr(watch, "idle", False) is True
-                )  # a watch not made from SafetyWatch is never idle
+                if getattr(watch, "idle", False) is True:
+                    continue
+                busy, said = True, "armed"
+                if getattr(watch, "armed", True) is not False:
+                    armed = True
+                    break
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:
-                self._detach(system, "idle", f"raised {type(exc).__name__}: {exception_text(exc)}")
+                self._detach(system, said, f"raised {type(exc).__name__}: {exception_text(exc)}")
                 return  # detaching settled the rest
-            if not idle:
-                self.busy = True
-                return
-        self.busy = False
+        self.busy, self.armed = busy, armed
 
     def ask(self, hooks: Asked, call: ToolCall | None, *args: Any) -> ToolResult | None:
         """Ask ``hooks`` (one kind: ``self.turn``, ``self.before``, ...) with ``args`` and act on each

@@ -54,7 +54,7 @@ def asked(watch: LoopWatch, steps: list[tuple[str, str | None]]) -> list[str]:
         watch.after_result(call, result)
         said.append("failed" if text is not None else "ok")
         warn_after = watch.detector.warn_after
-        assert watch.armed == sum(count >= warn_after for _, count, _ in watch.streaks.values())
+        assert watch.long_streaks == sum(count >= warn_after for _, count, _ in watch.streaks.values())
     return said
 
 
@@ -81,10 +81,10 @@ def test_before_a_call_nothing_is_built_or_looked_up_while_no_streak_could_act(m
         watch.after_result(call, ToolResult("missing", is_error=True))
         assert built == [call]  # its key, built once, after it
         built.clear()
-    assert watch.armed == 0 and [count for _, count, _ in watch.streaks.values()] == [2, 1, 2]
+    assert watch.long_streaks == 0 and [count for _, count, _ in watch.streaks.values()] == [2, 1, 2]
     again = ToolCall("read", {"path": "x"})
     watch.after_result(again, ToolResult("missing", is_error=True))  # x: 3 in a row
-    assert watch.armed == 1
+    assert watch.long_streaks == 1
     built.clear()
     signal = watch.before_call(again)
     assert signal is not None and (signal.action, signal.count) == ("refuse", 4) and built == [again]
@@ -97,4 +97,4 @@ def test_forgetting_disarms_what_it_drops() -> None:
         assert watch.before_call(call) is None
         watch.after_result(call, ToolResult("missing", is_error=True))
     assert FORGET_AFTER <= len(watch.streaks) <= FORGET_AFTER + 64
-    assert watch.armed == len(watch.streaks)
+    assert watch.long_streaks == len(watch.streaks)

@@ -366,3 +366,93 @@ def test_a_watch_of_any_class_with_the_hooks_it_needs_is_asked():
     result = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[System()]).run("task")
     assert result.output == "done"
     assert watch.calls == ["add", "add"]
+
+
+class Gatekeeper:
+    """Refuses ``blocked`` calls while ``armed`` (a list the test changes as the run goes), and
+    records which hooks it was asked."""
+
+    name = "gate"
+
+    def __init__(self, armed: object, *, blocked: str = "add") -> None:
+        self.is_armed, self.blocked = armed, blocked
+        self.asked: list[str] = []
+
+    def new_run(self) -> SafetyWatch:
+        system = self
+
+        class Watch(SafetyWatch):
+            @property
+            def armed(self) -> bool:
+                if isinstance(system.is_armed, Exception):
+                    raise system.is_armed
+                return system.is_armed  # type: ignore[return-value]
+
+            def before_call(self, call):
+                system.asked.append(f"before {call.arguments['a']}")
+                return SafetySignal("refuse", "not now") if call.name == system.blocked else None
+
+            def after_result(self, call, result):
+                system.asked.append(f"after {call.arguments['a']}")
+
+        return Watch()
+
+
+def test_a_watch_not_armed_is_not_asked_before_a_call_but_is_asked_after_each():
+    gate = Gatekeeper(False)
+    result = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[gate]).run("task")
+    assert [r.producer for r in result.tool_results] == [None, None]  # nothing refused
+    assert gate.asked == ["after 0", "after 1"]
+
+
+def test_an_armed_watch_is_asked_before_each_call_and_refuses():
+    gate = Gatekeeper(True)
+    result = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[gate]).run("task")
+    assert [r.producer for r in result.tool_results] == ["loop_refusal", "loop_refusal"]
+    assert gate.asked == ["before 0", "before 1"]  # a refused call is not dispatched, nor asked after
+
+
+def test_armed_is_read_again_after_each_result():
+    gate = Gatekeeper(False)
+
+    class Arming(type(gate.new_run())):  # type: ignore[misc]
+        def after_result(self, call, result):
+            super().after_result(call, result)
+            gate.is_armed = True  # the first result arms it: the second call is refused
+
+    class System:
+        name = "gate"
+
+        def new_run(self):
+            return Arming()
+
+    result = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[System()]).run("task")
+    assert [r.producer for r in result.tool_results] == [None, "loop_refusal"]
+    assert gate.asked == ["after 0", "before 1"]
+
+
+@pytest.mark.parametrize("answer", [None, "no", 0])
+def test_armed_answering_anything_but_false_counts_as_armed(answer):
+    gate = Gatekeeper(answer)
+    Engine(ScriptedModel([*adds(1), "done"]), tools=[add], safety=[gate]).run("task")
+    assert gate.asked == ["before 0"]
+
+
+def test_a_watch_whose_armed_raises_is_detached():
+    gate = Gatekeeper(RuntimeError("armed? who knows"))
+    engine = Engine(ScriptedModel([*adds(2), "done"]), tools=[add], safety=[gate])
+    with pytest.warns(LoopnbWarning, match="safety system 'gate': armed raised RuntimeError: armed"):
+        result = engine.run("task")
+    assert result.output == "done" and gate.asked == []
+
+
+def test_the_loop_detector_is_armed_once_a_streak_could_be_refused():
+    watch = LoopDetector(warn_after=2).new_run()
+    call, failed = ToolCall("t", {}), loopnb.ToolResult("no", is_error=True)
+    assert not watch.armed
+    watch.after_result(call, failed)
+    assert not watch.armed and not watch.idle  # one failure: remembered, nothing to refuse yet
+    watch.after_result(call, failed)
+    assert watch.armed  # the next identical call is refused
+    watch.after_result(call, loopnb.ToolResult("yes"))
+    assert not watch.armed and watch.idle
