@@ -178,16 +178,22 @@ def turn_usage(
 
 
 _READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns if c.read is not None}
-_model_of, _in_of, _out_of, _ms_of, _at_of = (
-    _READ[name] for name in ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
-)
+_USAGE_COLUMNS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+_model_of, _in_of, _out_of, _ms_of, _at_of = (_READ[name] for name in _USAGE_COLUMNS)
+
+
+UsageValues = tuple[str | None, int | None, int | None, float | None, float | None]
+"""What a turn's usage is made of: ``turn_usage``'s model, tokens in and out, latency and start."""
+
+
+def usage_values(t: Turn) -> UsageValues:
+    """What ``usage_of`` reads of a finished turn, as the turns frame's columns read it."""
+    return _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t)
 
 
 def usage_of(t: Turn, *, simulated: bool, prices: Prices) -> TurnUsage:
-    """One finished turn's usage, read as the turns frame's columns read it."""
-    return turn_usage(
-        _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t), simulated=simulated, prices=prices
-    )
+    """One finished turn's usage."""
+    return turn_usage(*usage_values(t), simulated=simulated, prices=prices)
 
 
 def _plus(total: Any, value: Any) -> Any:
@@ -254,48 +260,54 @@ class UsageTotals:
 class UsageLedger:
     """One run's turns and the totals of any first ``k`` of them, by ``UsageTotals``' rule.
 
-    ``append`` takes the run's next turn: it only keeps it, and every ``EVERY`` turns prices the
-    last ``EVERY`` in one go for a checkpoint (the live view appends a turn as it ends, on the
-    engine's thread). ``upto(k)`` adds up from the nearest checkpoint, pricing those turns again,
-    so that reading the totals costs at most ``EVERY`` turns however long the run, and a turn
-    keeps nothing but its place in a list. ``append`` is called by one thread at a time; ``upto``
+    ``append`` takes the run's next turn: it keeps only its ``usage_values`` (plain values, which
+    CPython's cyclic garbage collector does not walk: the live view keeps a ledger of every turn
+    of a run), and every ``EVERY`` turns prices the last ``EVERY`` in one go for a checkpoint (the
+    live view appends a turn as it ends, on the engine's thread). ``upto(k)`` adds up from the
+    nearest checkpoint, pricing those turns again, so that reading the totals costs at most
+    ``EVERY`` turns however long the run. ``append`` is called by one thread at a time; ``upto``
     reads only what ``append`` has finished and may run beside it.
     """
 
     EVERY = 256
-    __slots__ = ("_marks", "_prices", "_simulated", "_turns")
+    _WIDTH = len(_USAGE_COLUMNS)  # the places a turn's usage_values take
+    __slots__ = ("_marks", "_prices", "_simulated", "_values")
 
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
-        self._turns: list[Turn] = []
+        self._values: list[Any] = []  # each turn's usage_values, one after the other
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
 
     def __len__(self) -> int:
-        return len(self._turns)
+        return len(self._values) // self._WIDTH
 
-    def _sum(self, total: UsageTotals, turns: Iterable[Turn]) -> UsageTotals:
-        simulated, prices = self._simulated, self._prices
-        return total.sum_of(usage_of(t, simulated=simulated, prices=prices) for t in turns)
+    def _sum(self, total: UsageTotals, first: int, count: int) -> UsageTotals:
+        """``total`` with the turns from the ``first`` (0-based) on, ``count`` of them, added."""
+        simulated, prices, values, width = self._simulated, self._prices, self._values, self._WIDTH
+        return total.sum_of(
+            turn_usage(*values[k : k + width], simulated=simulated, prices=prices)
+            for k in range(first * width, (first + count) * width, width)
+        )
 
     def append(self, turn: Turn) -> None:
         """Take the run's next finished turn."""
-        known, every = self._turns, self.EVERY
-        known.append(turn)
-        if len(known) % every == 0:  # a checkpoint: the marks are complete before it counts
-            self._marks.append(self._sum(self._marks[-1], known[-every:]))
+        values, every = self._values, self.EVERY
+        values.extend(usage_values(turn))
+        if len(values) % (every * self._WIDTH) == 0:  # a checkpoint: the marks are complete before it counts
+            self._marks.append(self._sum(self._marks[-1], len(self) - every, every))
 
     def add(self, turns: Iterable[Turn]) -> UsageTotals:
         """Take ``turns`` (the run's next ones) and return the totals of every turn so far."""
         for turn in turns:
             self.append(turn)
-        return self.upto(len(self._turns))
+        return self.upto(len(self))
 
     def upto(self, count: int) -> UsageTotals:
         """The totals of the run's first ``count`` turns (of those added so far)."""
-        count = max(0, min(count, len(self._turns)))
+        count = max(0, min(count, len(self)))
         mark = min(count // self.EVERY, len(self._marks) - 1)
-        return self._sum(self._marks[mark], self._turns[mark * self.EVERY : count])
+        return self._sum(self._marks[mark], mark * self.EVERY, count - mark * self.EVERY)
 
 
 def dollars(value: float) -> str:

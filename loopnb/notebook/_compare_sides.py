@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from loopnb.notebook._kept import Held
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._timeline import Bin, Marks, per_mark
 
@@ -176,7 +177,10 @@ def frame_turn_views(t: pd.DataFrame, run_id: str) -> tuple[TurnView, ...]:
         names = tuple(tools.split(", ")) if isinstance(tools, str) and tools else ()
         model_ = _text(model)
         out.append(
-            TurnView(int(turn), event.channel, event.producer, model_, names, bool(dropped), None, event)
+            TurnView(
+                int(turn), event.channel, event.producer, model_, names, bool(dropped), None,
+                event.latency_ms, None, Held(event),
+            )  # fmt: skip
         )
     return tuple(out)
 
