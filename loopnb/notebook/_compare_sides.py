@@ -175,13 +175,8 @@ def frame_turn_views(t: pd.DataFrame, run_id: str) -> tuple[TurnView, ...]:
         )
         event = Turn(run_id=run_id, turn=int(turn), started_at=0.0 if known else None, finished=finished)
         names = tuple(tools.split(", ")) if isinstance(tools, str) and tools else ()
-        model_ = _text(model)
-        out.append(
-            TurnView(
-                int(turn), event.channel, event.producer, model_, names, bool(dropped), None,
-                event.latency_ms, None, Held(event),
-            )  # fmt: skip
-        )
+        shown = (event.channel, event.producer, _text(model), names, bool(dropped), None)
+        out.append(TurnView(int(turn), *shown, event.latency_ms, None, Held(event)))
     return tuple(out)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from itertools import chain
 from operator import attrgetter
-from typing import Literal
+from typing import Any, Literal
 
 from loopnb.analysis._flowchart import EDGE_INDEX, EDGES
 from loopnb.analysis._retries import CallRecovery, LoopCount, turn_call
@@ -169,10 +170,9 @@ class ReadView:
     note: str | None = None
 
 
-CallValues = tuple[int, str, str, bool, str | None, str | None, int, str | None, int | None, bool, LoopCount | None]
+_CALL_WIDTH = len(fields(CallRecovery))
+_call_values = attrgetter(*(f.name for f in fields(CallRecovery)))
 """A ``CallRecovery``'s fields, in order: the call as it stood when its turn ended."""
-_CALL_FIELDS = tuple(f.name for f in fields(CallRecovery))
-_call_values = attrgetter(*_CALL_FIELDS)
 
 
 @dataclass(slots=True)
@@ -203,8 +203,9 @@ class TurnView:
     begin: int = field(default=0, repr=False, compare=False)
     end: int = field(default=0, repr=False, compare=False)
     """Where ``source`` keeps the turn's events."""
-    calls_at_end: tuple[CallValues, ...] = field(default=(), repr=False)
-    """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows), as values."""
+    calls_at_end: tuple[Any, ...] = field(default=(), repr=False)
+    """The turn's calls as ``RecoveryFold`` folded them (``recovery_attempts``' rows): each call's
+    fields, one call after the other (a flat tuple: one the collector stops tracking at once)."""
     strategy: str | None = field(default=None, repr=False)
     loop: LoopCount | None = field(default=None, repr=False)
     lit: tuple[str, ...] = field(default=(), repr=False)
@@ -226,7 +227,8 @@ class TurnView:
     @property
     def recovery(self) -> tuple[CallRecovery, ...]:
         """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
-        return tuple(CallRecovery(*values) for values in self.calls_at_end)
+        kept, width = self.calls_at_end, _CALL_WIDTH
+        return tuple(CallRecovery(*kept[k : k + width]) for k in range(0, len(kept), width))
 
     @property
     def gauge(self) -> Gauge:
@@ -340,8 +342,16 @@ def turn_view(
     return TurnView(
         t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t.latency_ms,
         t.injected, Held(t) if source is None else source, begin, end,
-        tuple(map(_call_values, recovery)) if recovery else (), strategy, loop, flow[0], flow[1], board,
+        _calls_kept(recovery), strategy, loop, flow[0], flow[1], board,
     )  # fmt: skip
+
+
+def _calls_kept(calls: Sequence[CallRecovery]) -> tuple[Any, ...]:
+    """``calls``' fields, one call after the other (``TurnView.calls_at_end``)."""
+    if len(calls) == 1:  # most turns: one call, or none
+        kept: tuple[Any, ...] = _call_values(calls[0])
+        return kept
+    return tuple(chain.from_iterable(map(_call_values, calls)))
 
 
 def at_turn(state: ViewState, selected: int | None) -> ViewState:
