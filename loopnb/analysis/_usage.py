@@ -178,8 +178,9 @@ def turn_usage(
 
 
 _READ: dict[str, Callable[[Turn], Any]] = {c.name: c.read for c in TURNS.columns if c.read is not None}
-_USAGE_COLUMNS = ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
-_model_of, _in_of, _out_of, _ms_of, _at_of = (_READ[name] for name in _USAGE_COLUMNS)
+_model_of, _in_of, _out_of, _ms_of, _at_of = (
+    _READ[name] for name in ("model", "input_tokens", "output_tokens", "latency_ms", "started_at")
+)
 
 
 UsageValues = tuple[str | None, int | None, int | None, float | None, float | None]
@@ -232,6 +233,8 @@ class UsageTotals:
         turns, answered, priced, simulated = self.turns, self.answered, self.priced, self.simulated
         inp, out, ms, spent = self.input_tokens, self.output_tokens, self.latency_ms, self.spent_usd
         models, priced_as, sources, unpriced = self.models, self.priced_as, self.sources, self.unpriced
+        model: str | None = None
+        price: Price | None = None
         for u in usages:
             p = u.price
             turns += 1
@@ -239,8 +242,14 @@ class UsageTotals:
             priced += p.cost_usd is not None
             inp, out = _plus(inp, u.input_tokens), _plus(out, u.output_tokens)
             ms, spent = _plus(ms, u.latency_ms), _plus(spent, p.cost_usd)
-            models, priced_as = _with(models, u.model), _with(priced_as, p.priced_as)
-            sources, unpriced = _with(sources, p.source), _with(unpriced, p.unpriced)
+            # a name or a price seen just before adds nothing (most turns: the same model, the same price)
+            if u.model is not model:
+                models, model = _with(models, u.model), u.model
+            if p is not price:
+                priced_as, sources, unpriced = (
+                    _with(priced_as, p.priced_as), _with(sources, p.source), _with(unpriced, p.unpriced)
+                )  # fmt: skip
+                price = p
             simulated = simulated or u.simulated
         return UsageTotals(
             turns, answered, priced, inp, out, ms, spent, models, priced_as, sources, unpriced, simulated
@@ -270,32 +279,27 @@ class UsageLedger:
     """
 
     EVERY = 256
-    _WIDTH = len(_USAGE_COLUMNS)  # the places a turn's usage_values take
     __slots__ = ("_marks", "_prices", "_simulated", "_values")
 
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
-        self._values: list[Any] = []  # each turn's usage_values, one after the other
+        self._values: list[UsageValues] = []  # each turn's
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
 
     def __len__(self) -> int:
-        return len(self._values) // self._WIDTH
+        return len(self._values)
 
-    def _sum(self, total: UsageTotals, first: int, count: int) -> UsageTotals:
-        """``total`` with the turns from the ``first`` (0-based) on, ``count`` of them, added."""
-        simulated, prices, values, width = self._simulated, self._prices, self._values, self._WIDTH
-        return total.sum_of(
-            turn_usage(*values[k : k + width], simulated=simulated, prices=prices)
-            for k in range(first * width, (first + count) * width, width)
-        )
+    def _sum(self, total: UsageTotals, values: Iterable[UsageValues]) -> UsageTotals:
+        simulated, prices = self._simulated, self._prices
+        return total.sum_of(turn_usage(*v, simulated=simulated, prices=prices) for v in values)
 
     def append(self, turn: Turn) -> None:
         """Take the run's next finished turn."""
-        values, every = self._values, self.EVERY
-        values.extend(usage_values(turn))
-        if len(values) % (every * self._WIDTH) == 0:  # a checkpoint: the marks are complete before it counts
-            self._marks.append(self._sum(self._marks[-1], len(self) - every, every))
+        known, every = self._values, self.EVERY
+        known.append(usage_values(turn))
+        if len(known) % every == 0:  # a checkpoint: the marks are complete before it counts
+            self._marks.append(self._sum(self._marks[-1], known[-every:]))
 
     def add(self, turns: Iterable[Turn]) -> UsageTotals:
         """Take ``turns`` (the run's next ones) and return the totals of every turn so far."""
@@ -307,7 +311,7 @@ class UsageLedger:
         """The totals of the run's first ``count`` turns (of those added so far)."""
         count = max(0, min(count, len(self)))
         mark = min(count // self.EVERY, len(self._marks) - 1)
-        return self._sum(self._marks[mark], mark * self.EVERY, count - mark * self.EVERY)
+        return self._sum(self._marks[mark], self._values[mark * self.EVERY : count])
 
 
 def dollars(value: float) -> str:
