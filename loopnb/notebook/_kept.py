@@ -1,18 +1,23 @@
-"""Where the live view keeps a run's events: as the recorder does, out of the garbage collector's way.
+"""What the live view keeps of a run's turns: plain values, out of the garbage collector's way.
 
-A ``TurnView`` keeps only the values the timeline draws; the inspector's detail is the turn's
-``Turn``, which ``TurnStore.turn_at`` puts back together, when asked, from the run's events kept in
-``loopnb.record``'s store (each event's field values in one flat list: strings, numbers and tuples,
-which CPython's cyclic garbage collector does not walk, and the replies and results the run holds
-anyway). Held whole, the turns and their events of a long run were most of what a full collection
-walked, and so most of what watching a run cost (issue #30).
+A ``TurnView`` keeps only strings, numbers and flat tuples of them (its turn's calls as
+``calls_kept`` makes them), which CPython's cyclic garbage collector does not walk. The
+inspector's detail is the turn's ``Turn``, which ``TurnStore.turn_at`` puts back together when
+asked, from the run's events kept as the recorder keeps them (``loopnb.record``'s store: each
+event's field values in one flat list, and the replies and results the run holds anyway). Held
+whole, the turns and their events of a long run were most of what a full collection walked, and
+so most of what watching a run cost (issue #30).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Protocol
 
+from loopnb.analysis._retries import CallRecovery
 from loopnb.engine import Turn
 from loopnb.engine._events import Event
 from loopnb.engine._turns import turns_of
@@ -78,3 +83,22 @@ class TurnStore:
             raise ValueError(f"no turn ends between places {begin} and {end} of the view's events")
         self._last = (begin, end, turns[-1])
         return turns[-1]
+
+
+_call_values = attrgetter(*(f.name for f in fields(CallRecovery)))
+_CALL_WIDTH = len(fields(CallRecovery))
+
+
+def calls_kept(calls: Sequence[CallRecovery]) -> tuple[Any, ...]:
+    """``calls``' fields, one call after the other, as they stand now: one flat tuple (a nested
+    one would stay in the collector's lists until a later collection); ``calls_of`` reads it."""
+    if len(calls) == 1:  # most turns: one call, or none
+        kept: tuple[Any, ...] = _call_values(calls[0])
+        return kept
+    return tuple(chain.from_iterable(map(_call_values, calls)))
+
+
+def calls_of(kept: tuple[Any, ...]) -> tuple[CallRecovery, ...]:
+    """The calls ``calls_kept`` kept."""
+    width = _CALL_WIDTH
+    return tuple(CallRecovery(*kept[k : k + width]) for k in range(0, len(kept), width))

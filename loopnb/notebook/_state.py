@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from itertools import chain
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -20,7 +19,7 @@ from loopnb.analysis._usage import UsageLedger, UsageTotals
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS, Turn
 from loopnb.engine._errors import arguments_text
 from loopnb.engine._events import BreakerState
-from loopnb.notebook._kept import Held, TurnSource
+from loopnb.notebook._kept import Held, TurnSource, calls_kept, calls_of
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
@@ -170,11 +169,6 @@ class ReadView:
     note: str | None = None
 
 
-_CALL_WIDTH = len(fields(CallRecovery))
-_call_values = attrgetter(*(f.name for f in fields(CallRecovery)))
-"""A ``CallRecovery``'s fields, in order: the call as it stood when its turn ended."""
-
-
 @dataclass(slots=True)
 class TurnView:
     """One turn for the timeline and the inspector: the request and exactly what the model read.
@@ -227,8 +221,7 @@ class TurnView:
     @property
     def recovery(self) -> tuple[CallRecovery, ...]:
         """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
-        kept, width = self.calls_at_end, _CALL_WIDTH
-        return tuple(CallRecovery(*kept[k : k + width]) for k in range(0, len(kept), width))
+        return calls_of(self.calls_at_end)
 
     @property
     def gauge(self) -> Gauge:
@@ -342,16 +335,8 @@ def turn_view(
     return TurnView(
         t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t.latency_ms,
         t.injected, Held(t) if source is None else source, begin, end,
-        _calls_kept(recovery), strategy, loop, flow[0], flow[1], board,
+        calls_kept(recovery), strategy, loop, flow[0], flow[1], board,
     )  # fmt: skip
-
-
-def _calls_kept(calls: Sequence[CallRecovery]) -> tuple[Any, ...]:
-    """``calls``' fields, one call after the other (``TurnView.calls_at_end``)."""
-    if len(calls) == 1:  # most turns: one call, or none
-        kept: tuple[Any, ...] = _call_values(calls[0])
-        return kept
-    return tuple(chain.from_iterable(map(_call_values, calls)))
 
 
 def at_turn(state: ViewState, selected: int | None) -> ViewState:
