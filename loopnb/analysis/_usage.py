@@ -284,7 +284,7 @@ class UsageLedger:
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
-        self._values: list[UsageValues] = []  # each turn's
+        self._values: list[UsageValues] = []  # each turn's usage_values, in order
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
 
     def __len__(self) -> int:
