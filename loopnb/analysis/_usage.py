@@ -183,11 +183,18 @@ _model_of, _in_of, _out_of, _ms_of, _at_of = (
 )
 
 
+UsageValues = tuple[str | None, int | None, int | None, float | None, float | None]
+"""What a turn's usage is made of: ``turn_usage``'s model, tokens in and out, latency and start."""
+
+
+def usage_values(t: Turn) -> UsageValues:
+    """What ``usage_of`` reads of a finished turn, as the turns frame's columns read it."""
+    return _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t)
+
+
 def usage_of(t: Turn, *, simulated: bool, prices: Prices) -> TurnUsage:
-    """One finished turn's usage, read as the turns frame's columns read it."""
-    return turn_usage(
-        _model_of(t), _in_of(t), _out_of(t), _ms_of(t), _at_of(t), simulated=simulated, prices=prices
-    )
+    """One finished turn's usage."""
+    return turn_usage(*usage_values(t), simulated=simulated, prices=prices)
 
 
 def _plus(total: Any, value: Any) -> Any:
@@ -226,6 +233,8 @@ class UsageTotals:
         turns, answered, priced, simulated = self.turns, self.answered, self.priced, self.simulated
         inp, out, ms, spent = self.input_tokens, self.output_tokens, self.latency_ms, self.spent_usd
         models, priced_as, sources, unpriced = self.models, self.priced_as, self.sources, self.unpriced
+        model: str | None = None
+        price: Price | None = None
         for u in usages:
             p = u.price
             turns += 1
@@ -233,8 +242,14 @@ class UsageTotals:
             priced += p.cost_usd is not None
             inp, out = _plus(inp, u.input_tokens), _plus(out, u.output_tokens)
             ms, spent = _plus(ms, u.latency_ms), _plus(spent, p.cost_usd)
-            models, priced_as = _with(models, u.model), _with(priced_as, p.priced_as)
-            sources, unpriced = _with(sources, p.source), _with(unpriced, p.unpriced)
+            # a name or a price seen just before adds nothing (most turns: the same model, the same price)
+            if u.model is not model:
+                models, model = _with(models, u.model), u.model
+            if p is not price:
+                priced_as, sources, unpriced = (
+                    _with(priced_as, p.priced_as), _with(sources, p.source), _with(unpriced, p.unpriced)
+                )  # fmt: skip
+                price = p
             simulated = simulated or u.simulated
         return UsageTotals(
             turns, answered, priced, inp, out, ms, spent, models, priced_as, sources, unpriced, simulated
@@ -254,34 +269,35 @@ class UsageTotals:
 class UsageLedger:
     """One run's turns and the totals of any first ``k`` of them, by ``UsageTotals``' rule.
 
-    ``append`` takes the run's next turn: it only keeps it, and every ``EVERY`` turns prices the
-    last ``EVERY`` in one go for a checkpoint (the live view appends a turn as it ends, on the
-    engine's thread). ``upto(k)`` adds up from the nearest checkpoint, pricing those turns again,
-    so that reading the totals costs at most ``EVERY`` turns however long the run, and a turn
-    keeps nothing but its place in a list. ``append`` is called by one thread at a time; ``upto``
+    ``append`` takes the run's next turn: it keeps only its ``usage_values`` (plain values, which
+    CPython's cyclic garbage collector does not walk: the live view keeps a ledger of every turn
+    of a run), and every ``EVERY`` turns prices the last ``EVERY`` in one go for a checkpoint (the
+    live view appends a turn as it ends, on the engine's thread). ``upto(k)`` adds up from the
+    nearest checkpoint, pricing those turns again, so that reading the totals costs at most
+    ``EVERY`` turns however long the run. ``append`` is called by one thread at a time; ``upto``
     reads only what ``append`` has finished and may run beside it.
     """
 
     EVERY = 256
-    __slots__ = ("_marks", "_prices", "_simulated", "_turns")
+    __slots__ = ("_marks", "_prices", "_simulated", "_values")
 
     def __init__(self, *, simulated: bool = False, prices: Prices | None = None) -> None:
         self._simulated = simulated
         self._prices = prices if prices is not None else Prices()
-        self._turns: list[Turn] = []
+        self._values: list[UsageValues] = []  # each turn's usage_values, in order
         self._marks: list[UsageTotals] = [UsageTotals()]  # the first i * EVERY turns' totals
 
     def __len__(self) -> int:
-        return len(self._turns)
+        return len(self._values)
 
-    def _sum(self, total: UsageTotals, turns: Iterable[Turn]) -> UsageTotals:
+    def _sum(self, total: UsageTotals, values: Iterable[UsageValues]) -> UsageTotals:
         simulated, prices = self._simulated, self._prices
-        return total.sum_of(usage_of(t, simulated=simulated, prices=prices) for t in turns)
+        return total.sum_of(turn_usage(*v, simulated=simulated, prices=prices) for v in values)
 
     def append(self, turn: Turn) -> None:
         """Take the run's next finished turn."""
-        known, every = self._turns, self.EVERY
-        known.append(turn)
+        known, every = self._values, self.EVERY
+        known.append(usage_values(turn))
         if len(known) % every == 0:  # a checkpoint: the marks are complete before it counts
             self._marks.append(self._sum(self._marks[-1], known[-every:]))
 
@@ -289,13 +305,13 @@ class UsageLedger:
         """Take ``turns`` (the run's next ones) and return the totals of every turn so far."""
         for turn in turns:
             self.append(turn)
-        return self.upto(len(self._turns))
+        return self.upto(len(self))
 
     def upto(self, count: int) -> UsageTotals:
         """The totals of the run's first ``count`` turns (of those added so far)."""
-        count = max(0, min(count, len(self._turns)))
+        count = max(0, min(count, len(self)))
         mark = min(count // self.EVERY, len(self._marks) - 1)
-        return self._sum(self._marks[mark], self._turns[mark * self.EVERY : count])
+        return self._sum(self._marks[mark], self._values[mark * self.EVERY : count])
 
 
 def dollars(value: float) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from loopnb.notebook._kept import Held
 from loopnb.notebook._state import TurnView
 from loopnb.notebook._timeline import Bin, Marks, per_mark
 
@@ -174,10 +175,8 @@ def frame_turn_views(t: pd.DataFrame, run_id: str) -> tuple[TurnView, ...]:
         )
         event = Turn(run_id=run_id, turn=int(turn), started_at=0.0 if known else None, finished=finished)
         names = tuple(tools.split(", ")) if isinstance(tools, str) and tools else ()
-        model_ = _text(model)
-        out.append(
-            TurnView(int(turn), event.channel, event.producer, model_, names, bool(dropped), None, event)
-        )
+        shown = (event.channel, event.producer, _text(model), names, bool(dropped), None)
+        out.append(TurnView(int(turn), *shown, event.latency_ms, None, Held(event)))
     return tuple(out)
 
 

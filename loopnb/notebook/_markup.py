@@ -232,8 +232,8 @@ def inspector_html(turn: TurnView | None) -> Html:
         Html(" · model {}").format(code(turn.model, NAME_LIMIT)) if turn.model else _NOTHING,
         _latency(turn.latency_ms),
         f" · {retries} recovery retr{'y' if retries == 1 else 'ies'}" if retries else _NOTHING,
-        Html(' · <span class="loopnb-injected">&#x26A1; injected {}</span>').format(code(turn.event.injected))
-        if turn.event.injected is not None
+        Html(' · <span class="loopnb-injected">&#x26A1; injected {}</span>').format(code(turn.injected))
+        if turn.injected is not None
         else _NOTHING,
     ]
     body = [_NOTHING.join(parts)]

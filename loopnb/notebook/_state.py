@@ -9,8 +9,9 @@ equals the live one. ``turn_view`` makes a turn's view from its ``TurnFinished``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
+from typing import Any, Literal
 
 from loopnb.analysis._flowchart import EDGE_INDEX, EDGES
 from loopnb.analysis._retries import CallRecovery, LoopCount, turn_call
@@ -18,6 +19,7 @@ from loopnb.analysis._usage import UsageLedger, UsageTotals
 from loopnb.engine import MAX_RECOVERY_ATTEMPTS, Turn
 from loopnb.engine._errors import arguments_text
 from loopnb.engine._events import BreakerState
+from loopnb.notebook._kept import Held, TurnSource, calls_kept, calls_of
 
 """The recovery ceiling: attempt 0 plus five retries; a sixth retry is the wall."""
 
@@ -171,11 +173,13 @@ class ReadView:
 class TurnView:
     """One turn for the timeline and the inspector: the request and exactly what the model read.
 
-    The timeline needs only the first fields; the inspector's detail is read from the ``Turn``
-    (the turn's events, ``loopnb.engine._turns``) when asked for, so that folding stays cheap.
-    Made once, as its turn ends, and never written to after: not frozen only because a frozen
-    dataclass sets each field through ``object.__setattr__``, which cost more than the rest of
-    the turn's fold (the live view makes one per turn on the engine's thread).
+    It keeps only what the timeline draws of every turn, as plain values (strings, numbers and
+    tuples of them, which CPython's cyclic garbage collector does not walk: a live view of a long
+    run keeps thousands); the inspector's detail is its ``Turn`` (``event``), put back together
+    from ``source`` when asked for. Made once, as its turn ends, and never written to after: not
+    frozen only because a frozen dataclass sets each field through ``object.__setattr__``, which
+    cost more than the rest of the turn's fold (the live view makes one per turn on the engine's
+    thread). Two views are equal when their values and their turns' events are.
     """
 
     turn: int
@@ -185,9 +189,17 @@ class TurnView:
     tools: tuple[str, ...]
     dropped: bool
     error: str | None
-    event: Turn = field(repr=False)
-    recovery: tuple[CallRecovery, ...] = field(default=(), repr=False)
-    """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
+    latency_ms: float | None
+    """Wall time of the whole turn (``Turn.latency_ms``)."""
+    injected: str | None
+    """The faults ``loopnb.inject`` put into this turn (``Turn.injected``)."""
+    source: TurnSource = field(repr=False, compare=False)
+    begin: int = field(default=0, repr=False, compare=False)
+    end: int = field(default=0, repr=False, compare=False)
+    """Where ``source`` keeps the turn's events."""
+    calls_at_end: tuple[Any, ...] = field(default=(), repr=False)
+    """The turn's calls as ``RecoveryFold`` folded them (``recovery_attempts``' rows): each call's
+    fields, one call after the other (a flat tuple: one the collector stops tracking at once)."""
     strategy: str | None = field(default=None, repr=False)
     loop: LoopCount | None = field(default=None, repr=False)
     lit: tuple[str, ...] = field(default=(), repr=False)
@@ -195,6 +207,21 @@ class TurnView:
     counts: tuple[int, ...] = field(default=(), repr=False)
     """The flow's edge counts up to and with this turn."""
     board: BoardAt = field(default=(), repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TurnView):
+            return NotImplemented
+        return _compared(self) == _compared(other) and self.event == other.event
+
+    @property
+    def event(self) -> Turn:
+        """The turn's events, and what follows from them (put back together when asked for)."""
+        return self.source.turn_at(self.begin, self.end)
+
+    @property
+    def recovery(self) -> tuple[CallRecovery, ...]:
+        """The turn's calls, as ``RecoveryFold`` folded them (``recovery_attempts``' rows)."""
+        return calls_of(self.calls_at_end)
 
     @property
     def gauge(self) -> Gauge:
@@ -230,12 +257,11 @@ class TurnView:
         return self.event.recovery_attempts
 
     @property
-    def latency_ms(self) -> float | None:
-        return self.event.latency_ms
-
-    @property
     def breakers(self) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(self.event.breakers.items()))
+
+
+_compared = attrgetter(*(f.name for f in fields(TurnView) if f.compare))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,22 +314,28 @@ class ViewState:
 def turn_view(
     t: Turn,
     error: str | None = None,
-    recovery: tuple[CallRecovery, ...] = (),
+    recovery: Sequence[CallRecovery] = (),
     strategy: str | None = None,
     loop: LoopCount | None = None,
     flow: tuple[tuple[str, ...], tuple[int, ...]] = ((), ()),
     board: BoardAt = (),
+    source: TurnSource | None = None,
+    begin: int = 0,
+    end: int = 0,
 ) -> TurnView:
     """The timeline/inspector view of one finished turn (a pure function of its events);
-    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended."""
+    ``flow`` is the path it lit and the edge counts after it, ``board`` the board as it ended,
+    ``source`` where its events are kept, from place ``begin`` to ``end`` (none: the view holds
+    ``t`` itself)."""
     verdict, replied = t.finished, t.replied  # what Turn.channel, .producer, .model, .calls read
     if verdict is None:
         raise ValueError(f"turn_view: turn {t.turn} of run {t.run_id} has not finished")
     model, calls = (replied.reply.model, replied.reply.tool_calls) if replied is not None else (None, ())
     tools = (calls[0].name,) if len(calls) == 1 else tuple(c.name for c in calls)
     return TurnView(
-        t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t, recovery,
-        strategy, loop, flow[0], flow[1], board,
+        t.turn, verdict.channel, verdict.producer, model, tools, verdict.dropped, error, t.latency_ms,
+        t.injected, Held(t) if source is None else source, begin, end,
+        calls_kept(recovery), strategy, loop, flow[0], flow[1], board,
     )  # fmt: skip
 
 

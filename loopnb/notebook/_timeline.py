@@ -95,7 +95,7 @@ def _turn_tip(t: TurnView) -> str:
     what = t.producer or ("final reply" if not t.tools else "tool calls ok")
     tools = f" · {', '.join(t.tools)}" if t.tools else ""
     ms = f"{t.latency_ms:,.1f} ms" if t.latency_ms is not None else "latency unknown"
-    injected = f" · injected {t.event.injected}" if t.event.injected is not None else ""
+    injected = f" · injected {t.injected}" if t.injected is not None else ""
     return f"turn {t.turn}: {t.channel} ({what}){tools} · {ms}{injected}"
 
 
@@ -152,7 +152,7 @@ def marks_svg(
     said += "; a mark links to its row" if anchor is not None else "; click a mark to inspect its turn"
     if simulated:
         said += " · simulated clock: times are simulated, not waited"
-    if any(b.worst.event.injected is not None for b in bins):
+    if any(b.worst.injected is not None for b in bins):
         said += " · \u26a1 a fault loopnb.inject put there"
     parts = [
         Html('<text class="cap" x="12" y="20">turn timeline</text><text x="130" y="20">{}</text>{}').format(
@@ -287,7 +287,7 @@ def _mark(
         width,
     )
     drawn_mark = mark(t.channel, x, y, size)
-    if t.event.injected is not None:  # a failure put there on purpose (loopnb.inject): flagged
+    if t.injected is not None:  # a failure put there on purpose (loopnb.inject): flagged
         drawn_mark += _INJECTED.format(x, y - size / 2 - 4)
     drawn += (drawn_mark, tx, tip_anchor, esc(tip, 200), _TOP, _BOTTOM - _TOP, _TOP - 10)
     if anchor is not None:

@@ -31,6 +31,7 @@ from loopnb.engine._events import (
     TurnStarted,
 )
 from loopnb.engine._turns import Turn, TurnAssembler
+from loopnb.notebook._kept import TurnStore
 from loopnb.notebook._state import (
     BoardAt,
     BreakerView,
@@ -65,7 +66,6 @@ class ViewModel:
         self._flow = FlowCount()
         self._recovery = RecoveryFold()  # the gauge's rule, and recovery_attempts'
         self._board = BreakerFold()  # the board's rule, and breaker_history's
-        self._calls_from = 0  # the current turn's first call in self._recovery.calls
         self._history: dict[str, list[tuple[int, BreakerState]]] = {}
         self._last_board: BoardAt | None = None
         self._board_moves = -1  # the board fold's moves when the last board was drawn
@@ -73,6 +73,8 @@ class ViewModel:
         self._counts: tuple[int, ...] = ()  # the edge counts as the last turn left them
         self._start_board: BoardAt = ()
         self._assembler = TurnAssembler()
+        self._kept = TurnStore()  # the run's events, for the inspector to read a turn back from
+        self._turn_from = 0  # where the next turn's events begin in self._kept
         self._turns: list[TurnView] = []
         self._hard_error: str | None = None
         self._now = 0.0
@@ -88,7 +90,9 @@ class ViewModel:
         if event.run_id != self.run_id and event.kind != "run_started":
             return
         if event.kind == "run_started":
-            self._start(event)  # a new run: a new assembler, which must see its start too
+            self._start(event)  # a new run: a new assembler and store, which must see its start too
+        else:
+            self._kept.add(event)
         turn = self._assembler.add(event)
         if turn is not None:
             self._turn_finished(turn, event.at)
@@ -149,10 +153,13 @@ class ViewModel:
         self._recovery.start(e.settings)
         self._board.start(e.models, tool_breakers(e.settings), e.breakers)
         self._start_board = self._board_at(e.at)
+        self._kept.add(e)
+        self._turn_from = len(self._kept)
 
     def _turn_started(self, e: TurnStarted) -> None:
         self._turn = e.turn
-        self._calls_from = len(self._recovery.calls)
+        # the turns before keep their calls as values (their TurnView's): the fold needs only this one's
+        self._recovery.calls.clear()
         self._board.settle()
 
     def _dispatched(self, e: ToolDispatched) -> None:
@@ -188,11 +195,11 @@ class ViewModel:
         if self._lit or not self._counts:  # a turn that lit nothing leaves the counts as they were
             self._counts = tuple(self._flow.counts)
         error = self._hard_error if channel == "hard" else None
-        calls, start = fold.calls, self._calls_from
-        recovery = tuple(calls[start:]) if len(calls) > start else ()
+        begin, end = self._turn_from, len(self._kept)
+        self._turn_from = end
         self._turns.append(
-            turn_view(e, error, recovery, fold.strategy, fold.loops.get(e.turn), (self._lit, self._counts),
-                      self._board_at(at))
+            turn_view(e, error, fold.calls, fold.strategy, fold.loops.get(e.turn), (self._lit, self._counts),
+                      self._board_at(at), self._kept, begin, end)
         )  # fmt: skip
         self._usage.append(e)  # priced in hundreds, not one by one
 
@@ -256,8 +263,8 @@ class ViewModel:
         """The turn going on, once it has dispatched a call; else the last finished turn's."""
         fold, last = self._recovery, self._turns[-1] if self._turns else None
         calls = fold.calls
-        if (last is None or self._turn > last.turn) and len(calls) > self._calls_from:
-            return gauge_of(self._turn, calls[self._calls_from :], fold.strategy, fold.loops.get(self._turn))
+        if (last is None or self._turn > last.turn) and calls:
+            return gauge_of(self._turn, calls, fold.strategy, fold.loops.get(self._turn))
         return Gauge() if last is None else last.gauge
 
     def _breaker_view(self, b: BreakerCount) -> BreakerView:

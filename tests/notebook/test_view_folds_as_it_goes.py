@@ -234,9 +234,9 @@ def test_each_turns_view_is_made_as_the_turn_ends_and_a_redraw_makes_none(monkey
     from loopnb.notebook import _viewmodel
 
     made, priced = [], []
-    turn_view, usage_of = _viewmodel.turn_view, _usage.usage_of
+    turn_view, turn_usage = _viewmodel.turn_view, _usage.turn_usage
     monkeypatch.setattr(_viewmodel, "turn_view", lambda *a: made.append(a[0].turn) or turn_view(*a))
-    monkeypatch.setattr(_usage, "usage_of", lambda t, **kw: priced.append(t.turn) or usage_of(t, **kw))
+    monkeypatch.setattr(_usage, "turn_usage", lambda *a, **kw: priced.append(a[4]) or turn_usage(*a, **kw))
     events: list[Any] = []
     RUNS["long_with_tokens"]([events.append])
     model, ends = ViewModel(), 0
@@ -245,7 +245,8 @@ def test_each_turns_view_is_made_as_the_turn_ends_and_a_redraw_makes_none(monkey
         ends += event.kind == "turn_finished"
         assert len(made) == ends  # made as its turn ends
     every = UsageLedger.EVERY
-    assert priced == list(range(1, LONG // every * every + 1))  # priced in hundreds, once each
+    started = [t.started_at for t in loopnb.turns_of(events)]  # what each priced turn is priced as of
+    assert priced == started[: LONG // every * every]  # priced in hundreds, once each
     model.snapshot()
     model.snapshot()
     assert len(made) == LONG and made == sorted(made)
