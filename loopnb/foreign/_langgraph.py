@@ -37,6 +37,7 @@ from loopnb.foreign._langgraph_db import (
     Thread,
     Write,
     checkpoint,
+    dated,
     decoded,
     is_state,
     shallow,
@@ -193,8 +194,12 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _seen(thread: Thread, channel: str | None, unread: Unread) -> dict[str, float]:
-    """When each message first appeared: the time of the checkpoint its step made."""
+def _seen(thread: Thread, channel: str | None, msgs: list[_Message], unread: Unread) -> dict[str, float]:
+    """When each message first appeared: the time of the checkpoint its step made (read from the
+    checkpoints' lengths where ``dated`` can, else from the writes)."""
+    found = dated(thread, [m.id for m in msgs]) if channel == "messages" else None
+    if found is not None:
+        return found
     ts = {cp.id: cp.ts for cp in thread.checkpoints}
     made: dict[str | None, float | None] = {}
     for cp in thread.checkpoints:
@@ -316,7 +321,7 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
     if not msgs:
         said = "no messages, neither in the checkpoint's channels nor in the writes: a run with no turns"
         warnings.warn(f"{path}: {where}: {said}", RecordingWarning, stacklevel=4)
-    seen = _seen(thread, channel, unread)
+    seen = _seen(thread, channel, msgs, unread)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
     ais = [m for m in msgs if m.kind == "ai"]

@@ -124,6 +124,19 @@ def shallow(write: Write, unread: Unread) -> list[Any]:
     return whole if isinstance(whole, list) else [whole]
 
 
+def _count(blob: bytes) -> int:
+    """How many values a msgpack write holds (its array's length; one, if it is no array), from
+    its first bytes alone (-1: none)."""
+    if not blob:
+        return -1
+    first = blob[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    if first in (0xDC, 0xDD):
+        return int.from_bytes(blob[1 : 3 if first == 0xDC else 5], "big")
+    return 1
+
+
 @dataclass(slots=True)
 class Checkpoint:
     """One row of ``checkpoints``: its ids and when it was taken; its blob decoded on demand."""
@@ -134,6 +147,8 @@ class Checkpoint:
     blob: bytes | None
     ts: float | None = None
     version: Any = None
+    held: int | None = None
+    """How many messages its ``messages`` channel holds (see ``_held``); ``dated`` dates them by it."""
 
 
 @dataclass(slots=True)
@@ -147,19 +162,21 @@ class Thread:
     """The ids of its checkpoints that could not be read."""
 
 
-def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
-    """A checkpoint's ``ts`` and ``v`` as stored; a msgpack one's read without decoding its
-    channel values."""
+def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any, int | None]:
+    """A checkpoint's ``ts`` and ``v`` as stored, and how many messages it ``held``; a msgpack
+    one's read without decoding its channel values."""
     if kind != "msgpack" or not isinstance(blob, bytes):
         body = typed(kind, blob, where, path)
-        return (body.get("ts"), body.get("v")) if isinstance(body, dict) else (None, None)
+        return (body.get("ts"), body.get("v"), None) if isinstance(body, dict) else (None, None, None)
     msgpack = msgpack_module()
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=Ext)
     unpacker.feed(blob)
     ts: Any = None
     version: Any = None
+    left = 0
     try:
-        for _ in range(unpacker.read_map_header()):
+        size = unpacker.read_map_header()
+        for n in range(size):
             key = unpacker.unpack()
             if key == "ts":
                 ts = unpacker.unpack()
@@ -168,11 +185,83 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
             else:
                 unpacker.skip()
             if ts is not None and version is not None:
+                left = size - n - 1
                 break
-        ts, version = resolve([ts, version], where, path)
+        if type(ts) not in _PLAIN or type(version) not in _PLAIN:  # nothing in them to read further
+            ts, version = resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
-    return ts, version
+    return ts, version, _held(unpacker, blob, left)
+
+
+_PLAIN = frozenset({str, int, float, type(None)})
+_ARRAY = frozenset([*range(0x90, 0xA0), 0xDC, 0xDD])
+"""The first bytes of a msgpack array."""
+
+
+def _held(unpacker: Any, blob: bytes, left: int) -> int | None:
+    """How many messages a checkpoint's ``messages`` channel holds (0: none, -1: no list), read
+    from the ``left`` entries of its map past ``ts`` and ``v`` (where LangGraph puts
+    ``channel_values``) without decoding them; ``None`` where they are not, or do not decode: a
+    checkpoint damaged there spoils nothing unless ``_langgraph`` needs it whole."""
+    msgpack = msgpack_module()
+    try:
+        for _ in range(left):
+            if unpacker.unpack() != "channel_values":
+                unpacker.skip()
+                continue
+            for _ in range(unpacker.read_map_header()):
+                if unpacker.unpack() != "messages":
+                    unpacker.skip()
+                elif blob[unpacker.tell()] in _ARRAY:
+                    return int(unpacker.read_array_header())
+                else:
+                    return -1
+            return 0
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
+        pass
+    return None
+
+
+def dated(thread: Thread, ids: list[str | None]) -> dict[str, float] | None:
+    """When each message of the latest checkpoint's ``messages`` channel (``ids``, in order) first
+    appeared, from how many the channel ``held`` at each checkpoint: the messages a step added are
+    dated by the checkpoint the step made, as their first write dates them, without decoding one.
+    ``None`` (read the writes) unless the thread shows that it is the same: one line of
+    checkpoints, each timed, the list only growing, each step's writes holding as many values as it
+    grew by (so none was removed or replaced) and the ``"id"`` entry of each message it added (so
+    none came without its id), and the ids distinct."""
+    if thread.unread or None in ids or len(set(ids)) != len(ids):
+        return None
+    steps: dict[str, list[bytes]] = {}
+    for write in thread.writes:
+        if write.channel == "messages":
+            value = write.value
+            if type(value) is not Blob or value.kind != "msgpack" or type(value.data) is not bytes:
+                return None
+            steps.setdefault(write.checkpoint_id, []).append(value.data)
+    pack = msgpack_module().packb
+    seen: dict[str, float] = {}
+    last = 0
+    parent: str | None = None
+    for cp in thread.checkpoints:
+        held = cp.held
+        if held is None or held < last or cp.parent_id != parent or not cp.ts or (parent is None and held):
+            return None
+        if parent is not None:
+            blobs = steps.get(parent, ())
+            if sum(map(_count, blobs)) != held - last or held > len(ids):
+                return None
+            for key in ids[last:held]:
+                needle = b"\xa2id" + pack(key)  # the map entry "id": key, as serde writes it
+                for blob in blobs:
+                    if needle in blob:
+                        break
+                else:
+                    return None
+                seen[key] = cp.ts  # type: ignore[index]  # no id is None (checked above)
+        last, parent = held, cp.id
+    return seen if last == len(ids) else None
 
 
 def _when(ts: Any) -> float | None:
@@ -218,14 +307,14 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
         for thread_id, cid, parent, kind, blob in query(conn, budget, sql):
             where = f"thread {thread_id}, checkpoint {cid}"
             try:
-                ts, version = _header(kind, blob, where, path)
+                ts, version, held = _header(kind, blob, where, path)
             except RecordingError as exc:
                 unread.skip(where, exc)
                 found.setdefault(str(thread_id), Thread(str(thread_id))).unread.append(str(cid))
                 continue
             if isinstance(version, bool) or not isinstance(version, int | float | str):
                 version = None
-            cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version)
+            cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version, held)
             if cp.ts is None:
                 odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + shown(ts)}")
             versions.add(version)
