@@ -111,8 +111,9 @@ def read(path: Path, unread: Unread | None = None) -> Recording:
     events: list[Event] = []
     with collector_paused():  # decoded blobs, threads and events hold no cycles: see collector_paused
         found, versions = threads(path, unread)
-        for thread in found:
-            events.extend(_write_thread(thread, unread))
+        found.reverse()
+        while found:  # each thread freed once written: the collector, back, walks only what is kept
+            events.extend(_write_thread(found.pop(), unread))
     if not events:
         raise unread.nothing_read("checkpoints")
     known = sorted(str(v) for v in versions if v is not None)
