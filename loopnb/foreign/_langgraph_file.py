@@ -256,38 +256,41 @@ def opened(value: Any) -> Any:
 
 def resolve(value: Any, where: str, path: Path) -> Any:
     """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
-    constructed), walked with a stack of its own; lists, maps and objects nested deeper than
-    ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more goes on the stack (a blob is
-    mostly strings and numbers), and a value is written back only where an ext type was read."""
+    constructed), walked a level at a time with no recursion; lists, maps and objects nested deeper
+    than ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more is walked (a blob is mostly
+    strings and numbers), and a value is written back only where an ext type was read."""
     top = [value]
-    stack: list[tuple[Any, int]] = [(top, 0)]
-    push = stack.append
-    while stack:
-        item, depth = stack.pop()
-        inner = depth + 1
-        kind = type(item)
-        if kind is list:
-            for i, v in enumerate(item):
-                t = type(v)
-                if t is Ext:
-                    v = item[i] = opened(v)
-                    t = type(v)
-                if t in _NESTED:
-                    push((v, inner))
-        elif kind is dict:
-            for key, v in item.items():
-                t = type(v)
-                if t is Ext:
-                    v = item[key] = opened(v)  # a value replaced, no key added: iterating goes on
-                    t = type(v)
-                if t in _NESTED:
-                    push((v, inner))
-        else:  # an Obj
-            v = item.value = opened(item.value)
-            if type(v) in _NESTED:
-                push((v, inner))
+    level: list[Any] = [top]
+    depth = 0
+    while level:
         if depth > MAX_DEPTH:
             raise too_deep(where, path)
+        below: list[Any] = []
+        push = below.append
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                for key, v in item.items():
+                    t = type(v)
+                    if t is Ext:
+                        v = item[key] = opened(v)  # a value replaced, no key added: iterating goes on
+                        t = type(v)
+                    if t in _NESTED:
+                        push(v)
+            elif kind is list:
+                for i, v in enumerate(item):
+                    t = type(v)
+                    if t is Ext:
+                        v = item[i] = opened(v)
+                        t = type(v)
+                    if t in _NESTED:
+                        push(v)
+            else:  # an Obj
+                v = item.value = opened(item.value)
+                if type(v) in _NESTED:
+                    push(v)
+        level = below
+        depth += 1
     return top[0]
 
 
