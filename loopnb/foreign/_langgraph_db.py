@@ -287,6 +287,15 @@ def checkpoint(cp: Checkpoint, where: str, path: Path) -> dict[str, Any]:
     return value
 
 
+def _thread(found: dict[str, Thread], thread_id: Any) -> Thread:
+    """The thread of that id in ``found``, added if new."""
+    key = str(thread_id)
+    thread = found.get(key)
+    if thread is None:
+        thread = found[key] = Thread(key)
+    return thread
+
+
 def _warn(path: Path, text: str) -> None:
     warnings.warn(f"{path}: {text}", RecordingWarning, stacklevel=5)
 
@@ -310,15 +319,15 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
                 ts, version, held = _header(kind, blob, where, path)
             except RecordingError as exc:
                 unread.skip(where, exc)
-                found.setdefault(str(thread_id), Thread(str(thread_id))).unread.append(str(cid))
+                _thread(found, thread_id).unread.append(str(cid))
                 continue
-            if isinstance(version, bool) or not isinstance(version, int | float | str):
+            if isinstance(version, bool) or not isinstance(version, (int, float, str)):
                 version = None
             cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version, held)
             if cp.ts is None:
                 odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + shown(ts)}")
             versions.add(version)
-            found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
+            _thread(found, thread_id).checkpoints.append(cp)
         if not any(t.checkpoints for t in found.values()) and unread.items:
             raise unread.nothing_read("checkpoints")
         if not found:
