@@ -94,11 +94,7 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
 class _Message:
     kind: str
     value: dict[str, Any]
-
-    @property
-    def id(self) -> str | None:
-        value = self.value.get("id")
-        return None if value is None else str(value)
+    id: str | None
 
 
 def read(path: Path, unread: Unread | None = None) -> Recording:
@@ -140,7 +136,10 @@ def message(obj: Any) -> _Message | None:
         return None
     kind = str(value.get("type") or _KINDS.get(cls.removesuffix("Chunk"), ""))
     kind = _KINDS.get(kind.removesuffix("Chunk"), kind)
-    return _Message(kind, value) if kind else None
+    if not kind:
+        return None
+    said = value.get("id")
+    return _Message(kind, value, None if said is None else str(said))
 
 
 def _messages(values: dict[str, Any]) -> tuple[str | None, list[_Message]]:
@@ -252,7 +251,7 @@ def _calls(value: dict[str, Any]) -> list[ToolCall]:
     for n, call in enumerate(found if isinstance(found, list) else ()):
         if isinstance(call, dict):
             args = call.get("args")
-            arguments = args if isinstance(args, dict | str) else {}
+            arguments = args if isinstance(args, (dict, str)) else {}
             calls.append(
                 ToolCall(str(call.get("name", "")), arguments, id=str(call.get("id") or f"call-{n}"))
             )
