@@ -44,9 +44,11 @@ from loopnb.foreign._langgraph_file import (
     Budget,
     Ext,
     Obj,
+    array_length,
     budget_for,
     column_held,
     connect,
+    messages_held,
     msgpack_module,
     opened,
     query,
@@ -124,19 +126,6 @@ def shallow(write: Write, unread: Unread) -> list[Any]:
     return whole if isinstance(whole, list) else [whole]
 
 
-def _count(blob: bytes) -> int:
-    """How many values a msgpack write holds (its array's length; one, if it is no array), from
-    its first bytes alone (-1: none)."""
-    if not blob:
-        return -1
-    first = blob[0]
-    if 0x90 <= first <= 0x9F:
-        return first & 0x0F
-    if first in (0xDC, 0xDD):
-        return int.from_bytes(blob[1 : 3 if first == 0xDC else 5], "big")
-    return 1
-
-
 @dataclass(slots=True)
 class Checkpoint:
     """One row of ``checkpoints``: its ids and when it was taken; its blob decoded on demand."""
@@ -148,7 +137,7 @@ class Checkpoint:
     ts: float | None = None
     version: Any = None
     held: int | None = None
-    """How many messages its ``messages`` channel holds (see ``_held``); ``dated`` dates them by it."""
+    """How many messages its ``messages`` channel holds (``messages_held``), to date them by."""
 
 
 @dataclass(slots=True)
@@ -191,36 +180,10 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any, int
             ts, version = resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
-    return ts, version, _held(unpacker, blob, left)
+    return ts, version, messages_held(unpacker, blob, left)
 
 
 _PLAIN = frozenset({str, int, float, type(None)})
-_ARRAY = frozenset([*range(0x90, 0xA0), 0xDC, 0xDD])
-"""The first bytes of a msgpack array."""
-
-
-def _held(unpacker: Any, blob: bytes, left: int) -> int | None:
-    """How many messages a checkpoint's ``messages`` channel holds (0: none, -1: no list), read
-    from the ``left`` entries of its map past ``ts`` and ``v`` (where LangGraph puts
-    ``channel_values``) without decoding them; ``None`` where they are not, or do not decode: a
-    checkpoint damaged there spoils nothing unless ``_langgraph`` needs it whole."""
-    msgpack = msgpack_module()
-    try:
-        for _ in range(left):
-            if unpacker.unpack() != "channel_values":
-                unpacker.skip()
-                continue
-            for _ in range(unpacker.read_map_header()):
-                if unpacker.unpack() != "messages":
-                    unpacker.skip()
-                elif blob[unpacker.tell()] in _ARRAY:
-                    return int(unpacker.read_array_header())
-                else:
-                    return -1
-            return 0
-    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
-        pass
-    return None
 
 
 def dated(thread: Thread, ids: list[str | None]) -> dict[str, float] | None:
@@ -250,7 +213,7 @@ def dated(thread: Thread, ids: list[str | None]) -> dict[str, float] | None:
             return None
         if parent is not None:
             blobs = steps.get(parent, ())
-            if sum(map(_count, blobs)) != held - last or held > len(ids):
+            if sum(map(array_length, blobs)) != held - last or held > len(ids):
                 return None
             for key in ids[last:held]:
                 needle = b"\xa2id" + pack(key)  # the map entry "id": key, as serde writes it

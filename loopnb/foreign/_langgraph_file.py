@@ -308,6 +308,47 @@ def shown(value: Any) -> str:
     return shown if len(shown) <= 40 else shown[:40] + "..."
 
 
+_ARRAY = frozenset([*range(0x90, 0xA0), 0xDC, 0xDD])
+"""The first bytes of a msgpack array."""
+
+
+def messages_held(unpacker: Any, blob: bytes, left: int) -> int | None:
+    """How many messages a checkpoint's ``messages`` channel holds (0: none, -1: no list), read
+    from the ``left`` entries of its map past ``ts`` and ``v`` (where LangGraph puts
+    ``channel_values``) without decoding them; ``None`` where they are not, or do not decode: a
+    checkpoint damaged there spoils nothing unless the reader needs it whole."""
+    msgpack = msgpack_module()
+    try:
+        for _ in range(left):
+            if unpacker.unpack() != "channel_values":
+                unpacker.skip()
+                continue
+            for _ in range(unpacker.read_map_header()):
+                if unpacker.unpack() != "messages":
+                    unpacker.skip()
+                elif blob[unpacker.tell()] in _ARRAY:
+                    return int(unpacker.read_array_header())
+                else:
+                    return -1
+            return 0
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
+        pass
+    return None
+
+
+def array_length(blob: bytes) -> int:
+    """How many values a msgpack write holds (its array's length; one, if it is no array), from
+    its first bytes alone (-1: none)."""
+    if not blob:
+        return -1
+    first = blob[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    if first in (0xDC, 0xDD):
+        return int.from_bytes(blob[1 : 3 if first == 0xDC else 5], "big")
+    return 1
+
+
 _STORAGE = {str: "TEXT", int: "INTEGER", float: "REAL", bytes: "BLOB"}
 
 
