@@ -157,6 +157,9 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any, int
     if kind != "msgpack" or not isinstance(blob, bytes):
         body = typed(kind, blob, where, path)
         return (body.get("ts"), body.get("v"), None) if isinstance(body, dict) else (None, None, None)
+    known = _as_langgraph_writes_it(blob)
+    if known is not None:
+        return known
     msgpack = msgpack_module()
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=Ext)
     unpacker.feed(blob)
@@ -184,6 +187,30 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any, int
 
 
 _PLAIN = frozenset({str, int, float, type(None)})
+
+
+def _as_langgraph_writes_it(blob: bytes) -> tuple[str, int, int] | None:
+    """What ``_header`` reads, read straight off the bytes of a checkpoint in the layout LangGraph
+    writes: ``{"v": 4, "ts": "...", "id": "...", "channel_values": {"messages": [...], ...}, ...}``
+    (a small ``v``, ``ts`` and ``id`` strings, ``messages`` first among fewer than 16 channels,
+    holding fewer than 16); ``None`` for any other, which ``_header`` reads with msgpack."""
+    try:
+        head = blob[7]
+        if not 0x84 <= blob[0] <= 0x8F or blob[1:3] != b"\xa1v" or blob[3] > 0x7F or blob[4:7] != b"\xa2ts":
+            return None
+        if head != 0xD9 and not 0xA0 <= head <= 0xBF:
+            return None
+        start, end = (9, 9 + blob[8]) if head == 0xD9 else (8, 8 + (head & 0x1F))
+        if blob[end : end + 4] != b"\xa2id\xd9":
+            return None
+        at = end + 5 + blob[end + 4]
+        if blob[at : at + 15] != b"\xaechannel_values" or blob[at + 16 : at + 25] != b"\xa8messages":
+            return None
+        if not (0x81 <= blob[at + 15] <= 0x8F and 0x90 <= blob[at + 25] <= 0x9F):
+            return None
+        return blob[start:end].decode(), blob[3], blob[at + 25] & 0x0F
+    except (IndexError, UnicodeDecodeError):  # cut short, or a ts msgpack cannot read: it says why
+        return None
 
 
 def dated(thread: Thread, ids: list[str | None]) -> dict[str, float] | None:

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import loopnb
-from loopnb.foreign import _langgraph
+from loopnb.foreign import _langgraph, _langgraph_db
 from loopnb.foreign._formats import Unread
 from loopnb.foreign._langgraph_db import Thread, _header, dated, threads
 from loopnb.record import RecordingError, RecordingWarning
@@ -334,3 +334,24 @@ def test_a_messages_write_whose_header_does_not_read_is_decoded_and_skipped_with
     assert text.endswith("; the write is skipped")
     golden = loopnb.load(GOLDEN).turns
     assert rec.turns[["run_id", "turn", "channel"]].equals(golden[["run_id", "turn", "channel"]])
+
+
+def test_the_header_read_off_the_bytes_is_msgpacks_reading(monkeypatch):
+    """``_header`` reads LangGraph's own layout straight off the bytes: wherever it does, what it
+    reads is what msgpack reads, on every checkpoint of the golden, every prefix of one, and that
+    one with each of its first 120 bytes made each other value."""
+    conn = sqlite3.connect(GOLDEN)
+    blobs = [row[0] for row in conn.execute("SELECT checkpoint FROM checkpoints")]
+    conn.close()
+    blob = blobs[3]
+    cases = blobs + [blob[:n] for n in range(len(blob))]
+    cases += [blob[:n] + bytes([b]) + blob[n + 1 :] for n in range(120) for b in range(256) if b != blob[n]]
+    fast = [_langgraph_db._as_langgraph_writes_it(data) for data in cases]
+    monkeypatch.setattr(_langgraph_db, "_as_langgraph_writes_it", lambda data: None)
+    read = 0
+    for data, quick in zip(cases, fast, strict=True):
+        if quick is None:
+            continue
+        read += 1
+        assert quick == _header("msgpack", data, "here", GOLDEN), data
+    assert read > len(blobs) // 2  # the golden's own checkpoints are read off their bytes
