@@ -193,7 +193,7 @@ def _as_langgraph_writes_it(blob: bytes) -> tuple[str, int, int] | None:
     """What ``_header`` reads, read straight off the bytes of a checkpoint in the layout LangGraph
     writes: ``{"v": 4, "ts": "...", "id": "...", "channel_values": {"messages": [...], ...}, ...}``
     (a small ``v``, ``ts`` and ``id`` strings, ``messages`` first among fewer than 16 channels,
-    holding fewer than 16); ``None`` for any other, which ``_header`` reads with msgpack."""
+    holding fewer than 65,536); ``None`` for any other, which ``_header`` reads with msgpack."""
     try:
         head = blob[7]
         if not 0x84 <= blob[0] <= 0x8F or blob[1:3] != b"\xa1v" or blob[3] > 0x7F or blob[4:7] != b"\xa2ts":
@@ -206,9 +206,11 @@ def _as_langgraph_writes_it(blob: bytes) -> tuple[str, int, int] | None:
         at = end + 5 + blob[end + 4]
         if blob[at : at + 15] != b"\xaechannel_values" or blob[at + 16 : at + 25] != b"\xa8messages":
             return None
-        if not (0x81 <= blob[at + 15] <= 0x8F and 0x90 <= blob[at + 25] <= 0x9F):
+        count = blob[at + 25]
+        if not 0x81 <= blob[at + 15] <= 0x8F or not (0x90 <= count <= 0x9F or count == 0xDC):
             return None
-        return blob[start:end].decode(), blob[3], blob[at + 25] & 0x0F
+        held = count & 0x0F if count != 0xDC else blob[at + 26] << 8 | blob[at + 27]
+        return blob[start:end].decode(), blob[3], held
     except (IndexError, UnicodeDecodeError):  # cut short, or a ts msgpack cannot read: it says why
         return None
 

@@ -336,16 +336,23 @@ def test_a_messages_write_whose_header_does_not_read_is_decoded_and_skipped_with
     assert rec.turns[["run_id", "turn", "channel"]].equals(golden[["run_id", "turn", "channel"]])
 
 
-def test_the_header_read_off_the_bytes_is_msgpacks_reading(monkeypatch):
+def test_the_header_read_off_the_bytes_is_msgpacks_reading(tmp_path, monkeypatch):
     """``_header`` reads LangGraph's own layout straight off the bytes: wherever it does, what it
-    reads is what msgpack reads, on every checkpoint of the golden, every prefix of one, and that
-    one with each of its first 120 bytes made each other value."""
-    conn = sqlite3.connect(GOLDEN)
-    blobs = [row[0] for row in conn.execute("SELECT checkpoint FROM checkpoints")]
-    conn.close()
-    blob = blobs[3]
-    cases = blobs + [blob[:n] for n in range(len(blob))]
-    cases += [blob[:n] + bytes([b]) + blob[n + 1 :] for n in range(120) for b in range(256) if b != blob[n]]
+    reads is what msgpack reads, on every checkpoint of the golden and of a thread of 20 messages
+    (past what one byte counts), every prefix of two, and those with each of their first 120 bytes
+    made each other value."""
+    long = database(tmp_path / "long.sqlite", [[message("human", f"h{n}")] for n in range(20)])
+    blobs = []
+    for path in (GOLDEN, long):
+        conn = sqlite3.connect(path)
+        blobs += [row[0] for row in conn.execute("SELECT checkpoint FROM checkpoints ORDER BY checkpoint_id")]
+        conn.close()
+    cases = list(blobs)
+    for blob in (blobs[3], blobs[-1]):
+        cases += [blob[:n] for n in range(len(blob))]
+        cases += [
+            blob[:n] + bytes([b]) + blob[n + 1 :] for n in range(120) for b in range(256) if b != blob[n]
+        ]
     fast = [_langgraph_db._as_langgraph_writes_it(data) for data in cases]
     monkeypatch.setattr(_langgraph_db, "_as_langgraph_writes_it", lambda data: None)
     read = 0
@@ -354,4 +361,5 @@ def test_the_header_read_off_the_bytes_is_msgpacks_reading(monkeypatch):
             continue
         read += 1
         assert quick == _header("msgpack", data, "here", GOLDEN), data
-    assert read > len(blobs) // 2  # the golden's own checkpoints are read off their bytes
+    assert read > len(blobs) // 2  # LangGraph's own checkpoints are read off their bytes
+    assert fast[len(blobs) - 1] == ("2027-01-01T00:00:20+00:00", 4, 20)
