@@ -80,7 +80,8 @@ class Write:
     """One row of ``writes``. LangGraph's own channels (``__error__``, ``__interrupt__``,
     ``branch:...``: small) are decoded as the database is read; a state channel's value (the
     messages a step added) stays a ``Blob`` until ``decoded`` or ``shallow`` asks for it: the
-    latest checkpoint holds the state, so most are asked only for their messages' ids."""
+    latest checkpoint holds the state, and ``dated`` dates its messages from the checkpoints'
+    counts, so most are never decoded (``dated`` reads their first bytes and looks for ids)."""
 
     checkpoint_id: str
     task_id: str
