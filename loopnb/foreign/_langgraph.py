@@ -224,17 +224,18 @@ def _tokens(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < 2**63 else None
 
 
-def _usage(value: dict[str, Any], where: str, unread: Unread) -> Usage | None:
-    usage = value.get("usage_metadata")
+def _usage(message: _Message, thread: Thread, unread: Unread) -> Usage | None:
+    usage = message.value.get("usage_metadata")
     if not isinstance(usage, dict):
         return None
-    counts = [_tokens(usage.get(key)) for key in ("input_tokens", "output_tokens")]
-    if counts[0] is None or counts[1] is None:
+    read, wrote = _tokens(usage.get("input_tokens")), _tokens(usage.get("output_tokens"))
+    if read is None or wrote is None:
         found = f"{usage.get('input_tokens')!r:.40} and output_tokens {usage.get('output_tokens')!r:.40}"
         said = f"usage_metadata should hold counts of tokens, found input_tokens {found}"
+        where = f"thread {thread.thread_id}, message {message.id}"
         unread.skip(where, said, left="its usage is not counted")
         return None
-    return Usage(input_tokens=counts[0], output_tokens=counts[1])
+    return Usage(input_tokens=read, output_tokens=wrote)
 
 
 def _model(value: dict[str, Any]) -> str | None:
@@ -352,7 +353,7 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
         turn = writer.turn(at=seen.get(ai.id or ""))
         calls = _calls(ai.value)
         text = text_of(ai.value.get("content")) or None
-        usage = _usage(ai.value, f"thread {thread.thread_id}, message {ai.id}", unread)
+        usage = _usage(ai, thread, unread)
         turn.reply(text, calls, model=_model(ai.value), usage=usage, at=seen.get(ai.id or ""))
         unanswered = [c for c in calls if c.id not in answers]
         if index == last_ai and unanswered and (pending or cut or index == len(msgs) - 1):
