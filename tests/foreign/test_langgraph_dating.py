@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -309,21 +310,28 @@ def test_damage_in_a_checkpoint_the_reader_never_decodes_spoils_nothing(tmp_path
     assert rec.meta["unread"] == []
 
 
-@pytest.mark.parametrize("value", [b"", b"\xdd\xff\xff\xff\xff", b"\xdc\x00"])
-def test_a_messages_write_whose_header_does_not_read_is_decoded_and_skipped_with_a_warning(tmp_path, value):
-    path = tmp_path / "threads.sqlite"
+def change_messages_write(path: Path, change: Callable[[bytes], bytes]) -> tuple[str, str]:
+    """A copy of the golden at ``path`` with the value of the ``recovered`` thread's third messages
+    write (its first tool answer) changed; that write's checkpoint and task."""
     shutil.copyfile(GOLDEN, path)
     conn = sqlite3.connect(path)
-    cid, task = conn.execute(
-        "SELECT checkpoint_id, task_id FROM writes WHERE thread_id = 'recovered' AND channel = 'messages'"
-        " ORDER BY checkpoint_id LIMIT 1 OFFSET 2"
+    cid, task, value = conn.execute(
+        "SELECT checkpoint_id, task_id, value FROM writes WHERE thread_id = 'recovered'"
+        " AND channel = 'messages' ORDER BY checkpoint_id LIMIT 1 OFFSET 2"
     ).fetchone()
     conn.execute(
         "UPDATE writes SET value = ? WHERE checkpoint_id = ? AND task_id = ? AND channel = 'messages'",
-        (value, cid, task),
+        (change(value), cid, task),
     )
     conn.commit()
     conn.close()
+    return cid, task
+
+
+@pytest.mark.parametrize("value", [b"", b"\xdd\xff\xff\xff\xff", b"\xdc\x00"])
+def test_a_messages_write_whose_header_does_not_read_is_decoded_and_skipped_with_a_warning(tmp_path, value):
+    path = tmp_path / "threads.sqlite"
+    cid, task = change_messages_write(path, lambda _: value)
     thread = thread_of(path, "recovered")
     assert dated(thread, latest_ids(path, thread)) is None
     with pytest.warns(RecordingWarning) as caught:
@@ -363,3 +371,16 @@ def test_the_header_read_off_the_bytes_is_msgpacks_reading(tmp_path, monkeypatch
         assert quick == _header("msgpack", data, "here", GOLDEN), data
     assert read > len(blobs) // 2  # LangGraph's own checkpoints are read off their bytes
     assert fast[len(blobs) - 1] == ("2027-01-01T00:00:20+00:00", 4, 20)
+
+
+def test_a_messages_write_cut_short_past_its_ids_spoils_nothing_once_the_counts_date_them(tmp_path):
+    """A write the checkpoints' counts make needless is read for its first bytes and ids only:
+    damage past them is never read (the module's rule: what the reader never needs cannot spoil a
+    load), and the message it added keeps its time."""
+    path = tmp_path / "threads.sqlite"
+    change_messages_write(path, lambda value: value[:-20])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecordingWarning)
+        rec = loopnb.load(path)
+    same_reading(rec, loopnb.load(GOLDEN))
+    assert rec.meta["unread"] == []
