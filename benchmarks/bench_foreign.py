@@ -22,6 +22,7 @@ others wall time, so on a busy machine theirs move more. Target (issue 17): read
 from __future__ import annotations
 
 import argparse
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,10 @@ def langgraph(turns: int, repeats: int) -> list[Row]:
     rows = [
         _row("langgraph", workload, r["turns"], "read + turns", r["read"], "select + msgpack", r["least"])
     ]
+    if r["ratios"]:
+        ratios = r["ratios"]
+        spread = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
+        print(f"langgraph: read + turns against SqliteSaver.get_tuple, round by round: {spread}")
     if "langgraph" in r:
         rows.append(
             _row(

@@ -96,7 +96,8 @@ def _time(fn: Callable[[], object]) -> float:
 
 
 def bench_langgraph(turns: int = 10_000, repeats: int = 3) -> dict[str, Any]:
-    """The database's size and threads, and the median seconds of each way of reading it."""
+    """The database's size and threads, the median seconds of each way of reading it, and each
+    round's read against ``get_tuple`` (``ratios``; none without LangGraph)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "threads.sqlite"
         threads = copies(path, turns)
@@ -109,7 +110,14 @@ def bench_langgraph(turns: int = 10_000, repeats: int = 3) -> dict[str, Any]:
             if own is not None:
                 times["langgraph"].append(_time(own))
         medians = {k: statistics.median(v) for k, v in times.items() if v}
-        return {"threads": threads, "turns": n_turns, "MB": round(path.stat().st_size / 1e6, 1), **medians}
+        ratios = [r / o for r, o in zip(times["read"], times["langgraph"], strict=False)]
+        return {
+            "threads": threads,
+            "turns": n_turns,
+            "MB": round(path.stat().st_size / 1e6, 1),
+            **medians,
+            "ratios": ratios,
+        }
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ from loopnb.foreign._langgraph_db import (
     Thread,
     Write,
     checkpoint,
+    dated,
     decoded,
     is_state,
     shallow,
@@ -93,11 +94,7 @@ _HARD_BY_ERROR: dict[str, HardProducer] = {
 class _Message:
     kind: str
     value: dict[str, Any]
-
-    @property
-    def id(self) -> str | None:
-        value = self.value.get("id")
-        return None if value is None else str(value)
+    id: str | None
 
 
 def read(path: Path, unread: Unread | None = None) -> Recording:
@@ -110,8 +107,9 @@ def read(path: Path, unread: Unread | None = None) -> Recording:
     events: list[Event] = []
     with collector_paused():  # decoded blobs, threads and events hold no cycles: see collector_paused
         found, versions = threads(path, unread)
-        for thread in found:
-            events.extend(_write_thread(thread, unread))
+        found.reverse()
+        while found:  # each thread freed once written: the collector, back, walks only what is kept
+            events.extend(_write_thread(found.pop(), unread))
     if not events:
         raise unread.nothing_read("checkpoints")
     known = sorted(str(v) for v in versions if v is not None)
@@ -138,7 +136,10 @@ def message(obj: Any) -> _Message | None:
         return None
     kind = str(value.get("type") or _KINDS.get(cls.removesuffix("Chunk"), ""))
     kind = _KINDS.get(kind.removesuffix("Chunk"), kind)
-    return _Message(kind, value) if kind else None
+    if not kind:
+        return None
+    said = value.get("id")
+    return _Message(kind, value, None if said is None else str(said))
 
 
 def _messages(values: dict[str, Any]) -> tuple[str | None, list[_Message]]:
@@ -193,8 +194,12 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _seen(thread: Thread, channel: str | None, unread: Unread) -> dict[str, float]:
-    """When each message first appeared: the time of the checkpoint its step made."""
+def _seen(thread: Thread, channel: str | None, msgs: list[_Message], unread: Unread) -> dict[str, float]:
+    """When each message first appeared: the time of the checkpoint its step made (read from the
+    checkpoints' lengths where ``dated`` can, else from the writes)."""
+    found = dated(thread, [m.id for m in msgs]) if channel == "messages" else None
+    if found is not None:
+        return found
     ts = {cp.id: cp.ts for cp in thread.checkpoints}
     made: dict[str | None, float | None] = {}
     for cp in thread.checkpoints:
@@ -219,17 +224,18 @@ def _tokens(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < 2**63 else None
 
 
-def _usage(value: dict[str, Any], where: str, unread: Unread) -> Usage | None:
-    usage = value.get("usage_metadata")
+def _usage(message: _Message, thread: Thread, unread: Unread) -> Usage | None:
+    usage = message.value.get("usage_metadata")
     if not isinstance(usage, dict):
         return None
-    counts = [_tokens(usage.get(key)) for key in ("input_tokens", "output_tokens")]
-    if counts[0] is None or counts[1] is None:
+    read, wrote = _tokens(usage.get("input_tokens")), _tokens(usage.get("output_tokens"))
+    if read is None or wrote is None:
         found = f"{usage.get('input_tokens')!r:.40} and output_tokens {usage.get('output_tokens')!r:.40}"
         said = f"usage_metadata should hold counts of tokens, found input_tokens {found}"
+        where = f"thread {thread.thread_id}, message {message.id}"
         unread.skip(where, said, left="its usage is not counted")
         return None
-    return Usage(input_tokens=counts[0], output_tokens=counts[1])
+    return Usage(input_tokens=read, output_tokens=wrote)
 
 
 def _model(value: dict[str, Any]) -> str | None:
@@ -246,7 +252,7 @@ def _calls(value: dict[str, Any]) -> list[ToolCall]:
     for n, call in enumerate(found if isinstance(found, list) else ()):
         if isinstance(call, dict):
             args = call.get("args")
-            arguments = args if isinstance(args, dict | str) else {}
+            arguments = args if isinstance(args, (dict, str)) else {}
             calls.append(
                 ToolCall(str(call.get("name", "")), arguments, id=str(call.get("id") or f"call-{n}"))
             )
@@ -316,7 +322,7 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
     if not msgs:
         said = "no messages, neither in the checkpoint's channels nor in the writes: a run with no turns"
         warnings.warn(f"{path}: {where}: {said}", RecordingWarning, stacklevel=4)
-    seen = _seen(thread, channel, unread)
+    seen = _seen(thread, channel, msgs, unread)
     first_human = next((m for m in msgs if m.kind == "human"), None)
     system = next((m for m in msgs if m.kind == "system"), None)
     ais = [m for m in msgs if m.kind == "ai"]
@@ -347,7 +353,7 @@ def _write_thread(thread: Thread, unread: Unread) -> list[Event]:
         turn = writer.turn(at=seen.get(ai.id or ""))
         calls = _calls(ai.value)
         text = text_of(ai.value.get("content")) or None
-        usage = _usage(ai.value, f"thread {thread.thread_id}, message {ai.id}", unread)
+        usage = _usage(ai, thread, unread)
         turn.reply(text, calls, model=_model(ai.value), usage=usage, at=seen.get(ai.id or ""))
         unanswered = [c for c in calls if c.id not in answers]
         if index == last_ai and unanswered and (pending or cut or index == len(msgs) - 1):

@@ -44,9 +44,11 @@ from loopnb.foreign._langgraph_file import (
     Budget,
     Ext,
     Obj,
+    array_length,
     budget_for,
     column_held,
     connect,
+    messages_held,
     msgpack_module,
     opened,
     query,
@@ -78,7 +80,8 @@ class Write:
     """One row of ``writes``. LangGraph's own channels (``__error__``, ``__interrupt__``,
     ``branch:...``: small) are decoded as the database is read; a state channel's value (the
     messages a step added) stays a ``Blob`` until ``decoded`` or ``shallow`` asks for it: the
-    latest checkpoint holds the state, so most are asked only for their messages' ids."""
+    latest checkpoint holds the state, and ``dated`` dates its messages from the checkpoints'
+    counts, so most are never decoded (``dated`` reads their first bytes and looks for ids)."""
 
     checkpoint_id: str
     task_id: str
@@ -134,6 +137,8 @@ class Checkpoint:
     blob: bytes | None
     ts: float | None = None
     version: Any = None
+    held: int | None = None
+    """How many messages its ``messages`` channel holds (``messages_held``), to date them by."""
 
 
 @dataclass(slots=True)
@@ -147,19 +152,24 @@ class Thread:
     """The ids of its checkpoints that could not be read."""
 
 
-def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
-    """A checkpoint's ``ts`` and ``v`` as stored; a msgpack one's read without decoding its
-    channel values."""
+def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any, int | None]:
+    """A checkpoint's ``ts`` and ``v`` as stored, and how many messages it ``held``; a msgpack
+    one's read without decoding its channel values."""
     if kind != "msgpack" or not isinstance(blob, bytes):
         body = typed(kind, blob, where, path)
-        return (body.get("ts"), body.get("v")) if isinstance(body, dict) else (None, None)
+        return (body.get("ts"), body.get("v"), None) if isinstance(body, dict) else (None, None, None)
+    known = _as_langgraph_writes_it(blob)
+    if known is not None:
+        return known
     msgpack = msgpack_module()
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, ext_hook=Ext)
     unpacker.feed(blob)
     ts: Any = None
     version: Any = None
+    left = 0
     try:
-        for _ in range(unpacker.read_map_header()):
+        size = unpacker.read_map_header()
+        for n in range(size):
             key = unpacker.unpack()
             if key == "ts":
                 ts = unpacker.unpack()
@@ -168,11 +178,83 @@ def _header(kind: Any, blob: Any, where: str, path: Path) -> tuple[Any, Any]:
             else:
                 unpacker.skip()
             if ts is not None and version is not None:
+                left = size - n - 1
                 break
-        ts, version = resolve([ts, version], where, path)
+        if type(ts) not in _PLAIN or type(version) not in _PLAIN:  # nothing in them to read further
+            ts, version = resolve([ts, version], where, path)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise RecordingError(f"{where}: a checkpoint that does not decode ({exc})", path=path) from exc
-    return ts, version
+    return ts, version, messages_held(unpacker, blob, left)
+
+
+_PLAIN = frozenset({str, int, float, type(None)})
+
+
+def _as_langgraph_writes_it(blob: bytes) -> tuple[str, int, int] | None:
+    """What ``_header`` reads, read straight off the bytes of a checkpoint in the layout LangGraph
+    writes: ``{"v": 4, "ts": "...", "id": "...", "channel_values": {"messages": [...], ...}, ...}``
+    (a small ``v``, ``ts`` and ``id`` strings, ``messages`` first among fewer than 16 channels,
+    holding fewer than 65,536); ``None`` for any other, which ``_header`` reads with msgpack."""
+    try:
+        head = blob[7]
+        if not 0x84 <= blob[0] <= 0x8F or blob[1:3] != b"\xa1v" or blob[3] > 0x7F or blob[4:7] != b"\xa2ts":
+            return None
+        if head != 0xD9 and not 0xA0 <= head <= 0xBF:
+            return None
+        start, end = (9, 9 + blob[8]) if head == 0xD9 else (8, 8 + (head & 0x1F))
+        if blob[end : end + 4] != b"\xa2id\xd9":
+            return None
+        at = end + 5 + blob[end + 4]
+        if blob[at : at + 15] != b"\xaechannel_values" or blob[at + 16 : at + 25] != b"\xa8messages":
+            return None
+        count = blob[at + 25]
+        if not 0x81 <= blob[at + 15] <= 0x8F or not (0x90 <= count <= 0x9F or count == 0xDC):
+            return None
+        held = count & 0x0F if count != 0xDC else blob[at + 26] << 8 | blob[at + 27]
+        return blob[start:end].decode(), blob[3], held
+    except (IndexError, UnicodeDecodeError):  # cut short, or a ts msgpack cannot read: it says why
+        return None
+
+
+def dated(thread: Thread, ids: list[str | None]) -> dict[str, float] | None:
+    """When each message of the latest checkpoint's ``messages`` channel (``ids``, in order) first
+    appeared, from how many the channel ``held`` at each checkpoint: the messages a step added are
+    dated by the checkpoint the step made, as their first write dates them, without decoding one.
+    ``None`` (read the writes) unless the thread shows that it is the same: one line of
+    checkpoints, each timed, the list only growing, each step's writes holding as many values as it
+    grew by (so none was removed or replaced) and the ``"id"`` entry of each message it added (so
+    none came without its id), and the ids distinct."""
+    if thread.unread or None in ids or len(set(ids)) != len(ids):
+        return None
+    steps: dict[str, list[bytes]] = {}
+    for write in thread.writes:
+        if write.channel == "messages":
+            value = write.value
+            if type(value) is not Blob or value.kind != "msgpack" or type(value.data) is not bytes:
+                return None
+            steps.setdefault(write.checkpoint_id, []).append(value.data)
+    pack = msgpack_module().packb
+    seen: dict[str, float] = {}
+    last = 0
+    parent: str | None = None
+    for cp in thread.checkpoints:
+        held = cp.held
+        if held is None or held < last or cp.parent_id != parent or not cp.ts or (parent is None and held):
+            return None
+        if parent is not None:
+            blobs = steps.get(parent, ())
+            if sum(map(array_length, blobs)) != held - last or held > len(ids):
+                return None
+            for key in ids[last:held]:
+                needle = b"\xa2id" + pack(key)  # the map entry "id": key, as serde writes it
+                for blob in blobs:
+                    if needle in blob:
+                        break
+                else:
+                    return None
+                seen[key] = cp.ts  # type: ignore[index]  # no id is None (checked above)
+        last, parent = held, cp.id
+    return seen if last == len(ids) else None
 
 
 def _when(ts: Any) -> float | None:
@@ -198,6 +280,15 @@ def checkpoint(cp: Checkpoint, where: str, path: Path) -> dict[str, Any]:
     return value
 
 
+def _thread(found: dict[str, Thread], thread_id: Any) -> Thread:
+    """The thread of that id in ``found``, added if new."""
+    key = str(thread_id)
+    thread = found.get(key)
+    if thread is None:
+        thread = found[key] = Thread(key)
+    return thread
+
+
 def _warn(path: Path, text: str) -> None:
     warnings.warn(f"{path}: {text}", RecordingWarning, stacklevel=5)
 
@@ -218,18 +309,18 @@ def threads(path: Path, unread: Unread | None = None) -> tuple[list[Thread], set
         for thread_id, cid, parent, kind, blob in query(conn, budget, sql):
             where = f"thread {thread_id}, checkpoint {cid}"
             try:
-                ts, version = _header(kind, blob, where, path)
+                ts, version, held = _header(kind, blob, where, path)
             except RecordingError as exc:
                 unread.skip(where, exc)
-                found.setdefault(str(thread_id), Thread(str(thread_id))).unread.append(str(cid))
+                _thread(found, thread_id).unread.append(str(cid))
                 continue
-            if isinstance(version, bool) or not isinstance(version, int | float | str):
+            if isinstance(version, bool) or not isinstance(version, (int, float, str)):
                 version = None
-            cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version)
+            cp = Checkpoint(str(cid), parent, kind, blob, _when(ts), version, held)
             if cp.ts is None:
                 odd.append(f"{where} has {'no ts' if ts is None else 'ts ' + shown(ts)}")
             versions.add(version)
-            found.setdefault(str(thread_id), Thread(str(thread_id))).checkpoints.append(cp)
+            _thread(found, thread_id).checkpoints.append(cp)
         if not any(t.checkpoints for t in found.values()) and unread.items:
             raise unread.nothing_read("checkpoints")
         if not found:

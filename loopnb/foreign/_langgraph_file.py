@@ -256,38 +256,41 @@ def opened(value: Any) -> Any:
 
 def resolve(value: Any, where: str, path: Path) -> Any:
     """``value`` with every ext type in it read (as ``Obj``, nothing named in it imported or
-    constructed), walked with a stack of its own; lists, maps and objects nested deeper than
-    ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more goes on the stack (a blob is
-    mostly strings and numbers), and a value is written back only where an ext type was read."""
+    constructed), walked a level at a time with no recursion; lists, maps and objects nested deeper
+    than ``MAX_DEPTH`` are a ``RecordingError``. Only what holds more is walked (a blob is mostly
+    strings and numbers), and a value is written back only where an ext type was read."""
     top = [value]
-    stack: list[tuple[Any, int]] = [(top, 0)]
-    push = stack.append
-    while stack:
-        item, depth = stack.pop()
-        inner = depth + 1
-        kind = type(item)
-        if kind is list:
-            for i, v in enumerate(item):
-                t = type(v)
-                if t is Ext:
-                    v = item[i] = opened(v)
-                    t = type(v)
-                if t in _NESTED:
-                    push((v, inner))
-        elif kind is dict:
-            for key, v in item.items():
-                t = type(v)
-                if t is Ext:
-                    v = item[key] = opened(v)  # a value replaced, no key added: iterating goes on
-                    t = type(v)
-                if t in _NESTED:
-                    push((v, inner))
-        else:  # an Obj
-            v = item.value = opened(item.value)
-            if type(v) in _NESTED:
-                push((v, inner))
+    level: list[Any] = [top]
+    depth = 0
+    while level:
         if depth > MAX_DEPTH:
             raise too_deep(where, path)
+        below: list[Any] = []
+        push = below.append
+        for item in level:
+            kind = type(item)
+            if kind is dict:
+                for key, v in item.items():
+                    t = type(v)
+                    if t is Ext:
+                        v = item[key] = opened(v)  # a value replaced, no key added: iterating goes on
+                        t = type(v)
+                    if t in _NESTED:
+                        push(v)
+            elif kind is list:
+                for i, v in enumerate(item):
+                    t = type(v)
+                    if t is Ext:
+                        v = item[i] = opened(v)
+                        t = type(v)
+                    if t in _NESTED:
+                        push(v)
+            else:  # an Obj
+                v = item.value = opened(item.value)
+                if type(v) in _NESTED:
+                    push(v)
+        level = below
+        depth += 1
     return top[0]
 
 
@@ -303,6 +306,47 @@ def shown(value: Any) -> str:
     """``value``'s repr, cut to 40 characters."""
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:40] + "..."
+
+
+_ARRAY = frozenset([*range(0x90, 0xA0), 0xDC, 0xDD])
+"""The first bytes of a msgpack array."""
+
+
+def messages_held(unpacker: Any, blob: bytes, left: int) -> int | None:
+    """How many messages a checkpoint's ``messages`` channel holds (0: none, -1: no list), read
+    from the ``left`` entries of its map past ``ts`` and ``v`` (where LangGraph puts
+    ``channel_values``) without decoding them; ``None`` where they are not, or do not decode: a
+    checkpoint damaged there spoils nothing unless the reader needs it whole."""
+    msgpack = msgpack_module()
+    try:
+        for _ in range(left):
+            if unpacker.unpack() != "channel_values":
+                unpacker.skip()
+                continue
+            for _ in range(unpacker.read_map_header()):
+                if unpacker.unpack() != "messages":
+                    unpacker.skip()
+                elif blob[unpacker.tell()] in _ARRAY:
+                    return int(unpacker.read_array_header())
+                else:
+                    return -1
+            return 0
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
+        pass
+    return None
+
+
+def array_length(blob: bytes) -> int:
+    """How many values a msgpack write holds (its array's length; one, if it is no array), from
+    its first bytes alone (-1: none)."""
+    if not blob:
+        return -1
+    first = blob[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F
+    if first in (0xDC, 0xDD):
+        return int.from_bytes(blob[1 : 3 if first == 0xDC else 5], "big")
+    return 1
 
 
 _STORAGE = {str: "TEXT", int: "INTEGER", float: "REAL", bytes: "BLOB"}
