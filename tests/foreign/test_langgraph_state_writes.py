@@ -1,7 +1,8 @@
 """A LangGraph database's state writes (the messages each step added) are read only as deep as the
-reader needs them: their messages' ids, to date each message, while the latest checkpoint holds the
-state; whole only when it does not (``DeltaChannel``). What the reader never needs cannot spoil a
-load; what it needs and cannot read is skipped with a warning naming the write."""
+reader needs them: not at all where the checkpoints' message counts date every message
+(``test_langgraph_dating``), their messages' ids where they do not (a message removed or replaced),
+and whole only where the latest checkpoint holds no state (``DeltaChannel``). What the reader never
+needs cannot spoil a load; what it needs and cannot read is skipped with a warning naming the write."""
 
 from __future__ import annotations
 
